@@ -1,0 +1,167 @@
+/**
+ * @file The one place that knows where a GPUDevice comes from: `navigator.gpu` in a page
+ * or a Web Worker, Dawn (the `webgpu` npm package) in Node. The device is requested with
+ * the adapter's own limits, not WebGPU's small defaults (a 545 MB embedding needs
+ * them), and with the optional features kernels can use. Every kernel has a plain f32
+ * path, so capabilities only ever make things faster.
+ */
+import { DeviceLostError, GpuValidationError, WebGpuUnavailableError } from './errors';
+import { nodeGpuEntry } from './node-gpu';
+
+/** Optional features that select faster kernel variants. */
+export interface GpuCapabilities {
+	/** `shader-f16`: f16 storage and arithmetic in WGSL. */
+	f16: boolean;
+	/** `subgroups`: subgroup reductions and shuffles. */
+	subgroups: boolean;
+	/** `chromium-experimental-subgroup-matrix`: cooperative matrix (tensor core) tiles. */
+	subgroupMatrix: boolean;
+	/** `timestamp-query`: GPU-side timing for benchmarks. */
+	timestampQuery: boolean;
+}
+
+export interface GpuAdapterSummary {
+	vendor: string;
+	architecture: string;
+	device: string;
+	description: string;
+	/** Where the device came from: 'navigator.gpu' or 'dawn (node)'. */
+	backend: string;
+}
+
+export interface Gpu {
+	readonly device: GPUDevice;
+	readonly adapter: GpuAdapterSummary;
+	readonly caps: GpuCapabilities;
+	/** Every feature the device was created with, by name. */
+	readonly features: string[];
+	readonly limits: GPUSupportedLimits;
+	/** Resolves once, when the device is lost for any reason but `destroy()`. */
+	readonly lost: Promise<DeviceLostError>;
+	/** True after the device was lost or destroyed: nothing may be submitted to it. */
+	readonly isLost: boolean;
+	/** Calls `listener` when the device is lost; returns a function that unsubscribes. */
+	onLost(listener: (error: DeviceLostError) => void): () => void;
+	/** Validation errors the device reported (a kernel bug): tests assert this stays empty. */
+	readonly validationErrors: string[];
+	/** Destroys the device (and with it every buffer); not reported as a loss. */
+	destroy(): void;
+}
+
+export interface AcquireGpuOptions {
+	powerPreference?: GPUPowerPreference;
+	/** Turn capabilities off, e.g. `{ f16: false }` to test the f32 path on a device with f16. */
+	disable?: Partial<Record<keyof GpuCapabilities, boolean>>;
+	/** Node only: Dawn toggles, e.g. 'enable-dawn-features=allow_unsafe_apis'. */
+	dawnToggles?: string[];
+}
+
+const FEATURE_OF: Record<keyof GpuCapabilities, string> = {
+	f16: 'shader-f16',
+	subgroups: 'subgroups',
+	subgroupMatrix: 'chromium-experimental-subgroup-matrix',
+	timestampQuery: 'timestamp-query'
+};
+/** Features requested besides the capabilities: harmless when present, used by variants. */
+const EXTRA_FEATURES = ['subgroup-size-control'];
+
+const BROWSER_ADVICE =
+	'Use a browser with WebGPU: Chrome or Edge 113+ (on Linux start it with ' +
+	'--enable-unsafe-webgpu), Safari 26+, or Firefox 141+ on Windows.';
+
+/** Finds navigator.gpu (page or worker) or Dawn (Node); throws WebGpuUnavailableError. */
+async function gpuEntry(toggles: string[]): Promise<{ gpu: GPU; backend: string }> {
+	const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
+	if (nav?.gpu) return { gpu: nav.gpu, backend: 'navigator.gpu' };
+	const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+	if (!isNode) throw new WebGpuUnavailableError(`This browser has no WebGPU. ${BROWSER_ADVICE}`);
+	return { gpu: await nodeGpuEntry(toggles), backend: 'dawn (node)' };
+}
+
+/** Every numeric limit the adapter reports, to request them all. */
+function adapterLimits(adapter: GPUAdapter): Record<string, number> {
+	const out: Record<string, number> = {};
+	// GPUSupportedLimits exposes its fields as prototype getters, so walk the prototype.
+	for (const key in adapter.limits) {
+		const value = (adapter.limits as unknown as Record<string, unknown>)[key];
+		if (typeof value === 'number') out[key] = value;
+	}
+	return out;
+}
+
+export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> {
+	const { gpu, backend } = await gpuEntry(options.dawnToggles ?? []);
+	const adapter = await gpu.requestAdapter({
+		powerPreference: options.powerPreference ?? 'high-performance'
+	});
+	if (!adapter) {
+		throw new WebGpuUnavailableError(
+			backend === 'navigator.gpu'
+				? `WebGPU is present but no GPU adapter was granted (blocklisted driver or GPU disabled). ${BROWSER_ADVICE}`
+				: 'Dawn found no Vulkan adapter. Install a GPU driver, or for the software ' +
+						'renderer `apt-get install chromium libvulkan1` (SwiftShader ships with Chromium).'
+		);
+	}
+	const caps = {} as GpuCapabilities;
+	const wanted: string[] = [];
+	for (const [cap, feature] of Object.entries(FEATURE_OF) as [keyof GpuCapabilities, string][]) {
+		caps[cap] = adapter.features.has(feature) && !options.disable?.[cap];
+		if (caps[cap]) wanted.push(feature);
+	}
+	for (const feature of EXTRA_FEATURES) if (adapter.features.has(feature)) wanted.push(feature);
+
+	const device = await adapter.requestDevice({
+		requiredFeatures: wanted as GPUFeatureName[],
+		requiredLimits: adapterLimits(adapter)
+	});
+	const info = adapter.info;
+	return wrapDevice(device, caps, {
+		vendor: info?.vendor ?? '',
+		architecture: info?.architecture ?? '',
+		device: info?.device ?? '',
+		description: info?.description ?? '',
+		backend
+	});
+}
+
+function wrapDevice(device: GPUDevice, caps: GpuCapabilities, adapter: GpuAdapterSummary): Gpu {
+	const listeners = new Set<(error: DeviceLostError) => void>();
+	let destroyed = false;
+	let isLost = false;
+	let resolveLost!: (error: DeviceLostError) => void;
+	const lost = new Promise<DeviceLostError>((resolve) => (resolveLost = resolve));
+	void device.lost.then((info) => {
+		isLost = true;
+		if (destroyed) return;
+		const error = new DeviceLostError(info.reason ?? 'unknown', info.message ?? '');
+		resolveLost(error);
+		for (const listener of listeners) listener(error);
+	});
+	const validationErrors: string[] = [];
+	device.addEventListener('uncapturederror', (event) => {
+		// A validation error is a bug in a kernel or its wrapper: make it loud, never silent.
+		const error = (event as GPUUncapturedErrorEvent).error;
+		validationErrors.push(error.message);
+		console.error(new GpuValidationError(error.message));
+	});
+	return {
+		device,
+		adapter,
+		caps,
+		features: [...device.features].sort(),
+		limits: device.limits,
+		lost,
+		validationErrors,
+		get isLost() {
+			return isLost;
+		},
+		onLost(listener) {
+			listeners.add(listener);
+			return () => listeners.delete(listener);
+		},
+		destroy() {
+			destroyed = true;
+			device.destroy();
+		}
+	};
+}

@@ -1,0 +1,185 @@
+/**
+ * @file How kernels reach the GPU: compiled pipelines cached per device, uniform
+ * parameters packed in declaration order, and a Recorder that puts many dispatches into
+ * one compute pass and one submit.
+ *
+ * Binding convention (every WGSL kernel follows it): storage buffers at @group(0)
+ * @binding(0..n-1) in the order the wrapper passes them, then, when the kernel has
+ * parameters, one uniform struct at @binding(n) whose fields are 4-byte scalars
+ * (u32 / i32 / f32) in the order `Params` writes them. Pipelines use layout 'auto', so
+ * every declared binding must be used by the entry point.
+ */
+import type { Gpu } from './device';
+import { OverLimitError } from './errors';
+import type { Tensor } from './tensor';
+
+export interface KernelSource {
+	/** Unique per WGSL variant: the pipeline cache key together with `entryPoint`. */
+	readonly name: string;
+	readonly code: string;
+	readonly entryPoint?: string;
+}
+
+const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+export function pipelineFor(gpu: Gpu, kernel: KernelSource): GPUComputePipeline {
+	let cache = pipelines.get(gpu.device);
+	if (!cache) pipelines.set(gpu.device, (cache = new Map()));
+	const key = `${kernel.name}:${kernel.entryPoint ?? 'main'}`;
+	let pipeline = cache.get(key);
+	if (!pipeline) {
+		const module = gpu.device.createShaderModule({ label: kernel.name, code: kernel.code });
+		pipeline = gpu.device.createComputePipeline({
+			label: kernel.name,
+			layout: 'auto',
+			compute: { module, entryPoint: kernel.entryPoint ?? 'main' }
+		});
+		cache.set(key, pipeline);
+	}
+	return pipeline;
+}
+
+/** Uniform parameters, written in the order of the WGSL struct's fields. */
+export class Params {
+	readonly #values: { type: 'u32' | 'i32' | 'f32'; value: number }[] = [];
+	u32(value: number): this {
+		this.#values.push({ type: 'u32', value });
+		return this;
+	}
+	i32(value: number): this {
+		this.#values.push({ type: 'i32', value });
+		return this;
+	}
+	f32(value: number): this {
+		this.#values.push({ type: 'f32', value });
+		return this;
+	}
+	/** Bytes padded to 16 (uniform structs are 16-byte aligned in size). */
+	bytes(): ArrayBuffer {
+		const n = Math.max(4, Math.ceil(this.#values.length / 4) * 4);
+		const buf = new ArrayBuffer(n * 4);
+		const view = new DataView(buf);
+		this.#values.forEach(({ type, value }, i) => {
+			if (type === 'f32') view.setFloat32(i * 4, value, true);
+			else if (type === 'i32') view.setInt32(i * 4, value, true);
+			else view.setUint32(i * 4, value, true);
+		});
+		return buf;
+	}
+}
+
+export type Binding = Tensor | GPUBuffer | GPUBufferBinding;
+
+function resourceOf(binding: Binding): GPUBufferBinding {
+	if ('gpu' in binding) return { buffer: binding.buffer };
+	if ('buffer' in binding) return binding;
+	return { buffer: binding };
+}
+
+/** Workgroup counts [x, y, z] for `n` workgroups in one dimension, folded into y past the
+ * per-dimension limit (65535). Kernels recover the index with `linear_workgroup` below. */
+export function grid(gpu: Gpu, n: number): [number, number, number] {
+	const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+	if (n <= max) return [Math.max(1, n), 1, 1];
+	const y = Math.ceil(n / max);
+	if (y > max) throw new OverLimitError(`${n} workgroups exceed this device's dispatch limit`);
+	return [Math.ceil(n / y), y, 1];
+}
+
+/** WGSL: the flat workgroup index of a dispatch made with `grid`. */
+export const LINEAR_WORKGROUP_WGSL = /* wgsl */ `
+fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+  return wid.x + wid.y * nwg.x;
+}`;
+
+/**
+ * Records dispatches and copies into one command buffer. Nothing runs until `submit()`.
+ * Uniform buffers it makes are its own and destroyed once the GPU is done with them.
+ */
+export class Recorder {
+	#encoder: GPUCommandEncoder;
+	#pass: GPUComputePassEncoder | null = null;
+	readonly #temporaries: GPUBuffer[] = [];
+	#dispatches = 0;
+
+	constructor(readonly gpu: Gpu) {
+		this.#encoder = gpu.device.createCommandEncoder();
+	}
+
+	get dispatchCount(): number {
+		return this.#dispatches;
+	}
+
+	dispatch(
+		kernel: KernelSource,
+		bindings: readonly Binding[],
+		workgroups: number | readonly [number, number, number],
+		params?: Params
+	): void {
+		const pipeline = pipelineFor(this.gpu, kernel);
+		const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
+			binding: i,
+			resource: resourceOf(b)
+		}));
+		if (params) {
+			const bytes = params.bytes();
+			const uniform = this.gpu.device.createBuffer({
+				size: bytes.byteLength,
+				usage: 0x0040 /* UNIFORM */,
+				mappedAtCreation: true
+			});
+			new Uint8Array(uniform.getMappedRange()).set(new Uint8Array(bytes));
+			uniform.unmap();
+			this.#temporaries.push(uniform);
+			entries.push({ binding: bindings.length, resource: { buffer: uniform } });
+		}
+		const bindGroup = this.gpu.device.createBindGroup({
+			layout: pipeline.getBindGroupLayout(0),
+			entries
+		});
+		const [x, y, z] = typeof workgroups === 'number' ? grid(this.gpu, workgroups) : workgroups;
+		this.#pass ??= this.#encoder.beginComputePass();
+		this.#pass.setPipeline(pipeline);
+		this.#pass.setBindGroup(0, bindGroup);
+		this.#pass.dispatchWorkgroups(x, y, z);
+		this.#dispatches++;
+	}
+
+	/** Copies bytes between buffers (ends the current compute pass). */
+	copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, bytes: number): void {
+		this.#endPass();
+		this.#encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
+	}
+
+	/** A scratch buffer that lives until this recorder's work is done on the GPU. */
+	scratch(bytes: number): GPUBuffer {
+		const buffer = this.gpu.device.createBuffer({
+			size: Math.max(4, Math.ceil(bytes / 4) * 4),
+			usage: 0x0080 | 0x0004 | 0x0008
+		});
+		this.#temporaries.push(buffer);
+		return buffer;
+	}
+
+	#endPass(): void {
+		this.#pass?.end();
+		this.#pass = null;
+	}
+
+	/** Submits the recorded work; resolves when the GPU has finished it. */
+	async submit(): Promise<void> {
+		this.#endPass();
+		this.gpu.device.queue.submit([this.#encoder.finish()]);
+		this.#encoder = this.gpu.device.createCommandEncoder();
+		const temporaries = this.#temporaries.splice(0);
+		await this.gpu.device.queue.onSubmittedWorkDone();
+		for (const b of temporaries) b.destroy();
+	}
+}
+
+/** Records with `record`, submits, and waits for the GPU: for one-off calls and tests. */
+export async function run(gpu: Gpu, record: (rec: Recorder) => void): Promise<void> {
+	const rec = new Recorder(gpu);
+	record(rec);
+	await rec.submit();
+}

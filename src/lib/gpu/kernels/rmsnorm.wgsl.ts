@@ -1,0 +1,74 @@
+/**
+ * @file RMSNorm, forward and backward (input gradient only: norm weights are frozen
+ * under LoRA). One workgroup per row; a tree reduction in workgroup memory.
+ *
+ * Versions: one workgroup of 256 per row. 256 is the largest size every WebGPU device
+ * supports (the default maxComputeInvocationsPerWorkgroup); rows are 576..2048 wide in
+ * the target models, so each invocation sums 3..8 values before the reduction.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+const COMMON = /* wgsl */ `
+const WG: u32 = 256u;
+var<workgroup> partial: array<f32, WG>;
+${LINEAR_WORKGROUP_WGSL}
+// Sums partial[0..WG) into partial[0]; every invocation must call it.
+fn reduce_partial(lid: u32) {
+  for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+    if (lid < stride) { partial[lid] += partial[lid + stride]; }
+    workgroupBarrier();
+  }
+}`;
+
+/** y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
+export const RMSNORM_FORWARD = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> x: array<f32>;          // [R, C]
+@group(0) @binding(1) var<storage, read> weight: array<f32>;     // [C]
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;    // [R, C]
+@group(0) @binding(3) var<storage, read_write> rstd: array<f32>; // [R], kept for backward
+struct Params { rows: u32, cols: u32, eps: f32 }
+@group(0) @binding(4) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = linear_workgroup(wid, nwg);
+  if (row >= p.rows) { return; }
+  let base = row * p.cols;
+  var s = 0.0;
+  for (var c = lid; c < p.cols; c += WG) { let v = x[base + c]; s += v * v; }
+  partial[lid] = s;
+  workgroupBarrier();
+  reduce_partial(lid);
+  let r = inverseSqrt(partial[0] / f32(p.cols) + p.eps);
+  for (var c = lid; c < p.cols; c += WG) { y[base + c] = x[base + c] * r * weight[c]; }
+  if (lid == 0u) { rstd[row] = r; }
+}`;
+
+/** dx_j = r * (w_j dy_j - x_j r^2 mean_i(w_i dy_i x_i)), the derivative of the forward. */
+export const RMSNORM_BACKWARD = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> dy: array<f32>;         // [R, C]
+@group(0) @binding(1) var<storage, read> x: array<f32>;          // [R, C]
+@group(0) @binding(2) var<storage, read> weight: array<f32>;     // [C]
+@group(0) @binding(3) var<storage, read> rstd: array<f32>;       // [R]
+@group(0) @binding(4) var<storage, read_write> dx: array<f32>;   // [R, C]
+struct Params { rows: u32, cols: u32 }
+@group(0) @binding(5) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = linear_workgroup(wid, nwg);
+  if (row >= p.rows) { return; }
+  let base = row * p.cols;
+  var s = 0.0;
+  for (var c = lid; c < p.cols; c += WG) { s += weight[c] * dy[base + c] * x[base + c]; }
+  partial[lid] = s;
+  workgroupBarrier();
+  reduce_partial(lid);
+  let r = rstd[row];
+  let m = partial[0] / f32(p.cols) * r * r;
+  for (var c = lid; c < p.cols; c += WG) {
+    dx[base + c] = r * (weight[c] * dy[base + c] - x[base + c] * m);
+  }
+}`;

@@ -1,0 +1,8 @@
+/**
+ * @file Every kernel family's self-test cases, in the order the page shows them.
+ * Each family adds its small default list here.
+ */
+import { RMSNORM_SELFTEST } from './rmsnorm';
+import type { KernelCase } from './types';
+
+export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST];

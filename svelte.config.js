@@ -1,0 +1,13 @@
+import adapter from '@sveltejs/adapter-static';
+import { vitePreprocess } from '@sveltejs/vite-plugin-svelte';
+
+/** @type {import('@sveltejs/kit').Config} */
+const config = {
+	preprocess: vitePreprocess(),
+	kit: {
+		// Training runs entirely in the tab: a static site, no server.
+		adapter: adapter({ fallback: '200.html' })
+	}
+};
+
+export default config;
