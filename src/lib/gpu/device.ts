@@ -62,8 +62,6 @@ const FEATURE_OF: Record<keyof GpuCapabilities, string> = {
 	subgroupMatrix: 'chromium-experimental-subgroup-matrix',
 	timestampQuery: 'timestamp-query'
 };
-/** Features requested besides the capabilities: harmless when present, used by variants. */
-const EXTRA_FEATURES = ['subgroup-size-control'];
 
 const BROWSER_ADVICE =
 	'Use a browser with WebGPU: Chrome or Edge 113+ (on Linux start it with ' +
@@ -108,7 +106,9 @@ export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> 
 		caps[cap] = adapter.features.has(feature) && !options.disable?.[cap];
 		if (caps[cap]) wanted.push(feature);
 	}
-	for (const feature of EXTRA_FEATURES) if (adapter.features.has(feature)) wanted.push(feature);
+	// Lets subgroup variants pin their subgroup size; requesting it turns subgroups on too.
+	if (caps.subgroups && adapter.features.has('subgroup-size-control'))
+		wanted.push('subgroup-size-control');
 
 	const device = await adapter.requestDevice({
 		requiredFeatures: wanted as GPUFeatureName[],

@@ -30,6 +30,8 @@ async function createDawn(toggles: string[]): Promise<GPU> {
 		);
 		if (hasGpuNode) env.VK_ADD_DRIVER_FILES ??= SWIFTSHADER_ICD;
 		else env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+		// Mesa's WSI complains on stderr once per device without it; nothing here draws.
+		env.XDG_RUNTIME_DIR ??= (await import('node:os')).tmpdir();
 	}
 	let dawn: { create(flags: string[]): GPU; globals: Record<string, unknown> };
 	try {
