@@ -2,7 +2,8 @@
  * @file Every kernel family's self-test cases, in the order the page shows them.
  * Each family adds its small default list here.
  */
+import { ADAMW_SELFTEST } from './adamw';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import type { KernelCase } from './types';
 
-export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST];
+export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST, ...ADAMW_SELFTEST];
