@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import { OverLimitError, ShapeMismatchError } from '../../../src/lib/gpu/errors';
+import { run } from '../../../src/lib/gpu/kernel';
+import { attentionBackward, attentionForward } from '../../../src/lib/gpu/kernels/attention';
+import {
+	attentionBackwardRef,
+	attentionRef,
+	type AttentionDims
+} from '../../../src/lib/gpu/reference/attention';
+import { Rng } from '../../../src/lib/gpu/reference/random';
+import { attentionCases } from '../../../src/lib/gpu/selftest/attention';
+import { createTensor, type Tensor } from '../../../src/lib/gpu/tensor';
+import { itRunsCases, useGpu } from '../../helpers/gpu';
+
+describe('attention', () => {
+	const gpu = useGpu();
+	itRunsCases(
+		attentionCases([
+			// edge: one query, one key
+			{ B: 1, T: 1, Hq: 1, Hkv: 1, D: 1 },
+			// T not a multiple of the 64-row workgroup nor of the key tile; GQA 4/2; padding
+			{ B: 2, T: 37, Hq: 4, Hkv: 2, D: 8, lengths: [37, 23] },
+			// Hq=3 over one kv head; a sequence of length 1 and one of pure padding
+			{ B: 3, T: 37, Hq: 3, Hkv: 1, D: 8, lengths: [1, 0, 30] },
+			// several workgroups of rows; Hq = Hkv; explicit scale (larger scores)
+			{ B: 2, T: 130, Hq: 2, Hkv: 2, D: 8, lengths: [130, 67], scale: 0.7 },
+			// D=64 (SmolLM2, Qwen2.5-0.5B): key tile 32, query tile 31
+			{ B: 2, T: 70, Hq: 4, Hkv: 2, D: 64, lengths: [70, 41] },
+			// D=128 (Qwen3): key tile 16, query tile 15
+			{ B: 2, T: 37, Hq: 4, Hkv: 2, D: 128, lengths: [37, 29] },
+			// an odd head size
+			{ B: 1, T: 19, Hq: 2, Hkv: 1, D: 3 },
+			// decode with a KV cache: one query at position qOffset, lengths incl. that token
+			{ B: 2, T: 1, Hq: 4, Hkv: 2, D: 64, qOffset: 45, lengths: [46, 46] },
+			// decode where one sequence already ended (its query is padding)
+			{ B: 2, T: 1, Hq: 3, Hkv: 1, D: 8, qOffset: 9, lengths: [10, 6] },
+			// a chunk of queries after a cache, with spare cache rows past the chunk
+			{ B: 2, T: 5, Tk: 40, Hq: 4, Hkv: 2, D: 16, qOffset: 30, lengths: [35, 33] }
+		]),
+		gpu
+	);
+
+	it('reference gradients match finite differences of the reference forward', () => {
+		const dims: AttentionDims = { B: 2, T: 6, Tk: 8, Hq: 4, Hkv: 2, D: 5 };
+		const lengths = [8, 6];
+		const options = { qOffset: 2, scale: 0.6 };
+		const rng = new Rng(7);
+		const qn = dims.B * dims.T * dims.Hq * dims.D;
+		const kn = dims.B * dims.Tk * dims.Hkv * dims.D;
+		const x = { q: rng.normals(qn), k: rng.normals(kn), v: rng.normals(kn) };
+		const w = Array.from(rng.normals(qn)); // loss = sum(w * out)
+		const f64 = (a: Float32Array) => Float64Array.from(a);
+		const inputs = { q: f64(x.q), k: f64(x.k), v: f64(x.v) };
+		const loss = () => {
+			const { out } = attentionRef(inputs.q, inputs.k, inputs.v, lengths, dims, options);
+			return out.reduce((s, o, i) => s + o * w[i], 0);
+		};
+		const grads = attentionBackwardRef(inputs.q, inputs.k, inputs.v, w, lengths, dims, options);
+		const h = 1e-6;
+		const probes: [keyof typeof inputs, Float64Array, number][] = [
+			['q', grads.dq, 3 * dims.Hq * dims.D + 2 * dims.D + 1], // b0, t3, h2, d1
+			['k', grads.dk, (1 * dims.Hkv + 1) * dims.D + 4], // b0, j1, g1, d4 (shared by h2, h3)
+			['v', grads.dv, ((dims.Tk + 2) * dims.Hkv + 0) * dims.D + 3], // b1, j2, g0, d3
+			['q', grads.dq, (dims.T + 5) * dims.Hq * dims.D] // b1, t5: position 7 >= 6, padding
+		];
+		for (const [name, grad, i] of probes) {
+			const x0 = inputs[name][i];
+			inputs[name][i] = x0 + h;
+			const up = loss();
+			inputs[name][i] = x0 - h;
+			const down = loss();
+			inputs[name][i] = x0;
+			const fd = (up - down) / (2 * h);
+			expect(Math.abs(grad[i] - fd), `${name}[${i}]: ${grad[i]} vs ${fd}`).toBeLessThan(
+				1e-7 + 1e-6 * Math.abs(fd)
+			);
+		}
+		expect(grads.dq[probes[3][2]]).toBe(0);
+		expect(Math.abs(grads.dq[probes[0][2]])).toBeGreaterThan(1e-3);
+	});
+
+	describe('rejects bad input', () => {
+		type Shapes = {
+			q?: number[];
+			k?: number[];
+			v?: number[];
+			lengths?: number[];
+			qOffset?: number;
+			dk?: number[];
+		};
+		async function attempt(s: Shapes, backward = false) {
+			const g = gpu();
+			const q = s.q ?? [2, 5, 4, 8];
+			const k = s.k ?? [2, 5, 2, 8];
+			const t: Tensor[] = [];
+			const f32 = (shape: number[]) => (t.push(createTensor(g, shape, 'f32')), t.at(-1)!);
+			const args = {
+				q: f32(q),
+				k: f32(k),
+				v: f32(s.v ?? k),
+				out: f32(q),
+				lse: f32([q[0], q[2], q[1]]),
+				lengths: (t.push(createTensor(g, s.lengths ?? [q[0]], 'u32')), t.at(-1)!),
+				qOffset: s.qOffset
+			};
+			try {
+				await run(g, (rec) => {
+					if (!backward) attentionForward(rec, args);
+					else
+						attentionBackward(rec, {
+							...args,
+							dout: f32(q),
+							dq: f32(q),
+							dk: f32(s.dk ?? k),
+							dv: f32(k)
+						});
+				});
+			} finally {
+				for (const x of t) x.release();
+			}
+		}
+		it('query heads not a multiple of kv heads', async () => {
+			await expect(attempt({ q: [2, 5, 3, 8] })).rejects.toThrow(ShapeMismatchError);
+		});
+		it('mismatched head size', async () => {
+			await expect(attempt({ k: [2, 5, 2, 16] })).rejects.toThrow(ShapeMismatchError);
+		});
+		it('v unlike k', async () => {
+			await expect(attempt({ v: [2, 5, 1, 8] })).rejects.toThrow(ShapeMismatchError);
+		});
+		it('lengths of the wrong size', async () => {
+			await expect(attempt({ lengths: [3] })).rejects.toThrow(ShapeMismatchError);
+		});
+		it('too few keys for qOffset + T', async () => {
+			await expect(attempt({ qOffset: 1 })).rejects.toThrow(ShapeMismatchError);
+		});
+		it('dk unlike k in backward', async () => {
+			await expect(attempt({ dk: [2, 5, 4, 8] }, true)).rejects.toThrow(ShapeMismatchError);
+		});
+		it('head size over the limit', async () => {
+			await expect(attempt({ q: [1, 2, 1, 512], k: [1, 2, 1, 512] })).rejects.toThrow(
+				OverLimitError
+			);
+		});
+	});
+});
