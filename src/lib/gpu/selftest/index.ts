@@ -3,7 +3,8 @@
  * Each family adds its small default list here.
  */
 import { ADAMW_SELFTEST } from './adamw';
+import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import type { KernelCase } from './types';
 
-export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST, ...ADAMW_SELFTEST];
+export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST, ...ADAMW_SELFTEST, ...MATMUL_SELFTEST];

@@ -1,0 +1,214 @@
+/**
+ * @file Matmul, the GEMM every linear layer and its gradients use:
+ * c = alpha * op(a) @ op(b) + beta * c, row-major, op(x) = x^T when trans is set,
+ * optionally batched with a leading dim, with an unbatched operand shared by every batch.
+ *
+ * Training uses: NN (x @ W, dX = dY @ W), NT (x @ W^T: nn.Linear's forward with W
+ * [out, in]), TN (dW = dY^T @ X), batched NN/NT for attention, and beta = 1 to accumulate
+ * (LoRA's added term, gradient accumulation). beta = 0 overwrites c without reading it,
+ * so garbage (even NaN) in c never leaks into the result.
+ *
+ * Variants (WGSL in matmul.wgsl.ts), chosen here by operand dtypes, shape and gpu.caps:
+ *  - tiled f32: the path that always works. vec4 global access when M, N, K are multiples
+ *    of 4, scalar otherwise.
+ *  - tiled with f16 operands (needs `shader-f16`): f16 storage, f32 arithmetic.
+ *
+ * Tile shapes (TFLOP/s on the H200, Dawn 0.6.2 / Vulkan): see TILE_* below and
+ * BENCHMARKS.md; until measured, 128x128x8 with 8x8 per invocation (the layout the
+ * device README reports at 28.8 TFLOP/s), 64x64x16 / 4x4 and 32x32x8 / 4x4 for shapes
+ * with too few 128-wide tiles to fill the GPU.
+ */
+import type { Gpu } from '../device';
+import { MissingFeatureError, OverLimitError, ShapeMismatchError, assertShape } from '../errors';
+import { Params, type KernelSource, type Recorder } from '../kernel';
+import type { Tensor } from '../tensor';
+import {
+	threadsOf,
+	tiledMatmulWgsl,
+	tileShapeProblem,
+	variantName,
+	workgroupBytes,
+	type OperandType,
+	type TileShape,
+	type TiledVariant
+} from './matmul.wgsl';
+
+export interface MatmulArgs {
+	a: Tensor;
+	b: Tensor;
+	c: Tensor;
+	/** op(a) = transA ? a^T : a, per batch. */
+	transA?: boolean;
+	transB?: boolean;
+	/** c = alpha * op(a) @ op(b) + beta * c. Defaults 1 and 0 (beta = 0: c is not read). */
+	alpha?: number;
+	beta?: number;
+}
+
+/** The GEMM a call resolves to. */
+export interface MatmulProblem {
+	m: number;
+	n: number;
+	k: number;
+	/** Batches of c (1 when c is unbatched). */
+	batch: number;
+	/** Elements between consecutive batches of a (0: shared), of b. */
+	strideA: number;
+	strideB: number;
+	aType: OperandType;
+	bType: OperandType;
+}
+
+/** 256 invocations, 8x8 each; 16 KiB staged (double-buffered), the WebGPU default limit. */
+export const TILE_LARGE: TileShape = { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, doubleBuffer: true };
+/** 256 invocations, 4x4 each; 16 KiB staged. */
+export const TILE_MEDIUM: TileShape = { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, doubleBuffer: true };
+/** 64 invocations, 4x4 each; 4 KiB staged. */
+export const TILE_SMALL: TileShape = { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4, doubleBuffer: true };
+
+/** Fewer output tiles than this with a larger tile shape means the next smaller one.
+ * 132 is the H200's SM count; a GPU needs about one workgroup per SM to be busy. */
+const MIN_WORKGROUPS = 132;
+
+function dims(t: Tensor): readonly number[] {
+	return t.shape.length === 2 ? [1, ...t.shape] : t.shape;
+}
+
+/** Checks the operands fit together; returns the GEMM they describe. */
+export function matmulProblem(args: MatmulArgs): MatmulProblem {
+	const { a, b, c, transA = false, transB = false } = args;
+	const describe = () =>
+		`matmul: a [${a.shape}]${transA ? '^T' : ''} @ b [${b.shape}]${transB ? '^T' : ''} -> ` +
+		`c [${c.shape}]`;
+	assertShape(
+		[a, b, c].every((t) => t.shape.length === 2 || t.shape.length === 3),
+		() => `${describe()}: each operand must be [rows, cols] or [batch, rows, cols]`
+	);
+	const [ba, a0, a1] = dims(a);
+	const [bb, b0, b1] = dims(b);
+	const [batch, m, n] = dims(c);
+	const am = transA ? a1 : a0;
+	const k = transA ? a0 : a1;
+	const bk = transB ? b1 : b0;
+	const bn = transB ? b0 : b1;
+	assertShape(
+		am === m && bn === n && bk === k,
+		() => `${describe()}: op(a) is [${am}, ${k}], op(b) is [${bk}, ${bn}], c needs [${am}, ${bn}]`
+	);
+	const batchedA = a.shape.length === 3 && ba !== 1;
+	const batchedB = b.shape.length === 3 && bb !== 1;
+	assertShape(
+		(!batchedA || ba === batch) && (!batchedB || bb === batch),
+		() =>
+			`${describe()}: batch dims differ (a ${ba}, b ${bb}, c ${batch}); an unbatched operand is shared`
+	);
+	assertShape(
+		c.dtype === 'f32' &&
+			(a.dtype === 'f32' || a.dtype === 'f16') &&
+			(b.dtype === 'f32' || b.dtype === 'f16'),
+		() => `${describe()}: c must be f32 and a, b f32 or f16; got ${a.dtype}, ${b.dtype}, ${c.dtype}`
+	);
+	assertShape(
+		c.buffer !== a.buffer && c.buffer !== b.buffer,
+		() => `${describe()}: c must not share a buffer with a or b`
+	);
+	return {
+		m,
+		n,
+		k,
+		batch,
+		strideA: batchedA ? m * k : 0,
+		strideB: batchedB ? k * n : 0,
+		aType: a.dtype as OperandType,
+		bType: b.dtype as OperandType
+	};
+}
+
+/** Generated sources by variant name: a hot loop dispatches the same few many times. */
+const sources = new Map<string, KernelSource>();
+function kernelFor(v: TiledVariant): KernelSource {
+	const name = variantName(v);
+	let k = sources.get(name);
+	if (!k) sources.set(name, (k = { name, code: tiledMatmulWgsl(v) }));
+	return k;
+}
+
+function fits(gpu: Gpu, t: TileShape): boolean {
+	return (
+		threadsOf(t) <= gpu.limits.maxComputeInvocationsPerWorkgroup &&
+		workgroupBytes(t) <= gpu.limits.maxComputeWorkgroupStorageSize
+	);
+}
+
+/** The tile shape for a problem: the largest that still gives the GPU enough workgroups. */
+export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
+	const candidates = [TILE_LARGE, TILE_MEDIUM, TILE_SMALL].filter((t) => fits(gpu, t));
+	for (const t of candidates) {
+		const workgroups = Math.ceil(p.m / t.bm) * Math.ceil(p.n / t.bn) * p.batch;
+		if (workgroups >= MIN_WORKGROUPS) return t;
+	}
+	return candidates[candidates.length - 1] ?? TILE_SMALL;
+}
+
+/** c = alpha * op(a) @ op(b) + beta * c with the variant chosen for this shape and device. */
+export function matmul(rec: Recorder, args: MatmulArgs): void {
+	const p = matmulProblem(args);
+	matmulTiled(rec, args, chooseTile(rec.gpu, p), p);
+}
+
+/** The tiled kernel with a given tile shape (benchmarks sweep these; `matmul` chooses). */
+export function matmulTiled(
+	rec: Recorder,
+	args: MatmulArgs,
+	tile: TileShape,
+	problem?: MatmulProblem
+): void {
+	const gpu = rec.gpu;
+	const p = problem ?? matmulProblem(args);
+	if ((p.aType === 'f16' || p.bType === 'f16') && !gpu.caps.f16)
+		throw new MissingFeatureError('shader-f16', 'matmul with f16 operands');
+	const shapeProblem = tileShapeProblem(tile);
+	if (shapeProblem) throw new ShapeMismatchError(`matmul tile: ${shapeProblem}`);
+	if (!fits(gpu, tile))
+		throw new OverLimitError(
+			`matmul tile ${tile.bm}x${tile.bn}x${tile.bk} needs ${threadsOf(tile)} invocations and ` +
+				`${workgroupBytes(tile)} B of workgroup memory; this device allows ` +
+				`${gpu.limits.maxComputeInvocationsPerWorkgroup} and ` +
+				`${gpu.limits.maxComputeWorkgroupStorageSize} B`
+		);
+	if (p.m === 0 || p.n === 0 || p.batch === 0) return;
+	const variant: TiledVariant = {
+		...tile,
+		transA: args.transA ?? false,
+		transB: args.transB ?? false,
+		vec4: p.m % 4 === 0 && p.n % 4 === 0 && p.k % 4 === 0,
+		aType: p.aType,
+		bType: p.bType
+	};
+	const tilesN = Math.ceil(p.n / tile.bn);
+	const tiles = Math.ceil(p.m / tile.bm) * tilesN;
+	const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+	if (p.batch > max)
+		throw new OverLimitError(`matmul: ${p.batch} batches exceed the dispatch limit of ${max}`);
+	const x = Math.min(tiles, max);
+	const y = Math.ceil(tiles / x);
+	if (y > max)
+		throw new OverLimitError(
+			`matmul: [${p.m}, ${p.n}] needs ${tiles} workgroups, over this device's dispatch limit`
+		);
+	const kernel = kernelFor(variant);
+	rec.dispatch(
+		kernel,
+		[args.a, args.b, args.c],
+		[x, y, p.batch],
+		new Params()
+			.u32(p.m)
+			.u32(p.n)
+			.u32(p.k)
+			.u32(p.strideA)
+			.u32(p.strideB)
+			.f32(args.alpha ?? 1)
+			.f32(args.beta ?? 0)
+			.u32(tilesN)
+	);
+}

@@ -1,0 +1,286 @@
+/**
+ * @file Tiled matmul in WGSL: C = alpha * op(A) @ op(B) + beta * C, batched, generated
+ * per variant (transposes, tile shape, vec4 access, operand dtypes) so every loop over a
+ * tile is unrolled in the source and every accumulator is a named register.
+ *
+ * Design (the classic register-blocked SGEMM): a workgroup computes a BM x BN block of C;
+ * each invocation a TM x TN sub-block held in vec4 accumulators. Per BK-deep step the
+ * workgroup stages op(A) [BM, BK] and op(B) [BK, BN] in workgroup memory, both stored
+ * k-major (As[k][m], Bs[k][n]) so an invocation reads its TM (TN) values as TM/4 (TN/4)
+ * vec4 loads. An invocation's rows are TM/4 groups of 4, the groups BM/(TM/4) apart (and
+ * likewise columns), so neighbouring invocations read neighbouring vec4s: no bank
+ * conflicts. A transposed operand (contiguous along k in memory) is transposed while it
+ * is staged. With double buffering, the next tile's global loads are issued before the
+ * current tile's arithmetic and land in the other buffer: one barrier per step.
+ *
+ * Tile shapes tried on the H200 (Dawn 0.6.2 / Vulkan, driver 580), TFLOP/s at 4096^3 NN:
+ * see matmul.ts for the table and the choice; this file only generates what it is asked.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export type OperandType = 'f32' | 'f16';
+
+/** The tile shape of one generated kernel. */
+export interface TileShape {
+	/** Rows of C per workgroup. */
+	bm: number;
+	/** Columns of C per workgroup. */
+	bn: number;
+	/** Depth of one staged step along K. */
+	bk: number;
+	/** Rows of C per invocation (a multiple of 4). */
+	tm: number;
+	/** Columns of C per invocation (a multiple of 4). */
+	tn: number;
+	/** Two staging buffers, one barrier per step (vs one buffer, two barriers). */
+	doubleBuffer: boolean;
+}
+
+/** Everything that makes one WGSL source. */
+export interface TiledVariant extends TileShape {
+	transA: boolean;
+	transB: boolean;
+	/** Global loads/stores as vec4 (needs M, N, K multiples of 4). */
+	vec4: boolean;
+	aType: OperandType;
+	bType: OperandType;
+}
+
+export function variantName(v: TiledVariant): string {
+	return (
+		`matmul.tiled.${v.aType}${v.bType}.${v.transA ? 'T' : 'N'}${v.transB ? 'T' : 'N'}` +
+		`.${v.bm}x${v.bn}x${v.bk}.${v.tm}x${v.tn}.${v.vec4 ? 'v4' : 'v1'}.${v.doubleBuffer ? 'db' : 'sb'}`
+	);
+}
+
+export function threadsOf(t: TileShape): number {
+	return (t.bm / t.tm) * (t.bn / t.tn);
+}
+
+/** Bytes of workgroup memory a tile shape stages. */
+export function workgroupBytes(t: TileShape): number {
+	return (t.doubleBuffer ? 2 : 1) * t.bk * (t.bm + t.bn) * 4;
+}
+
+/** Why a tile shape cannot be generated, or null when it can. */
+export function tileShapeProblem(t: TileShape): string | null {
+	const threads = threadsOf(t);
+	if (t.tm % 4 || t.tn % 4) return 'tm and tn must be multiples of 4';
+	if (t.bm % t.tm || t.bn % t.tn) return 'bm, bn must be multiples of tm, tn';
+	if (!Number.isInteger(threads)) return 'bad thread count';
+	// Each invocation stages a whole number of 4-wide chunks of each operand.
+	for (const [what, n] of [
+		['A', t.bm * t.bk],
+		['B', t.bn * t.bk]
+	] as const) {
+		if (n % (4 * threads)) return `the ${what} tile (${n}) is not a multiple of 4 x ${threads}`;
+	}
+	if (t.bk % 4) return 'bk must be a multiple of 4';
+	return null;
+}
+
+/**
+ * One operand's staging from global memory into workgroup memory, as WGSL statements.
+ * `other` is the tile's extent along the operand's non-k dim (BM for A, BN for B).
+ * In memory the operand is contiguous along k (A not transposed, B transposed) or along
+ * the other dim (A transposed, B not transposed).
+ */
+function staging(
+	name: 'a' | 'b',
+	shared: 'As' | 'Bs',
+	v: TiledVariant,
+	other: number,
+	threads: number
+): { load: string; store: string; regs: string } {
+	const W = v.vec4 ? 4 : 1;
+	const contiguousK = name === 'a' ? !v.transA : v.transB;
+	const regType = W === 4 ? 'vec4<f32>' : 'f32';
+	const zero = W === 4 ? 'vec4<f32>(0.0)' : '0.0';
+	const cast = W === 4 ? 'vec4<f32>' : 'f32';
+	// Extent of the tile along the contiguous dim and along the strided one.
+	const contExtent = contiguousK ? v.bk : other;
+	const chunksPerLine = contExtent / W;
+	const count = (v.bk * other) / (W * threads);
+	// Global index pieces: origin of the tile along each dim, and limits.
+	const otherOrigin = name === 'a' ? 'm0' : 'n0';
+	const otherLimit = name === 'a' ? 'p.m' : 'p.n';
+	// Leading dimension (elements per line in memory).
+	const ld = contiguousK ? 'p.k' : otherLimit;
+	const lineOrigin = contiguousK ? otherOrigin : 'k0';
+	const lineLimit = contiguousK ? otherLimit : 'p.k';
+	const contOrigin = contiguousK ? 'k0' : otherOrigin;
+	const contLimit = contiguousK ? 'p.k' : otherLimit;
+	const off = name === 'a' ? 'offA' : 'offB';
+	let regs = '';
+	let load = '';
+	let store = '';
+	for (let i = 0; i < count; i++) {
+		const r = `${name}r${i}`;
+		regs += `  var ${r}: ${regType};\n`;
+		load +=
+			`    {\n` +
+			`      let v = lid + ${i * threads}u;\n` +
+			`      let line = ${lineOrigin} + v / ${chunksPerLine}u;\n` +
+			`      let col = ${contOrigin} + (v % ${chunksPerLine}u) * ${W}u;\n` +
+			`      if (line < ${lineLimit} && col < ${contLimit}) {\n` +
+			`        ${r} = ${cast}(${name}[(${off} + line * ${ld} + col)${W === 4 ? ' / 4u' : ''}]);\n` +
+			`      } else { ${r} = ${zero}; }\n` +
+			`    }\n`;
+		// Position inside the tile: line index and contiguous offset.
+		const tl = `(lid + ${i * threads}u) / ${chunksPerLine}u`;
+		const tc = `((lid + ${i * threads}u) % ${chunksPerLine}u) * ${W}u`;
+		const q = other / 4; // vec4s per k-row of the staged tile
+		if (!contiguousK) {
+			// line = k, contiguous = m (or n): store straight into row k.
+			if (W === 4) store += `    ${shared}[sb${name} + (${tl}) * ${q}u + (${tc}) / 4u] = ${r};\n`;
+			else
+				store +=
+					`    { let t = ${tc}; ` +
+					`${shared}[sb${name} + (${tl}) * ${q}u + t / 4u][t % 4u] = ${r}; }\n`;
+		} else {
+			// line = m (or n), contiguous = k: transpose while staging.
+			store += `    { let o = ${tl}; let t = ${tc};\n`;
+			for (let j = 0; j < W; j++) {
+				const val = W === 4 ? `${r}[${j}]` : r;
+				store += `      ${shared}[sb${name} + (t + ${j}u) * ${q}u + o / 4u][o % 4u] = ${val};\n`;
+			}
+			store += `    }\n`;
+		}
+	}
+	return { load, store, regs };
+}
+
+/** The WGSL of one tiled variant. Bindings: a, b, c, then Params. */
+export function tiledMatmulWgsl(v: TiledVariant): string {
+	const problem = tileShapeProblem(v);
+	if (problem) throw new Error(`matmul tile ${variantName(v)}: ${problem}`);
+	const threads = threadsOf(v);
+	const wgx = v.bn / v.tn; // invocations along n
+	const wgy = v.bm / v.tm; // invocations along m
+	const gm = v.tm / 4; // row groups of 4 per invocation
+	const gn = v.tn / 4; // column groups of 4 per invocation
+	const nbuf = v.doubleBuffer ? 2 : 1;
+	const W = v.vec4 ? 4 : 1;
+	const elem = (t: OperandType) => (W === 4 ? `vec4<${t}>` : t);
+	const A = staging('a', 'As', v, v.bm, threads);
+	const B = staging('b', 'Bs', v, v.bn, threads);
+	const qa = v.bm / 4;
+	const qb = v.bn / 4;
+
+	let decls = '';
+	for (let i = 0; i < v.tm; i++)
+		for (let h = 0; h < gn; h++) decls += `  var acc_${i}_${h} = vec4<f32>(0.0);\n`;
+
+	// One k step of the register-blocked outer product, unrolled.
+	const step = (kk: string) => {
+		let s = '';
+		for (let g = 0; g < gm; g++)
+			s += `      let a${g} = As[sba + ${kk} * ${qa}u + ${g * wgy}u + ty];\n`;
+		for (let h = 0; h < gn; h++)
+			s += `      let b${h} = Bs[sbb + ${kk} * ${qb}u + ${h * wgx}u + tx];\n`;
+		for (let i = 0; i < v.tm; i++)
+			for (let h = 0; h < gn; h++)
+				s += `      acc_${i}_${h} = fma(vec4<f32>(a${i >> 2}[${i & 3}]), b${h}, acc_${i}_${h});\n`;
+		return s;
+	};
+	let compute = '';
+	for (let kk = 0; kk < v.bk; kk++) compute += `    {\n${step(`${kk}u`)}    }\n`;
+
+	// Epilogue: row i of the invocation is m0 + (i/4)*4*wgy + ty*4 + i%4; column group h
+	// starts at n0 + h*4*wgx + tx*4.
+	let epilogue = '';
+	for (let i = 0; i < v.tm; i++) {
+		const row = `m0 + ${(i >> 2) * 4 * wgy + (i & 3)}u + ty * 4u`;
+		for (let h = 0; h < gn; h++) {
+			const col = `n0 + ${h * 4 * wgx}u + tx * 4u`;
+			epilogue += `  { let row = ${row}; let col = ${col};\n`;
+			if (W === 4) {
+				epilogue +=
+					`    if (row < p.m && col < p.n) {\n` +
+					`      let idx = (offC + row * p.n + col) / 4u;\n` +
+					`      if (p.beta == 0.0) { c[idx] = p.alpha * acc_${i}_${h}; }\n` +
+					`      else { c[idx] = p.alpha * acc_${i}_${h} + p.beta * c[idx]; }\n` +
+					`    }\n`;
+			} else {
+				epilogue += `    if (row < p.m) {\n`;
+				for (let j = 0; j < 4; j++) {
+					epilogue +=
+						`      if (col + ${j}u < p.n) { let idx = offC + row * p.n + col + ${j}u;\n` +
+						`        if (p.beta == 0.0) { c[idx] = p.alpha * acc_${i}_${h}[${j}]; }\n` +
+						`        else { c[idx] = p.alpha * acc_${i}_${h}[${j}] + p.beta * c[idx]; } }\n`;
+				}
+				epilogue += `    }\n`;
+			}
+			epilogue += `  }\n`;
+		}
+	}
+
+	const shapeA = v.transA ? '[Bt|1, K, M]' : '[Bt|1, M, K]';
+	const shapeB = v.transB ? '[Bt|1, N, K]' : '[Bt|1, K, N]';
+	const loop = v.doubleBuffer
+		? /* wgsl */ `
+  // Double buffering: stage tile 0, then per step prefetch t+1 into registers, compute t,
+  // store t+1 into the other buffer; one barrier per step.
+  {
+    let k0 = 0u;
+    let sba = 0u; let sbb = 0u;
+${A.load}${B.load}${A.store}${B.store}  }
+  workgroupBarrier();
+  for (var t = 0u; t < tiles; t++) {
+    let cur = t % 2u;
+    let sba = cur * ${v.bk * qa}u;
+    let sbb = cur * ${v.bk * qb}u;
+    let more = t + 1u < tiles;
+    if (more) {
+      let k0 = (t + 1u) * BK;
+${A.load}${B.load}    }
+${compute}
+    if (more) {
+      let sba = (1u - cur) * ${v.bk * qa}u;
+      let sbb = (1u - cur) * ${v.bk * qb}u;
+${A.store}${B.store}    }
+    workgroupBarrier();
+  }`
+		: /* wgsl */ `
+  let sba = 0u; let sbb = 0u;
+  for (var t = 0u; t < tiles; t++) {
+    let k0 = t * BK;
+${A.load}${B.load}${A.store}${B.store}
+    workgroupBarrier();
+${compute}
+    workgroupBarrier();
+  }`;
+
+	return /* wgsl */ `${v.aType === 'f16' || v.bType === 'f16' ? 'enable f16;' : ''}
+// ${variantName(v)}: C = alpha * ${v.transA ? 'A^T' : 'A'} @ ${v.transB ? 'B^T' : 'B'} + beta * C
+// Tile ${v.bm}x${v.bn}, depth ${v.bk}, ${v.tm}x${v.tn} per invocation: chosen by measurement (matmul.ts).
+const BK: u32 = ${v.bk}u;
+@group(0) @binding(0) var<storage, read> a: array<${elem(v.aType)}>;        // ${shapeA}, row-major
+@group(0) @binding(1) var<storage, read> b: array<${elem(v.bType)}>;        // ${shapeB}, row-major
+@group(0) @binding(2) var<storage, read_write> c: array<${elem('f32')}>;  // [Bt, M, N], row-major
+// strideA / strideB: elements between batches (0 when the operand is shared by all).
+struct Params { m: u32, n: u32, k: u32, strideA: u32, strideB: u32, alpha: f32, beta: f32, tilesN: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+// k-major staging: As[k][m], Bs[k][n], packed as vec4 along m (n).
+var<workgroup> As: array<vec4<f32>, ${nbuf * v.bk * qa}>;
+var<workgroup> Bs: array<vec4<f32>, ${nbuf * v.bk * qb}>;
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(${threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  // Workgroups: x*y folded over the output tiles (n fastest), z = batch.
+  let tile = linear_workgroup(wid, nwg);
+  let tilesM = (p.m + ${v.bm - 1}u) / ${v.bm}u;
+  // Whole workgroups past the end still reach every barrier; their stores are guarded.
+  let m0 = min(tile / p.tilesN, tilesM) * ${v.bm}u;
+  let n0 = (tile % p.tilesN) * ${v.bn}u;
+  let batch = wid.z;
+  let offA = batch * p.strideA;
+  let offB = batch * p.strideB;
+  let offC = batch * p.m * p.n;
+  let tx = lid % ${wgx}u;
+  let ty = lid / ${wgx}u;
+${A.regs}${B.regs}${decls}  let tiles = (p.k + BK - 1u) / BK;
+${loop}
+${epilogue}}`;
+}

@@ -1,0 +1,121 @@
+/**
+ * @file Matmul checked against its f64 CPU reference.
+ *
+ * Tolerance: inputs are uniform in [-1, 1), so each of the K products is below 1 and a
+ * partial sum grows like sqrt(K)/3. Each f32 add rounds with relative error up to
+ * u = 6e-8, and the errors of K adds in any order accumulate like a random walk to about
+ * u * K / 3 (1.5e-5 at K = 768). atol = 1e-5 * sqrt(K) is above that by 10x or more for
+ * K up to ~2500 and still far below what a bug costs (a dropped or repeated term is off
+ * by ~0.25 on average). c from beta is added once (1 rounding), covered by rtol 1e-5.
+ * f16 operands are rounded to f16 on the host before the reference sees them, so the
+ * same f32-arithmetic tolerance applies.
+ */
+import type { Gpu } from '../device';
+import { f16BitsToF32, f32ToF16Bits } from '../half';
+import { run } from '../kernel';
+import { matmul, matmulTiled } from '../kernels/matmul';
+import type { OperandType, TileShape } from '../kernels/matmul.wgsl';
+import { matmulRef } from '../reference/matmul';
+import { Rng } from '../reference/random';
+import { readTensor, uploadTensor } from '../tensor';
+import type { KernelCase } from './types';
+
+export interface MatmulCaseSpec {
+	m: number;
+	n: number;
+	k: number;
+	transA?: boolean;
+	transB?: boolean;
+	alpha?: number;
+	beta?: number;
+	/** Batches; a (b) is shared unless aBatched (bBatched). */
+	batch?: number;
+	aBatched?: boolean;
+	bBatched?: boolean;
+	aType?: OperandType;
+	bType?: OperandType;
+	/** Force a tile shape (else `matmul` chooses). */
+	tile?: TileShape;
+}
+
+export function matmulTolerance(k: number): { atol: number; rtol: number } {
+	return { atol: 1e-5 * Math.sqrt(Math.max(k, 1)), rtol: 1e-5 };
+}
+
+function roundF16(x: Float32Array): Float32Array {
+	return x.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+}
+
+export function matmulCaseName(s: MatmulCaseSpec): string {
+	const batch = s.batch ?? 1;
+	const shared =
+		batch > 1
+			? ` batch=${batch}${s.aBatched ? '' : ' a-shared'}${s.bBatched ? '' : ' b-shared'}`
+			: '';
+	const types =
+		s.aType === 'f16' || s.bType === 'f16' ? ` ${s.aType ?? 'f32'}x${s.bType ?? 'f32'}` : '';
+	const ab =
+		s.alpha !== undefined || s.beta !== undefined
+			? ` alpha=${s.alpha ?? 1} beta=${s.beta ?? 0}`
+			: '';
+	const tile = s.tile ? ` tile=${s.tile.bm}x${s.tile.bn}x${s.tile.bk}` : '';
+	return `${s.transA ? 'T' : 'N'}${s.transB ? 'T' : 'N'} ${s.m}x${s.k}x${s.n} (MxKxN)${shared}${types}${ab}${tile}`;
+}
+
+export function matmulCases(specs: MatmulCaseSpec[]): KernelCase[] {
+	return specs.map((s) => ({
+		family: 'matmul',
+		name: matmulCaseName(s),
+		async run(gpu: Gpu) {
+			const { m, n, k, transA = false, transB = false, alpha = 1, beta = 0 } = s;
+			const batch = s.batch ?? 1;
+			const aBatched = batch > 1 && !!s.aBatched;
+			const bBatched = batch > 1 && !!s.bBatched;
+			const aType = s.aType ?? 'f32';
+			const bType = s.bType ?? 'f32';
+			const rng = new Rng(
+				m * 7919 + n * 131 + k * 17 + batch + (transA ? 2 : 0) + (transB ? 1 : 0)
+			);
+			let ah = rng.uniform((aBatched ? batch : 1) * m * k);
+			let bh = rng.uniform((bBatched ? batch : 1) * k * n);
+			if (aType === 'f16') ah = roundF16(ah);
+			if (bType === 'f16') bh = roundF16(bh);
+			// beta = 0 must not read c: start it as NaN so a read would show.
+			const ch =
+				beta === 0 ? new Float32Array(batch * m * n).fill(NaN) : rng.uniform(batch * m * n);
+			const aShape = transA ? [k, m] : [m, k];
+			const bShape = transB ? [n, k] : [k, n];
+			const a = uploadTensor(gpu, ah, aBatched ? [batch, ...aShape] : aShape, aType);
+			const b = uploadTensor(gpu, bh, bBatched ? [batch, ...bShape] : bShape, bType);
+			const c = uploadTensor(gpu, ch, batch > 1 ? [batch, m, n] : [m, n], 'f32');
+			try {
+				const args = { a, b, c, transA, transB, alpha, beta };
+				await run(gpu, (rec) => (s.tile ? matmulTiled(rec, args, s.tile) : matmul(rec, args)));
+				const expected = matmulRef({
+					a: ah,
+					b: bh,
+					c: ch,
+					m,
+					n,
+					k,
+					batch,
+					aBatched,
+					bBatched,
+					transA,
+					transB,
+					alpha,
+					beta
+				});
+				return [{ label: 'c', actual: await readTensor(c), expected, ...matmulTolerance(k) }];
+			} finally {
+				for (const t of [a, b, c]) t.release();
+			}
+		}
+	}));
+}
+
+/** The in-browser self-test: a size off every tile, and a batched accumulation. */
+export const MATMUL_SELFTEST = matmulCases([
+	{ m: 17, n: 33, k: 65 },
+	{ m: 9, n: 12, k: 20, transA: true, transB: true, batch: 2, aBatched: true, beta: 1, alpha: 0.5 }
+]);
