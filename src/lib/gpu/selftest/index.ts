@@ -7,4 +7,8 @@ import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import type { KernelCase } from './types';
 
-export const SELFTEST_CASES: KernelCase[] = [...RMSNORM_SELFTEST, ...ADAMW_SELFTEST, ...MATMUL_SELFTEST];
+export const SELFTEST_CASES: KernelCase[] = [
+	...RMSNORM_SELFTEST,
+	...ADAMW_SELFTEST,
+	...MATMUL_SELFTEST
+];
