@@ -5,10 +5,12 @@
 import { ADAMW_SELFTEST } from './adamw';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
+import { SWIGLU_SELFTEST } from './swiglu';
 import type { KernelCase } from './types';
 
 export const SELFTEST_CASES: KernelCase[] = [
 	...RMSNORM_SELFTEST,
 	...ADAMW_SELFTEST,
-	...MATMUL_SELFTEST
+	...MATMUL_SELFTEST,
+	...SWIGLU_SELFTEST
 ];

@@ -1,0 +1,115 @@
+/**
+ * @file SwiGLU, the gated MLP activation of Llama and Qwen (transformers' LlamaMLP:
+ * down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn = SiLU): h = silu(gate) * up,
+ * elementwise over [N, I], forward and backward. One invocation per element.
+ *
+ * Numerics: sigmoid is computed from e = exp(-|g|), which lies in (0, 1], never from
+ * exp(+|g|): for g = 100 exp(g) would overflow f32 to Inf (and Inf / Inf is NaN), for
+ * g = -100 1 / (1 + Inf) would divide by Inf, where WGSL only bounds division for
+ * denominators below 2^126. s = sigmoid(g) and 1 - s are both formed as a quotient by
+ * 1 + e in [1, 2], so neither cancels: silu'(g) = s * (1 + g * (1 - s)) stays accurate
+ * for large |g|. exp(-100) is below f32's smallest normal; a GPU that flushes it gives
+ * silu(-100) = 0 for the true -3.7e-42.
+ *
+ * Layouts: `gate` and `up` as two tensors [N, I], or fused as one gate_up [N, 2I] with
+ * the gate in columns [0, I) and up in [I, 2I) of each row (Phi-3's gate_up_proj and
+ * `chunk(2, dim=-1)` order). The fused backward writes d_gate_up [N, 2I] in the same
+ * layout. WebGPU forbids binding one buffer twice when either binding is writable, so the
+ * fused variants bind one buffer and index both halves.
+ *
+ * Versions: one f32 scalar per invocation, 256 per workgroup (the portable maximum).
+ * The op is memory bound (3 or 5 f32 per element); a vec4 variant was not tried yet.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export const SWIGLU_WG = 256;
+
+const COMMON = /* wgsl */ `
+const WG: u32 = ${SWIGLU_WG}u;
+${LINEAR_WORKGROUP_WGSL}
+// sigmoid(g) and 1 - sigmoid(g), both from e = exp(-|g|) in (0, 1], without overflow.
+fn sigmoid_pair(g: f32) -> vec2<f32> {
+  let e = exp(-abs(g));
+  let d = 1.0 + e;
+  if (g >= 0.0) { return vec2<f32>(1.0 / d, e / d); }
+  return vec2<f32>(e / d, 1.0 / d);
+}`;
+
+type Layout = 'separate' | 'fused';
+
+/** Bindings and accessors of the inputs: gate(n, i) and up(n, i) for element (n, i). */
+function inputs(layout: Layout): string {
+	if (layout === 'separate') {
+		return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> gate: array<f32>;       // [N, I]
+@group(0) @binding(1) var<storage, read> up: array<f32>;         // [N, I]
+fn gate_at(n: u32, i: u32) -> f32 { return gate[n * p.inter + i]; }
+fn up_at(n: u32, i: u32) -> f32 { return up[n * p.inter + i]; }`;
+	}
+	return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> gate_up: array<f32>;    // [N, 2I]: gate | up
+fn gate_at(n: u32, i: u32) -> f32 { return gate_up[n * 2u * p.inter + i]; }
+fn up_at(n: u32, i: u32) -> f32 { return gate_up[n * 2u * p.inter + p.inter + i]; }`;
+}
+
+/** h = silu(gate) * up. */
+export function swigluForwardWgsl(layout: Layout): string {
+	const h = layout === 'separate' ? 2 : 1;
+	return /* wgsl */ `
+${inputs(layout)}
+@group(0) @binding(${h}) var<storage, read_write> h: array<f32>; // [N, I]
+struct Params { rows: u32, inter: u32 }
+@group(0) @binding(${h + 1}) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let k = linear_workgroup(wid, nwg) * WG + lid;
+  if (k >= p.rows * p.inter) { return; }
+  let n = k / p.inter;
+  let i = k % p.inter;
+  let g = gate_at(n, i);
+  h[k] = g * sigmoid_pair(g).x * up_at(n, i);
+}`;
+}
+
+/** dgate = dh * up * silu'(gate), dup = dh * silu(gate); silu' = s (1 + g (1 - s)). */
+export function swigluBackwardWgsl(layout: Layout): string {
+	const outputs =
+		layout === 'separate'
+			? /* wgsl */ `
+@group(0) @binding(3) var<storage, read_write> dgate: array<f32>; // [N, I]
+@group(0) @binding(4) var<storage, read_write> dup: array<f32>;   // [N, I]
+fn store(n: u32, i: u32, dg: f32, du: f32) {
+  dgate[n * p.inter + i] = dg;
+  dup[n * p.inter + i] = du;
+}`
+			: /* wgsl */ `
+@group(0) @binding(2) var<storage, read_write> dgate_up: array<f32>; // [N, 2I]: dgate | dup
+fn store(n: u32, i: u32, dg: f32, du: f32) {
+  dgate_up[n * 2u * p.inter + i] = dg;
+  dgate_up[n * 2u * p.inter + p.inter + i] = du;
+}`;
+	const dhBinding = layout === 'separate' ? 2 : 1;
+	const paramsBinding = layout === 'separate' ? 5 : 3;
+	return /* wgsl */ `
+${inputs(layout)}
+@group(0) @binding(${dhBinding}) var<storage, read> dh: array<f32>; // [N, I]
+${outputs}
+struct Params { rows: u32, inter: u32 }
+@group(0) @binding(${paramsBinding}) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let k = linear_workgroup(wid, nwg) * WG + lid;
+  if (k >= p.rows * p.inter) { return; }
+  let n = k / p.inter;
+  let i = k % p.inter;
+  let g = gate_at(n, i);
+  let u = up_at(n, i);
+  let s = sigmoid_pair(g);
+  let d = dh[k];
+  store(n, i, d * u * s.x * (1.0 + g * s.y), d * g * s.x);
+}`;
+}
