@@ -28,6 +28,10 @@ describe('attention', () => {
 			{ B: 2, T: 70, Hq: 4, Hkv: 2, D: 64, lengths: [70, 41] },
 			// D=128 (Qwen3): key tile 16, query tile 15
 			{ B: 2, T: 37, Hq: 4, Hkv: 2, D: 128, lengths: [37, 29] },
+			// SmolLM2-135M's heads (9 over 3), longer sequences: many key tiles, 5 row workgroups
+			{ B: 2, T: 300, Hq: 9, Hkv: 3, D: 64, lengths: [300, 181] },
+			// Qwen3's head size with a longer sequence
+			{ B: 1, T: 160, Hq: 4, Hkv: 2, D: 128, lengths: [150] },
 			// an odd head size
 			{ B: 1, T: 19, Hq: 2, Hkv: 1, D: 3 },
 			// decode with a KV cache: one query at position qOffset, lengths incl. that token

@@ -3,6 +3,7 @@
  * Each family adds its small default list here.
  */
 import { ADAMW_SELFTEST } from './adamw';
+import { ATTENTION_SELFTEST } from './attention';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import { SWIGLU_SELFTEST } from './swiglu';
@@ -12,5 +13,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...RMSNORM_SELFTEST,
 	...ADAMW_SELFTEST,
 	...MATMUL_SELFTEST,
-	...SWIGLU_SELFTEST
+	...SWIGLU_SELFTEST,
+	...ATTENTION_SELFTEST
 ];
