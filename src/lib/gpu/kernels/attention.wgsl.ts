@@ -10,7 +10,8 @@
  *  - dkdv: one workgroup per (b, kv-head, key tile), one invocation per key, looping over
  *    the group's query heads and the query tiles that can see the key tile.
  * dk/dv are each written by exactly one invocation, so no float atomics are needed (WGSL
- * has none). Key tiles wholly above the causal diagonal, and everything past a sequence's
+ * has none). rowstats packs lse and D_i into one vec2 buffer so that dkdv binds 8 storage
+ * buffers, the WebGPU default maxStorageBuffersPerShaderStage. Key tiles wholly above the causal diagonal, and everything past a sequence's
  * length, are skipped, not masked.
  *
  * Layout (row-major, what the q/k/v projections produce, so no transposes): q, out, dout,
@@ -66,10 +67,10 @@ export function queryTileRows(D: number): number {
 const PARAMS = /* wgsl */ `
 struct Params { B: u32, T: u32, Tk: u32, Hq: u32, Hkv: u32, q_offset: u32, scale: f32 }`;
 
-/** Running max starts here: exp(NEG_BIG - m) is 0 for any real score m, without inf. */
 const HEADER = (D: number) => /* wgsl */ `
 const D: u32 = ${D}u;
 const ROWS: u32 = ${ROWS_PER_WORKGROUP}u;
+// The running max starts here: exp(NEG_BIG - m) is 0 for any real score m, with no inf.
 const NEG_BIG: f32 = -1e30;
 ${LINEAR_WORKGROUP_WGSL}
 fn q_index(b: u32, t: u32, h: u32) -> u32 { return ((b * p.T + t) * p.Hq + h) * D; }
