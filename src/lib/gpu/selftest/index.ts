@@ -4,6 +4,7 @@
  */
 import { ADAMW_SELFTEST } from './adamw';
 import { ATTENTION_SELFTEST } from './attention';
+import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import { SWIGLU_SELFTEST } from './swiglu';
@@ -14,5 +15,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ADAMW_SELFTEST,
 	...MATMUL_SELFTEST,
 	...SWIGLU_SELFTEST,
-	...ATTENTION_SELFTEST
+	...ATTENTION_SELFTEST,
+	...LOGSOFTMAX_SELFTEST
 ];
