@@ -5,6 +5,7 @@
 import { ADAMW_SELFTEST } from './adamw';
 import { ATTENTION_SELFTEST } from './attention';
 import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
+import { LORA_SELFTEST } from './lora';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import { SWIGLU_SELFTEST } from './swiglu';
@@ -16,5 +17,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...MATMUL_SELFTEST,
 	...SWIGLU_SELFTEST,
 	...ATTENTION_SELFTEST,
-	...LOGSOFTMAX_SELFTEST
+	...LOGSOFTMAX_SELFTEST,
+	...LORA_SELFTEST
 ];
