@@ -8,6 +8,7 @@ import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
 import { LORA_SELFTEST } from './lora';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
+import { ROPE_SELFTEST } from './rope';
 import { SWIGLU_SELFTEST } from './swiglu';
 import type { KernelCase } from './types';
 
@@ -16,6 +17,7 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ADAMW_SELFTEST,
 	...MATMUL_SELFTEST,
 	...SWIGLU_SELFTEST,
+	...ROPE_SELFTEST,
 	...ATTENTION_SELFTEST,
 	...LOGSOFTMAX_SELFTEST,
 	...LORA_SELFTEST

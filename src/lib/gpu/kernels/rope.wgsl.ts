@@ -1,0 +1,118 @@
+/**
+ * @file Rotary position embedding in the rotate-half layout of transformers' Llama and
+ * Qwen (apply_rotary_pos_emb with rotate_half): for a head of D values, pair i < D/2 is
+ * (x[i], x[i + D/2]) and, with a = f32(pos) * inv_freq[i] and s = attention_scaling,
+ *   y[i]       = x[i]       * (s cos a) - x[i + D/2] * (s sin a)
+ *   y[i + D/2] = x[i + D/2] * (s cos a) + x[i]       * (s sin a).
+ * The backward is the rotation by -a (the transpose), times s. One invocation per pair.
+ *
+ * The angle is the f32 product f32(pos) * inv_freq[i], rounded exactly as transformers
+ * rounds it (its inv_freq @ position_ids is one f32 product per entry), so at position
+ * 30000 it carries the same ~1e-3 rad rounding transformers has. Its sine and cosine are
+ * computed here, not by WGSL's sin/cos: the WGSL spec bounds those only on [-pi, pi]
+ * (absolute error 2^-11), and hardware sin on large arguments is far worse than that.
+ * `sincos` below reduces a by k * pi/2 (Cody-Waite: pi/2 split in parts of PART_BITS bits
+ * at fixed positions, so k * part is exact for |k| < 2^(24 - PART_BITS), then a rounded
+ * remainder part) and evaluates Taylor polynomials on |r| <= ~0.8. Emulated in f32 on
+ * the host over 2e6 angles up to 2^20 rad this stays within 1.1e-7 of f64 sin/cos.
+ * It relies on f32 arithmetic not being reassociated (no fast-math); products that a
+ * compiler contracts into fma are exact anyway.
+ *
+ * Versions: (1) WGSL sin/cos of the full angle: on SwiftShader up to 3.1e-3 off over
+ * integer angles 0..40000 (worst near 39683), which would need a tolerance of 1e-2 and
+ * differs by device. (2) This one: 7.7e-8 over the same angles on SwiftShader, for ~25
+ * more FLOPs per pair in a memory-bound kernel.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export const ROPE_WG = 256;
+
+/** Bits per exact part of pi/2: k * part is exact in f32 for |k| < 2^(24 - PART_BITS),
+ * i.e. angles up to ~1.6e6 rad (positions up to ~1.6M at inv_freq <= 1). */
+const PART_BITS = 4;
+const EXACT_PARTS = 5;
+
+/** pi/2 as EXACT_PARTS parts of PART_BITS bits at fixed binary positions (2^0 .. 2^-19)
+ * plus the rest rounded to f32. From Math.PI, whose error (6e-17) is far below f32's. */
+export function halfPiParts(): number[] {
+	let rest = Math.PI / 2;
+	const parts: number[] = [];
+	for (let j = 1; j <= EXACT_PARTS; j++) {
+		const scale = 2 ** (PART_BITS * j - 1);
+		const part = Math.floor(rest * scale) / scale;
+		rest -= part;
+		if (part !== 0) parts.push(part);
+	}
+	parts.push(Math.fround(rest));
+	return parts;
+}
+
+/** WGSL literal of a double that is exactly an f32 (shortest round-trip text). */
+const lit = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
+
+const SINCOS_WGSL = /* wgsl */ `
+// (sin a, cos a) for f32 a with |a| < ~1.6e6, accurate to ~1e-7 absolute (see @file).
+fn sincos(a: f32) -> vec2<f32> {
+  let k = round(a * ${lit(Math.fround(2 / Math.PI))}); // a / (pi/2), nearest
+  var r = a;
+${halfPiParts()
+	.map((p) => `  r = r - k * ${lit(p)};`)
+	.join('\n')}
+  let r2 = r * r;
+  // Taylor series (coefficients 1/n!): sin r truncated after r^9 (error < 2e-9 on
+  // |r| <= 0.81), cos r after r^10 (error < 2e-10).
+  let ps = r + r * r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (1.0 / 362880.0))));
+  let pc = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24.0 + r2 * (-1.0 / 720.0
+         + r2 * (1.0 / 40320.0 + r2 * (-1.0 / 3628800.0)))));
+  // a = k pi/2 + r: rotate (sin r, cos r) by the quadrant k mod 4.
+  let q = i32(k) & 3;
+  if (q == 1) { return vec2<f32>(pc, -ps); }
+  if (q == 2) { return vec2<f32>(-ps, -pc); }
+  if (q == 3) { return vec2<f32>(-pc, ps); }
+  return vec2<f32>(ps, pc);
+}`;
+
+/** `inPlace`: one read_write binding x (WebGPU forbids binding one buffer as both a
+ * read and a writable storage binding); otherwise x is read and y written. */
+export function ropeWgsl(inPlace: boolean): string {
+	const io = inPlace
+		? /* wgsl */ `
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;  // [B, T, H, D], rotated in place
+@group(0) @binding(1) var<storage, read> positions: array<u32>; // [B * T] or [T]
+@group(0) @binding(2) var<storage, read> inv_freq: array<f32>;  // [D / 2]
+struct Params { rows: u32, heads: u32, half: u32, pos_len: u32, sign: f32, scaling: f32 }
+@group(0) @binding(3) var<uniform> p: Params;
+fn store(k: u32, v: f32) { x[k] = v; }`
+		: /* wgsl */ `
+@group(0) @binding(0) var<storage, read> x: array<f32>;         // [B, T, H, D]
+@group(0) @binding(1) var<storage, read> positions: array<u32>; // [B * T] or [T]
+@group(0) @binding(2) var<storage, read> inv_freq: array<f32>;  // [D / 2]
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;   // [B, T, H, D]
+struct Params { rows: u32, heads: u32, half: u32, pos_len: u32, sign: f32, scaling: f32 }
+@group(0) @binding(4) var<uniform> p: Params;
+fn store(k: u32, v: f32) { y[k] = v; }`;
+	return /* wgsl */ `
+${io}
+const WG: u32 = ${ROPE_WG}u;
+${LINEAR_WORKGROUP_WGSL}
+${SINCOS_WGSL}
+// rows = B * T; pos_len = B * T (a position per token) or T (shared by the batch);
+// sign = 1 forward, -1 backward (rotation by -a); scaling = attention_scaling.
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let k = linear_workgroup(wid, nwg) * WG + lid;
+  if (k >= p.rows * p.heads * p.half) { return; }
+  let i = k % p.half;
+  let head = k / p.half;          // row * H + h
+  let row = head / p.heads;       // b * T + t
+  let base = head * 2u * p.half + i;
+  let sc = sincos(f32(positions[row % p.pos_len]) * inv_freq[i]);
+  let c = sc.y * p.scaling;
+  let s = sc.x * p.scaling * p.sign;
+  let x1 = x[base];
+  let x2 = x[base + p.half];
+  store(base, x1 * c - x2 * s);
+  store(base + p.half, x2 * c + x1 * s);
+}`;
+}
