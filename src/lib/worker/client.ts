@@ -1,0 +1,55 @@
+/**
+ * @file The page's side of the worker boundary: spawns the backend worker (bundled by Vite
+ * from `new URL(..., import.meta.url)`) and wraps it with comlink. A worker that fails to
+ * load or crashes settles `failed`; `guard` races a call against it, so the page gets a
+ * typed 'worker-failed' error instead of waiting forever.
+ */
+import { proxy, wrap, type Remote } from 'comlink';
+import type { BackendApi, BackendError, BackendEvent, Result, SelfTestProgress } from './protocol';
+
+export interface BackendHandle {
+	readonly api: Remote<BackendApi>;
+	/** Settles if the worker fails to load or throws outside a call. */
+	readonly failed: Promise<BackendError>;
+	/** Races a call against `failed`: a dead worker becomes an error result, not a hang. */
+	guard<T>(call: Promise<Result<T>>): Promise<Result<T>>;
+	/** Subscribes to unrequested events (device loss). */
+	subscribe(listener: (event: BackendEvent) => void): Promise<void>;
+	runSelfTest(
+		onProgress: (progress: SelfTestProgress) => void
+	): ReturnType<BackendApi['runSelfTest']>;
+	terminate(): void;
+}
+
+export function spawnBackend(): BackendHandle {
+	const worker = new Worker(new URL('./backend.worker.ts', import.meta.url), {
+		type: 'module',
+		name: 'tabrl-backend'
+	});
+	const failed = new Promise<BackendError>((resolve) => {
+		worker.addEventListener('error', (event) => {
+			event.preventDefault();
+			resolve({
+				kind: 'worker-failed',
+				message: `The backend worker failed: ${event.message || 'it could not be loaded'}.`
+			});
+		});
+		worker.addEventListener('messageerror', () =>
+			resolve({
+				kind: 'worker-failed',
+				message: 'A message from the backend worker could not be read.'
+			})
+		);
+	});
+	const api = wrap<BackendApi>(worker);
+	const guard = <T>(call: Promise<Result<T>>): Promise<Result<T>> =>
+		Promise.race([call, failed.then((error): Result<T> => ({ ok: false, error }))]);
+	return {
+		api,
+		failed,
+		guard,
+		subscribe: (listener) => api.subscribe(proxy(listener)),
+		runSelfTest: (onProgress) => guard(api.runSelfTest(proxy(onProgress))),
+		terminate: () => worker.terminate()
+	};
+}
