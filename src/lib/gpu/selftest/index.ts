@@ -9,6 +9,7 @@ import { LORA_SELFTEST } from './lora';
 import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import { ROPE_SELFTEST } from './rope';
+import { SAMPLING_SELFTEST } from './sampling';
 import { SWIGLU_SELFTEST } from './swiglu';
 import type { KernelCase } from './types';
 
@@ -20,5 +21,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ROPE_SELFTEST,
 	...ATTENTION_SELFTEST,
 	...LOGSOFTMAX_SELFTEST,
-	...LORA_SELFTEST
+	...LORA_SELFTEST,
+	...SAMPLING_SELFTEST
 ];

@@ -1,0 +1,79 @@
+/**
+ * @file Next-token sampling on the GPU for generation: one dispatch over logits [B, V] with
+ * per-row temperature, top-k, top-p and seed, writing the token ids [B] and their logprobs
+ * [B]. The design (threshold bisection, Gumbel-max with Philox) is in sampling.wgsl.ts.
+ *
+ * The logprob is log_softmax(logits / T)[token] over the *full* vocabulary: the policy's
+ * logprob at the sampling temperature, which is what GRPO's importance ratios compare
+ * against, not the log-probability under the truncated top-k/top-p distribution. Greedy
+ * rows (T <= 0) report log_softmax(logits)[argmax] (T = 1).
+ *
+ * Reproducibility: a row's token depends only on its logits, its parameters, its seed and
+ * `step` (the Philox counter), never on its index in the batch or its neighbours. Give
+ * each sequence its own seed and advance `step` once per generated token.
+ */
+import { assertShape } from '../errors';
+import { Params, type Recorder } from '../kernel';
+import type { Tensor } from '../tensor';
+import { sampleTokensSource, samplingWorkgroupSize } from './sampling.wgsl';
+
+const SAMPLE = {
+	64: { name: 'sampling.sample_tokens.wg64', code: sampleTokensSource(64) },
+	256: { name: 'sampling.sample_tokens.wg256', code: sampleTokensSource(256) }
+};
+
+export interface SampleTokensArgs {
+	/** f32 [B, V], row-major. */
+	logits: Tensor;
+	/** f32 [B]; <= 0 means greedy. */
+	temperature: Tensor;
+	/** u32 [B]; 0 (or >= V) turns top-k off. */
+	topK: Tensor;
+	/** f32 [B]; >= 1 turns top-p off. */
+	topP: Tensor;
+	/** u32 [B]: the Philox key of each row. */
+	seeds: Tensor;
+	/** u32 [B], written. */
+	tokens: Tensor;
+	/** f32 [B], written: log_softmax(logits / T)[token] over the full vocabulary. */
+	logprobs: Tensor;
+	/** The Philox counter: the index of the token being generated (u32). */
+	step: number;
+}
+
+/** Samples one token per row of `logits` (see the file comment for what is written). */
+export function sampleTokens(rec: Recorder, args: SampleTokensArgs): void {
+	const { logits, temperature, topK, topP, seeds, tokens, logprobs, step } = args;
+	assertShape(
+		logits.shape.length === 2 && logits.dtype === 'f32' && logits.shape[1] >= 1,
+		() =>
+			`sampleTokens: logits must be f32 [B, V] with V >= 1; got ${logits.dtype} [${logits.shape}]`
+	);
+	const [rows, vocab] = logits.shape;
+	const perRow: [string, Tensor, string][] = [
+		['temperature', temperature, 'f32'],
+		['topK', topK, 'u32'],
+		['topP', topP, 'f32'],
+		['seeds', seeds, 'u32'],
+		['tokens', tokens, 'u32'],
+		['logprobs', logprobs, 'f32']
+	];
+	for (const [name, t, dtype] of perRow) {
+		assertShape(
+			t.size === rows && t.dtype === dtype,
+			() =>
+				`sampleTokens: ${name} must be ${dtype} [${rows}] for logits [${logits.shape}]; got ${t.dtype} [${t.shape}]`
+		);
+	}
+	if (!(Number.isInteger(step) && step >= 0 && step < 2 ** 32)) {
+		throw new RangeError(`sampleTokens: step must be a u32, got ${step}`);
+	}
+	if (rows === 0) return;
+	const params = new Params().u32(rows).u32(vocab).u32(step);
+	rec.dispatch(
+		SAMPLE[samplingWorkgroupSize(vocab)],
+		[logits, temperature, topK, topP, seeds, tokens, logprobs],
+		rows,
+		params
+	);
+}
