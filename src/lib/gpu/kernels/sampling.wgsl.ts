@@ -13,13 +13,17 @@
  * (x_i - max) / T + G_i, with G_i = -log(-log U_i) from Philox-4x32-10 keyed by
  * (seed, 0) at counter (i / 4, step, 0, 0), word i % 4. That is an exact sample from
  * softmax(x / T) renormalised over the kept set, needs one pass and an argmax (no prefix
- * sum), and depends only on (logits, T, k, p, seed, step): not on the row's place in the
- * batch nor on the workgroup size.
+ * sum), and depends only on (logits, T, k, p, seed, step), not on the row's place in the
+ * batch. (Top-p's f32 mass sums have a fixed order per workgroup size, chosen by V alone,
+ * so a row always gets the same bits; only a top_p within rounding of a set boundary could
+ * fall differently on another workgroup size.) 1/T is applied as a multiplication.
  *
  * Versions: (a) a radix select with workgroup atomics finds top-k in 4 passes, but top-p
  * needs sums of probability mass and WGSL has no float atomics (and atomic order would make
  * the sums vary run to run); (b) inverse-CDF sampling needs a prefix sum over the vocabulary
- * whose rounding depends on the workgroup size; Gumbel-max avoids both.
+ * whose rounding depends on the workgroup size; Gumbel-max avoids both. (c) Reductions as
+ * 256-wide trees (8 barriers) with one workgroupUniformLoad per result: 2.7x slower on
+ * SwiftShader than the current two levels of 16 sequential combines with one packed load.
  *
  * Numerics. U is built from 23 random bits so that both V = 1 - U and U are exact in f32;
  * E = -log(U) uses a series in V for V < 1/16, because GPU `log` near 1 has only absolute
