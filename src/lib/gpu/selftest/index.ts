@@ -4,6 +4,7 @@
  */
 import { ADAMW_SELFTEST } from './adamw';
 import { ATTENTION_SELFTEST } from './attention';
+import { EMBEDDING_SELFTEST } from './embedding';
 import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
 import { LORA_SELFTEST } from './lora';
 import { MATMUL_SELFTEST } from './matmul';
@@ -19,6 +20,7 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...MATMUL_SELFTEST,
 	...SWIGLU_SELFTEST,
 	...ROPE_SELFTEST,
+	...EMBEDDING_SELFTEST,
 	...ATTENTION_SELFTEST,
 	...LOGSOFTMAX_SELFTEST,
 	...LORA_SELFTEST,

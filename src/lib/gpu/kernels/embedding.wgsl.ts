@@ -1,0 +1,128 @@
+/**
+ * @file Embedding lookup out[t, :] = W[ids[t], :] and its gradient dW[ids[t], :] +=
+ * dy[t, :], over one row chunk of W at a time (a ChunkedMatrix: the 151936 x 896 f32
+ * embedding is 545 MB, over one binding on many devices). The wrapper dispatches once
+ * per chunk; each dispatch handles the tokens whose id lies in its rows
+ * [row_offset, row_offset + rows). Ids >= vocab are never read from W: the forward writes
+ * a zero row for them, the backward skips them, and each adds their count to status[0]
+ * once (the forward in its first chunk's dispatch, the backward in its link kernel).
+ *
+ * The backward is deterministic, without float atomics (WGSL has none), in two kernels:
+ * `EMBEDDING_LINK` (once, one invocation per token t) finds the next token with the
+ * same id, next[t], and marks that token as having a predecessor; then
+ * `EMBEDDING_BACKWARD` (per chunk, one invocation per element (t, c)) lets only each
+ * id's first token walk the list t -> next[t] -> ... summing dy in token order, and add
+ * the sum to its row: one writer per row, one summation order on every device.
+ * Cost for N tokens: the link scans read up to N^2 / 2 ids (3.4e7 at N = 8192, every
+ * invocation in parallel over ids held in cache), the sums read each dy element once
+ * plus the list for every column; an id repeated k times is a chain of k dependent loads.
+ *
+ * Versions: (1) one workgroup per token, a tile of 256 tokens' matches as a bit mask in
+ * workgroup memory, then the first occurrence summing the set bits: correct, but three
+ * barriers per tile and a workgroup per token per chunk; SwiftShader took 28 s at
+ * N = 8192, C = 896, 3 chunks (it also showed that a bare `var acc: array<f32, 4>;`
+ * inside a loop was not re-zeroed per iteration there: initialise such arrays).
+ * (2) This one: no barriers, no workgroup memory, 1.6 s there. Rejected outright: a
+ * compare-and-swap float add on atomic<u32> (one pass, but the summation order, so the
+ * result, varies from run to run with repeated ids) and sorting (id, t) pairs
+ * (O(N log N), but ~90 bitonic passes at N = 8192).
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export const EMBEDDING_WG = 256;
+
+const PARAMS = /* wgsl */ `
+// n tokens, cols = C; this chunk holds rows [row_offset, row_offset + rows) of W [vocab, C];
+// first_chunk = 1 on the dispatch that handles (and counts) ids >= vocab.
+struct Params { n: u32, cols: u32, row_offset: u32, rows: u32, vocab: u32, first_chunk: u32 }`;
+
+/** out[t, c] = W[ids[t], c] for ids in this chunk; one invocation per element of out. */
+export const EMBEDDING_FORWARD = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> ids: array<u32>;              // [N]
+@group(0) @binding(1) var<storage, read> w: array<f32>;                // [rows, C], a chunk of W
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;        // [N, C]
+@group(0) @binding(3) var<storage, read_write> status: array<atomic<u32>>; // [1]: += bad ids
+${PARAMS}
+@group(0) @binding(4) var<uniform> p: Params;
+const WG: u32 = ${EMBEDDING_WG}u;
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let k = linear_workgroup(wid, nwg) * WG + lid;
+  if (k >= p.n * p.cols) { return; }
+  let t = k / p.cols;
+  let c = k % p.cols;
+  let id = ids[t];
+  if (id >= p.vocab) {
+    if (p.first_chunk == 1u) {
+      out[k] = 0.0;
+      if (c == 0u) { atomicAdd(&status[0], 1u); }
+    }
+    return;
+  }
+  if (id < p.row_offset || id - p.row_offset >= p.rows) { return; }
+  out[k] = w[(id - p.row_offset) * p.cols + c];
+}`;
+
+/** Marks the end of a token list in `links`. */
+export const END = 0xffffffff;
+
+/** links[t] = the next token after t with the same id (END if none); links[N + j] = 1
+ * when token j has an earlier token with its id. Counts ids >= vocab into status[0].
+ * `links` must start zeroed (a fresh buffer): each entry has exactly one writer. */
+export const EMBEDDING_LINK = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> ids: array<u32>;              // [N]
+@group(0) @binding(1) var<storage, read_write> links: array<u32>;      // [2N]: next | has_prev
+@group(0) @binding(2) var<storage, read_write> status: array<atomic<u32>>; // [1]: += bad ids
+struct Params { n: u32, vocab: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+const WG: u32 = ${EMBEDDING_WG}u;
+const END: u32 = ${END}u;
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let t = linear_workgroup(wid, nwg) * WG + lid;
+  if (t >= p.n) { return; }
+  let id = ids[t];
+  var next = END;
+  if (id >= p.vocab) {
+    atomicAdd(&status[0], 1u);
+  } else {
+    for (var j = t + 1u; j < p.n; j++) {
+      if (ids[j] == id) { next = j; break; }
+    }
+  }
+  links[t] = next;
+  if (next != END) { links[p.n + next] = 1u; }
+}`;
+
+/** dW[id, :] += sum of dy[t, :] over tokens t with ids[t] = id, for ids in this chunk. */
+export const EMBEDDING_BACKWARD = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> ids: array<u32>;              // [N]
+@group(0) @binding(1) var<storage, read> links: array<u32>;            // [2N], from EMBEDDING_LINK
+@group(0) @binding(2) var<storage, read> dy: array<f32>;               // [N, C]
+@group(0) @binding(3) var<storage, read_write> dw: array<f32>;         // [rows, C], a chunk of dW
+${PARAMS}
+@group(0) @binding(4) var<uniform> p: Params;
+const WG: u32 = ${EMBEDDING_WG}u;
+const END: u32 = ${END}u;
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let k = linear_workgroup(wid, nwg) * WG + lid;
+  if (k >= p.n * p.cols) { return; }
+  let t = k / p.cols;
+  let c = k % p.cols;
+  let id = ids[t];
+  // Ids >= vocab were counted by the link kernel; later tokens are summed by the first.
+  if (id >= p.vocab || id < p.row_offset || id - p.row_offset >= p.rows) { return; }
+  if (links[p.n + t] != 0u) { return; }
+  var acc = 0.0;
+  // next[] strictly increases along a list, so this ends within N steps.
+  for (var j = t; j != END; j = links[j]) { acc += dy[j * p.cols + c]; }
+  let dst = (id - p.row_offset) * p.cols + c;
+  dw[dst] = dw[dst] + acc;
+}`;

@@ -1,0 +1,124 @@
+/**
+ * @file Embedding lookup and scatter-add gradient checked against the f64 CPU reference,
+ * over a plain tensor or a ChunkedMatrix with small chunks, with repeated ids and ids
+ * out of range. Tolerances: the lookup is a copy, so exact. The gradient sums k
+ * occurrences of an id in f32, each addition rounding by at most 2^-24 of the running
+ * sum; with unit-normal dy that is ~1e-7 * k * sqrt(k) at worst and far less typically,
+ * so 1e-6 * (k + 1) absolute + 1e-5 relative, k the most repeated id's count. With
+ * 'dyadic' values (multiples of 2^-8 in [-2, 2]) every partial sum is exact in f32 for
+ * N < 2^14, so the gradient must match exactly: a missed or doubled token shows.
+ * status counts bad ids once in the forward and once in the backward.
+ */
+import { ChunkedMatrix, uploadChunkedMatrix } from '../chunked';
+import type { Gpu } from '../device';
+import { run } from '../kernel';
+import { embeddingBackward, embeddingForward, type EmbeddingMatrix } from '../kernels/embedding';
+import { embeddingBackwardRef, embeddingRef } from '../reference/embedding';
+import { Rng } from '../reference/random';
+import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
+import type { Comparison, KernelCase } from './types';
+
+export interface EmbeddingCaseSpec {
+	tokens: number;
+	vocab: number;
+	cols: number;
+	/** Rows per chunk of W and dW (a ChunkedMatrix); omitted: plain tensors. */
+	chunkRows?: number;
+	/** 'random': uniform over the vocabulary; 'few': 5 ids spread over it (many repeats);
+	 * 'same': every token the same id. */
+	ids: 'random' | 'few' | 'same';
+	/** How many tokens get an id >= vocab. */
+	badIds?: number;
+	values?: 'normal' | 'dyadic';
+}
+
+export function embeddingCases(specs: EmbeddingCaseSpec[]): KernelCase[] {
+	return specs.map((spec) => ({
+		family: 'embedding',
+		name:
+			`forward+backward N=${spec.tokens} V=${spec.vocab} C=${spec.cols} ` +
+			(spec.chunkRows ? `chunks=${Math.ceil(spec.vocab / spec.chunkRows)} ` : 'tensor ') +
+			`ids=${spec.ids}${spec.badIds ? ` bad=${spec.badIds}` : ''} ${spec.values ?? 'normal'}`,
+		run: (gpu: Gpu) => runCase(gpu, spec)
+	}));
+}
+
+export function embeddingIds(spec: EmbeddingCaseSpec, rng: Rng): Uint32Array {
+	const { tokens, vocab } = spec;
+	const few = Array.from({ length: 5 }, (_, i) => Math.floor(((i + 0.5) * vocab) / 5));
+	const ids = new Uint32Array(tokens);
+	for (let t = 0; t < tokens; t++) {
+		ids[t] = spec.ids === 'random' ? rng.int(vocab) : spec.ids === 'few' ? few[rng.int(5)] : few[2];
+	}
+	const bad = [vocab, vocab + 7, 0xffffffff];
+	for (let b = 0; b < (spec.badIds ?? 0); b++) ids[rng.int(tokens)] = bad[b % bad.length];
+	return ids;
+}
+
+/** Reads a [V, C] matrix, chunked or not, into one row-major array. */
+export async function readMatrix(m: EmbeddingMatrix): Promise<Float32Array> {
+	if (!(m instanceof ChunkedMatrix)) return readTensor(m as Tensor<'f32'>);
+	const out = new Float32Array(m.rows * m.cols);
+	for (const c of m.chunks) out.set(await readTensor(c.tensor), c.rowOffset * m.cols);
+	return out;
+}
+
+async function runCase(gpu: Gpu, spec: EmbeddingCaseSpec): Promise<Comparison[]> {
+	const { tokens, vocab, cols, chunkRows } = spec;
+	const rng = new Rng(tokens * 8191 + vocab * 31 + cols + spec.ids.length);
+	const dyadic = spec.values === 'dyadic';
+	const values = (n: number) =>
+		dyadic ? Float32Array.from({ length: n }, () => (rng.int(1025) - 512) / 256) : rng.normals(n);
+	const wh = values(vocab * cols);
+	const dw0 = values(vocab * cols);
+	const dyh = values(tokens * cols);
+	const idsh = embeddingIds(spec, rng);
+	const matrix = (data: Float32Array): EmbeddingMatrix =>
+		chunkRows
+			? uploadChunkedMatrix(gpu, data, vocab, cols, 'f32', chunkRows * cols * 4)
+			: uploadTensor(gpu, data, [vocab, cols], 'f32');
+	const owned: { release(): void }[] = [];
+	const keep = <T extends { release(): void }>(x: T) => (owned.push(x), x);
+	try {
+		const weight = keep(matrix(wh));
+		const dWeight = keep(matrix(dw0));
+		const ids = keep(uploadTensor(gpu, idsh, [tokens], 'u32'));
+		const dy = keep(uploadTensor(gpu, dyh, [tokens, cols], 'f32'));
+		// Filled with junk: rows of bad ids must be written as zeros, not left alone.
+		const junk = new Float32Array(tokens * cols).fill(7);
+		const out = keep(uploadTensor(gpu, junk, [tokens, cols], 'f32'));
+		const status = keep(createTensor(gpu, [1], 'u32'));
+		await run(gpu, (rec) => {
+			embeddingForward(rec, { ids, weight, out, status });
+			embeddingBackward(rec, { ids, dy, dWeight, status });
+		});
+		const counts = new Map<number, number>();
+		for (const id of idsh) counts.set(id, (counts.get(id) ?? 0) + 1);
+		const k = Math.max(...counts.values());
+		const bad = idsh.filter((id) => id >= vocab).length;
+		return [
+			{
+				label: 'out',
+				actual: await readTensor(out),
+				expected: embeddingRef(wh, idsh, vocab, cols),
+				atol: 0,
+				rtol: 0
+			},
+			{
+				label: 'dWeight',
+				actual: await readMatrix(dWeight),
+				expected: embeddingBackwardRef(dw0, idsh, dyh, vocab, cols),
+				...(dyadic ? { atol: 0, rtol: 0 } : { atol: 1e-6 * (k + 1), rtol: 1e-5 })
+			},
+			{ label: 'status', actual: await readTensor(status), expected: [2 * bad], atol: 0, rtol: 0 }
+		];
+	} finally {
+		for (const x of owned) x.release();
+	}
+}
+
+/** The self-test's sizes: 4 chunks with repeats and bad ids, and a plain tensor. */
+export const EMBEDDING_SELFTEST = embeddingCases([
+	{ tokens: 37, vocab: 50, cols: 24, chunkRows: 13, ids: 'few', badIds: 2, values: 'dyadic' },
+	{ tokens: 300, vocab: 1000, cols: 64, ids: 'random' }
+]);
