@@ -20,7 +20,9 @@ describe('rope', () => {
 			{ batch: 1, seq: 17, heads: 2, dim: 96, positions: 'steps', rank3: true, inPlace: true },
 			// Qwen2.5-0.5B's q: 14 heads of 64 over 256 tokens of 2 sequences.
 			{ batch: 2, seq: 256, heads: 14, dim: 64, positions: 'large', theta: 1e6 },
-			{ batch: 4, seq: 64, heads: 8, dim: 128, positions: 'padded', theta: 5e5 }
+			{ batch: 4, seq: 64, heads: 8, dim: 128, positions: 'padded', theta: 5e5 },
+			// 4 sequences of 512 tokens of Qwen2.5-0.5B's q (1.8M values), positions to 32767.
+			{ batch: 4, seq: 512, heads: 14, dim: 64, positions: 'large', theta: 1e6, inPlace: true }
 		]),
 		gpu
 	);

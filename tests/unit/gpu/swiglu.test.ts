@@ -17,8 +17,9 @@ describe('swiglu', () => {
 			{ rows: 3, inter: 257, layout: 'fused' },
 			{ rows: 64, inter: 1536, layout: 'separate' },
 			{ rows: 33, inter: 4864, layout: 'fused' },
-			// 300 * 900 / 256 = 1055 workgroups; the largest the time allows.
-			{ rows: 300, inter: 900, layout: 'separate' }
+			{ rows: 300, inter: 900, layout: 'separate' },
+			// Qwen2.5-0.5B's MLP (I = 4864) over 512 tokens: 2.5M elements.
+			{ rows: 512, inter: 4864, layout: 'fused' }
 		]),
 		gpu
 	);
