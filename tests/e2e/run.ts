@@ -227,11 +227,17 @@ async function deviceLostPage(browser: Browser, url: string): Promise<void> {
 	if (!stopped) return;
 	const t1 = Date.now();
 	await page.click(testid('rerun'));
-	const recovered = await page
-		.waitForSelector(`${testid('selftest-verdict')}[data-verdict="pass"]`, { timeout: TIMEOUT_MS })
-		.then(() => true)
-		.catch(() => false);
-	check('"run again" recovers on a new device', recovered, since(t1));
+	// Finished: any verdict but 'running' and the 'device-lost' it starts from.
+	const over = ['pass', 'fail', 'error'].map((v) => `[data-verdict="${v}"]`).join(',');
+	await page
+		.waitForSelector(`${testid('selftest-verdict')}:is(${over})`, { timeout: TIMEOUT_MS })
+		.catch(() => undefined);
+	const verdict = await page.getAttribute(testid('selftest-verdict'), 'data-verdict');
+	check(
+		'"run again" recovers on a new device',
+		verdict === 'pass',
+		`${verdict} after ${since(t1)}`
+	);
 	await page.close();
 }
 
