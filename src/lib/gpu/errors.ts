@@ -38,7 +38,7 @@ export class DeviceLostError extends GpuError {
 	) {
 		super(
 			'device-lost',
-			`The GPU device was lost (${reason}): ${detail || 'no detail given'}. ` +
+			`The GPU device was lost (${reason}): ${detail.replace(/[.\s]+$/, '') || 'no detail given'}. ` +
 				'Work since the last checkpoint is gone; acquire a new device and resume from it.'
 		);
 		this.name = 'DeviceLostError';
