@@ -7,7 +7,14 @@
  * rename existing ones.
  */
 
-export type ModelErrorKind = 'weights-mismatch' | 'over-memory' | 'lora-config';
+export type ModelErrorKind =
+	| 'weights-mismatch'
+	| 'over-memory'
+	| 'lora-config'
+	| 'tokenizer'
+	| 'no-chat-template'
+	| 'chat-template'
+	| 'chat-messages';
 
 export class ModelError extends Error {
 	constructor(
@@ -70,5 +77,54 @@ export class LoraConfigError extends ModelError {
 	constructor(message: string) {
 		super('lora-config', message);
 		this.name = 'LoraConfigError';
+	}
+}
+
+/** tokenizer.json / tokenizer_config.json unusable, or ids/text the tokenizer cannot take. */
+export class TokenizerError extends ModelError {
+	constructor(message: string) {
+		super('tokenizer', message);
+		this.name = 'TokenizerError';
+	}
+}
+
+/** The model ships no chat template (neither chat_template.jinja nor tokenizer_config.json's). */
+export class NoChatTemplateError extends ModelError {
+	constructor(detail: string) {
+		super(
+			'no-chat-template',
+			`This model has no chat template (${detail}). Use a chat/instruct variant of the model, ` +
+				'add a chat_template.jinja file beside tokenizer.json, or score plain text or ids instead.'
+		);
+		this.name = 'NoChatTemplateError';
+	}
+}
+
+/**
+ * The chat template failed: it called raise_exception (then `raisedByTemplate` is true and
+ * `templateMessage` is the template's own text), or it could not be parsed or rendered.
+ */
+export class ChatTemplateError extends ModelError {
+	constructor(
+		readonly templateMessage: string,
+		readonly raisedByTemplate: boolean,
+		templateName: string
+	) {
+		super(
+			'chat-template',
+			raisedByTemplate
+				? `The chat template ('${templateName}') refused these messages: ${templateMessage}`
+				: `The chat template ('${templateName}') could not be rendered: ${templateMessage}. ` +
+						'Check the messages against what the template expects, or fix the template.'
+		);
+		this.name = 'ChatTemplateError';
+	}
+}
+
+/** Messages or tools that are not in the OpenAI chat shape. */
+export class ChatMessagesError extends ModelError {
+	constructor(message: string) {
+		super('chat-messages', message);
+		this.name = 'ChatMessagesError';
 	}
 }
