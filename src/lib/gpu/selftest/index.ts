@@ -3,6 +3,7 @@
  * Each family adds its small default list here.
  */
 import { ADAMW_SELFTEST } from './adamw';
+import { ADD_SELFTEST } from './add';
 import { ATTENTION_SELFTEST } from './attention';
 import { EMBEDDING_SELFTEST } from './embedding';
 import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
@@ -24,5 +25,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ATTENTION_SELFTEST,
 	...LOGSOFTMAX_SELFTEST,
 	...LORA_SELFTEST,
-	...SAMPLING_SELFTEST
+	...SAMPLING_SELFTEST,
+	...ADD_SELFTEST
 ];
