@@ -1,10 +1,20 @@
 /**
- * @file Typed errors of the model layer (config, checkpoint files, weights, budgets). Each
- * says what is wrong and what to do. `kind` survives structured cloning across the worker
- * boundary (class identity does not), so callers switch on it, as with gpu/errors.ts.
+ * @file Typed errors of the model layer. Like gpu/errors.ts: each says what is wrong and
+ * what to do, and carries a `kind` string that survives structured cloning across the
+ * worker boundary (class identity does not), so callers switch on `kind`.
+ *
+ * Several helpers add to this file: add a kind to the union and a class below; do not
+ * rename existing ones.
  */
 
 export type ModelErrorKind =
+	| 'weights-mismatch'
+	| 'over-memory'
+	| 'lora-config'
+	| 'tokenizer'
+	| 'no-chat-template'
+	| 'chat-template'
+	| 'chat-messages'
 	| 'unsupported-architecture'
 	| 'unsupported-config'
 	| 'missing-config-field'
@@ -12,11 +22,8 @@ export type ModelErrorKind =
 	| 'missing-file'
 	| 'corrupt-checkpoint'
 	| 'unsupported-dtype'
-	| 'missing-tensor'
-	| 'tensor-shape'
 	| 'download-failed'
-	| 'incomplete-download'
-	| 'model-too-large';
+	| 'incomplete-download';
 
 export class ModelError extends Error {
 	constructor(
@@ -25,6 +32,109 @@ export class ModelError extends Error {
 	) {
 		super(message);
 		this.name = 'ModelError';
+	}
+}
+
+/** The weight source lacks tensors the config calls for, or has them in another shape. */
+export class WeightsMismatchError extends ModelError {
+	constructor(
+		readonly missing: string[],
+		readonly wrongShape: { name: string; expected: number[]; actual: number[] }[]
+	) {
+		const parts: string[] = [];
+		if (missing.length)
+			parts.push(`missing ${missing.length} tensor(s): ${missing.slice(0, 8).join(', ')}`);
+		if (wrongShape.length)
+			parts.push(
+				'wrong shape: ' +
+					wrongShape
+						.slice(0, 8)
+						.map((w) => `${w.name} is [${w.actual}], expected [${w.expected}]`)
+						.join('; ')
+			);
+		super(
+			'weights-mismatch',
+			`The checkpoint does not match its config.json (${parts.join('; ')}). ` +
+				'Check that config.json and the safetensors files come from the same model.'
+		);
+		this.name = 'WeightsMismatchError';
+	}
+}
+
+/** One line of a memory estimate: what, how many bytes in all, and its largest single buffer. */
+export interface MemoryLine {
+	what: string;
+	bytes: number;
+	largestBuffer: number;
+}
+
+/** A model + batch that will not fit the device: said before anything is allocated. */
+export class ModelTooLargeError extends ModelError {
+	constructor(
+		message: string,
+		readonly totalBytes: number,
+		readonly budgetBytes: number,
+		readonly lines: MemoryLine[]
+	) {
+		super('over-memory', message);
+		this.name = 'ModelTooLargeError';
+	}
+}
+
+/** A LoRA configuration that cannot be applied (rank, alpha, dropout, target modules). */
+export class LoraConfigError extends ModelError {
+	constructor(message: string) {
+		super('lora-config', message);
+		this.name = 'LoraConfigError';
+	}
+}
+
+/** tokenizer.json / tokenizer_config.json unusable, or ids/text the tokenizer cannot take. */
+export class TokenizerError extends ModelError {
+	constructor(message: string) {
+		super('tokenizer', message);
+		this.name = 'TokenizerError';
+	}
+}
+
+/** The model ships no chat template (neither chat_template.jinja nor tokenizer_config.json's). */
+export class NoChatTemplateError extends ModelError {
+	constructor(detail: string) {
+		super(
+			'no-chat-template',
+			`This model has no chat template (${detail}). Use a chat/instruct variant of the model, ` +
+				'add a chat_template.jinja file beside tokenizer.json, or score plain text or ids instead.'
+		);
+		this.name = 'NoChatTemplateError';
+	}
+}
+
+/**
+ * The chat template failed: it called raise_exception (then `raisedByTemplate` is true and
+ * `templateMessage` is the template's own text), or it could not be parsed or rendered.
+ */
+export class ChatTemplateError extends ModelError {
+	constructor(
+		readonly templateMessage: string,
+		readonly raisedByTemplate: boolean,
+		templateName: string
+	) {
+		super(
+			'chat-template',
+			raisedByTemplate
+				? `The chat template ('${templateName}') refused these messages: ${templateMessage}`
+				: `The chat template ('${templateName}') could not be rendered: ${templateMessage}. ` +
+						'Check the messages against what the template expects, or fix the template.'
+		);
+		this.name = 'ChatTemplateError';
+	}
+}
+
+/** Messages or tools that are not in the OpenAI chat shape. */
+export class ChatMessagesError extends ModelError {
+	constructor(message: string) {
+		super('chat-messages', message);
+		this.name = 'ChatMessagesError';
 	}
 }
 
@@ -66,14 +176,14 @@ export class MissingConfigFieldError extends ModelError {
 	) {
 		super(
 			'missing-config-field',
-			`${file} has no "${field}", which is required to build the model. ` +
-				'The file is incomplete or not a transformers config; re-download it from the model repo.'
+			`${file} has no "${field}", which is required to build the model. The file is ` +
+				'incomplete or not a transformers config; re-download it from the model repo.'
 		);
 		this.name = 'MissingConfigFieldError';
 	}
 }
 
-/** A config field is present but of the wrong type or out of range. */
+/** A config field is present but of the wrong type or out of range (or the JSON is bad). */
 export class InvalidConfigError extends ModelError {
 	constructor(
 		readonly field: string,
@@ -133,37 +243,6 @@ export class UnsupportedDTypeError extends ModelError {
 	}
 }
 
-/** The architecture needs a tensor the checkpoint does not have. */
-export class MissingTensorError extends ModelError {
-	constructor(
-		readonly tensor: string,
-		readonly where: string
-	) {
-		super(
-			'missing-tensor',
-			`Tensor '${tensor}' is missing from ${where}. The weights do not match config.json ` +
-				'(wrong architecture or an incomplete download).'
-		);
-		this.name = 'MissingTensorError';
-	}
-}
-
-/** A tensor whose stored shape is not the one config.json implies. */
-export class TensorShapeError extends ModelError {
-	constructor(
-		readonly tensor: string,
-		readonly expected: readonly number[],
-		readonly actual: readonly number[]
-	) {
-		super(
-			'tensor-shape',
-			`Tensor '${tensor}' has shape [${actual.join(', ')}] but config.json implies ` +
-				`[${expected.join(', ')}]. The weights and config.json belong to different models.`
-		);
-		this.name = 'TensorShapeError';
-	}
-}
-
 /** A request for a checkpoint file failed (network, HTTP status). */
 export class DownloadError extends ModelError {
 	constructor(
@@ -189,13 +268,5 @@ export class IncompleteDownloadError extends ModelError {
 				'Nothing was cached; retry the load.'
 		);
 		this.name = 'IncompleteDownloadError';
-	}
-}
-
-/** The model will not fit the device; said before anything is allocated. */
-export class ModelTooLargeError extends ModelError {
-	constructor(message: string) {
-		super('model-too-large', message);
-		this.name = 'ModelTooLargeError';
 	}
 }
