@@ -1,0 +1,189 @@
+/**
+ * @file How much GPU memory a model needs, worked out from its config before anything is
+ * allocated: f32 weights, LoRA state (A, B, their gradients and AdamW moments), and the
+ * activations of one call for a batch (B, T) as workspace.ts lists them, each rounded to
+ * the buffer pool's size class, plus the largest transient scratch buffers (one vocabulary
+ * chunk of logits; per layer the LoRA backward's x A^T gradients and attention's row stats).
+ *
+ * Two checks: every single buffer against the device's per-buffer limits
+ * (maxStorageBufferBindingSize, maxBufferSize), and the total against a budget the caller
+ * gives: WebGPU does not report how much memory a device has, so the budget is the
+ * caller's knowledge (a setting, or a measured figure); without one only the per-buffer
+ * check applies. Both throw ModelTooLargeError with the numbers.
+ *
+ * Training activations for Qwen2.5-0.5B (C 896, I 4864, 24 layers) at 8 x 512 tokens:
+ * checkpoints 25 x 14.7 MB = 367 MB, one layer's forward ~340 MB (gate, up and the
+ * SwiGLU output are 80 MB each), its backward ~330 MB: ~1.05 GB beside 1.98 GB of f32
+ * weights. Keeping every layer's activations instead would be ~24 x 340 MB = 8 GB.
+ */
+import { DEFAULT_LOGITS_BUDGET_BYTES } from '../gpu/kernels/logsoftmax';
+import { formatBytes } from '../gpu/tensor';
+import { ModelTooLargeError, type MemoryLine } from './errors';
+import { loraBytes, type LoraConfig } from './lora';
+import type { ModelConfig } from './types';
+import {
+	backwardSpecs,
+	headSpecs,
+	inputSpecs,
+	layerSpecs,
+	loraActSpecs,
+	pooledBytes,
+	specList,
+	streamSpecs,
+	type BatchDims,
+	type Mode,
+	type TensorSpec
+} from './workspace';
+import { projectionShape, weightSpecs } from './weight-spec';
+
+export interface DeviceLimits {
+	maxStorageBufferBindingSize: number;
+	maxBufferSize: number;
+}
+
+export interface MemoryEstimate {
+	lines: MemoryLine[];
+	totalBytes: number;
+}
+
+export interface MemoryEstimateOptions {
+	/** The resolved LoRA config, when the model carries adapters. */
+	lora?: LoraConfig;
+	/** A batch whose activations to add; omitted: weights and LoRA state only. */
+	batch?: BatchDims;
+	mode?: Mode;
+	/** The device's limits: the embedding's chunk size depends on them. */
+	limits?: DeviceLimits;
+}
+
+function line(what: string, specs: TensorSpec[], pooled = true): MemoryLine {
+	const sizes = specs.map((s) =>
+		pooled ? pooledBytes(s) : 4 * s.shape.reduce((a, b) => a * b, 1)
+	);
+	return {
+		what,
+		bytes: sizes.reduce((a, b) => a + b, 0),
+		largestBuffer: Math.max(0, ...sizes)
+	};
+}
+
+/** The itemised estimate; see the file comment. */
+export function estimateModelMemory(
+	config: ModelConfig,
+	options: MemoryEstimateOptions = {}
+): MemoryEstimate {
+	const lines: MemoryLine[] = [];
+	const { vocabSize: V, hiddenSize: C } = config;
+	const limit = options.limits
+		? Math.min(options.limits.maxStorageBufferBindingSize, options.limits.maxBufferSize)
+		: Infinity;
+	// The embedding and lm_head are chunked: their largest buffer is one chunk.
+	const chunkRows = Math.max(1, Math.min(V, Math.floor(limit / (4 * C))));
+	const vocabNames = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
+	const specs = weightSpecs(config);
+	const plain = specs.filter((s) => !vocabNames.has(s.name));
+	const vocab = specs.filter((s) => vocabNames.has(s.name));
+	const weights = line(
+		'weights (f32)',
+		plain.map((s) => ({ shape: s.shape, dtype: 'f32' })),
+		false
+	);
+	weights.bytes += vocab.length * 4 * V * C;
+	weights.largestBuffer = Math.max(weights.largestBuffer, 4 * chunkRows * C);
+	lines.push(weights);
+
+	if (options.lora) {
+		const r = options.lora.rank;
+		const widest = Math.max(
+			...options.lora.targetModules.map((m) => Math.max(...projectionShape(config, m)))
+		);
+		lines.push({
+			what: `LoRA r=${r} (A, B, gradients, AdamW m and v)`,
+			bytes: loraBytes(config, options.lora),
+			largestBuffer: 4 * r * widest
+		});
+	}
+
+	const batch = options.batch;
+	if (batch) {
+		const mode = options.mode ?? 'score';
+		const N = batch.B * batch.T;
+		lines.push(line('inputs (ids, lengths, positions, targets)', specList(inputSpecs(batch))));
+		lines.push(
+			line(
+				mode === 'train'
+					? `residual-stream checkpoints (${config.numLayers + 1} x [${N}, ${C}])`
+					: 'residual stream',
+				streamSpecs(config, batch, mode)
+			)
+		);
+		lines.push(line('one layer\u2019s activations', specList(layerSpecs(config, batch))));
+		const loraActs = specList(loraActSpecs(batch, options.lora));
+		if (loraActs.length) lines.push(line('LoRA activations (x A^T)', loraActs));
+		lines.push(line('head (final norm, log-probs)', specList(headSpecs(config, batch))));
+		if (mode === 'train')
+			lines.push(line('one layer\u2019s backward', specList(backwardSpecs(config, batch))));
+		// logsoftmax.ts: one chunk of [N, rows] logits within its budget, plus its state.
+		const logitRows = Math.max(
+			1,
+			Math.min(V, Math.floor(Math.min(DEFAULT_LOGITS_BUDGET_BYTES, limit) / (4 * N)))
+		);
+		lines.push({
+			what: 'scratch: one vocabulary chunk of logits',
+			bytes: 4 * N * logitRows + 20 * N,
+			largestBuffer: 4 * N * logitRows
+		});
+		if (mode === 'train') {
+			const r = options.lora?.rank ?? 0;
+			const perLayer = 4 * N * r * (options.lora?.targetModules.length ?? 0);
+			const stats = 8 * N * config.numHeads;
+			lines.push({
+				what: 'scratch: LoRA dx A^T and attention row stats (all layers, one submit each)',
+				bytes: perLayer + stats,
+				largestBuffer: Math.max(4 * N * r, stats)
+			});
+		}
+	}
+	return { lines, totalBytes: lines.reduce((s, l) => s + l.bytes, 0) };
+}
+
+/** The estimate as text, one line per item. */
+export function describeEstimate(e: MemoryEstimate): string {
+	return e.lines.map((l) => `${l.what}: ${formatBytes(l.bytes)}`).join('; ');
+}
+
+/**
+ * Throws ModelTooLargeError when one buffer of the estimate exceeds the device's
+ * per-buffer limits, or the total exceeds `budgetBytes` (when given).
+ */
+export function checkModelMemory(
+	estimate: MemoryEstimate,
+	limits: DeviceLimits,
+	budgetBytes: number | undefined,
+	what: string
+): void {
+	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+	const over = estimate.lines.filter((l) => l.largestBuffer > perBuffer);
+	if (over.length) {
+		throw new ModelTooLargeError(
+			`${what} needs single buffers larger than this device allows (` +
+				over.map((l) => `${l.what}: ${formatBytes(l.largestBuffer)}`).join('; ') +
+				`; the limit is ${formatBytes(perBuffer)}, maxStorageBufferBindingSize / maxBufferSize). ` +
+				'Use a shorter batch (fewer tokens) or a smaller model.',
+			estimate.totalBytes,
+			budgetBytes ?? Infinity,
+			estimate.lines
+		);
+	}
+	if (budgetBytes !== undefined && estimate.totalBytes > budgetBytes) {
+		throw new ModelTooLargeError(
+			`${what} needs ${formatBytes(estimate.totalBytes)} of GPU memory, over the budget of ` +
+				`${formatBytes(budgetBytes)} (${describeEstimate(estimate)}). Use fewer or shorter ` +
+				'sequences per batch, a smaller LoRA rank, or a smaller model; or raise the budget ' +
+				'if the GPU has the memory.',
+			estimate.totalBytes,
+			budgetBytes,
+			estimate.lines
+		);
+	}
+}
