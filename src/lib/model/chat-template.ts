@@ -210,3 +210,51 @@ export function applyChatTemplate(
 		opts.now
 	);
 }
+
+/**
+ * A chat request as JSON (the CLI's `--chat FILE`): `{"messages": [...], "tools"?: [...],
+ * "add_generation_prompt"?: bool, "enable_thinking"?: bool, "chat_template_kwargs"?: {...}}`,
+ * turned into messages and options for applyChatTemplate / encodeChat. Unknown keys are an
+ * error, so a misspelt option is not silently ignored.
+ */
+export function parseChatRequest(json: unknown): {
+	messages: ChatMessage[];
+	options: ChatTemplateOptions;
+} {
+	if (typeof json !== 'object' || json === null || Array.isArray(json))
+		throw new ChatMessagesError(
+			'A chat request must be a JSON object {"messages": [...], "tools"?: [...]}.'
+		);
+	const { messages, tools, add_generation_prompt, enable_thinking, chat_template_kwargs, ...rest } =
+		json as Record<string, unknown>;
+	const unknown = Object.keys(rest);
+	if (unknown.length)
+		throw new ChatMessagesError(
+			`Unknown key(s) in the chat request: ${unknown.join(', ')}. Known: messages, tools, ` +
+				'add_generation_prompt, enable_thinking, chat_template_kwargs.'
+		);
+	validateMessages(messages);
+	validateTools(tools);
+	for (const [k, v] of [
+		['add_generation_prompt', add_generation_prompt],
+		['enable_thinking', enable_thinking]
+	] as const)
+		if (v !== undefined && typeof v !== 'boolean')
+			throw new ChatMessagesError(`"${k}" must be true or false, got ${JSON.stringify(v)}.`);
+	if (
+		chat_template_kwargs !== undefined &&
+		(typeof chat_template_kwargs !== 'object' ||
+			chat_template_kwargs === null ||
+			Array.isArray(chat_template_kwargs))
+	)
+		throw new ChatMessagesError('"chat_template_kwargs" must be an object of template variables.');
+	return {
+		messages,
+		options: {
+			tools: tools ?? undefined,
+			addGenerationPrompt: (add_generation_prompt as boolean | undefined) ?? false,
+			enableThinking: enable_thinking as boolean | undefined,
+			vars: (chat_template_kwargs as Record<string, unknown> | undefined) ?? {}
+		}
+	};
+}

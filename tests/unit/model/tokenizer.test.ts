@@ -6,6 +6,7 @@ import {
 	TokenizerError
 } from '../../../src/lib/model/errors';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { parseChatRequest } from '../../../src/lib/model/chat-template';
 import type { ChatMessage } from '../../../src/lib/model/chat-messages';
 import { qwen3Files, qwen3Tokenizer } from './qwen3-tokenizer';
 
@@ -226,5 +227,25 @@ describe('chat template plumbing', () => {
 		expect(
 			t.applyChatTemplate([user('x')], { vars: { eos_token: 'E' }, enableThinking: false, now })
 		).toMatch(/^false\|E\|.*\|true\|26 Jul/);
+	});
+
+	it('parses a --chat request file', () => {
+		const { messages, options } = parseChatRequest({
+			messages: [user('hi')],
+			add_generation_prompt: true,
+			enable_thinking: false
+		});
+		expect(tok.applyChatTemplate(messages, options)).toBe(
+			'<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'
+		);
+		expect(parseChatRequest({ messages: [user('hi')] }).options.addGenerationPrompt).toBe(false);
+		expect(() => parseChatRequest({ messages: [user('hi')], add_generation_promt: true })).toThrow(
+			/Unknown key/
+		);
+		expect(() =>
+			parseChatRequest({ messages: [user('hi')], add_generation_prompt: 'yes' })
+		).toThrow(ChatMessagesError);
+		expect(() => parseChatRequest([])).toThrow(ChatMessagesError);
+		expect(() => parseChatRequest({ tools: [] })).toThrow(ChatMessagesError);
 	});
 });
