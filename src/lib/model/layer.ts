@@ -83,7 +83,8 @@ const rowsView = (t: Tensor, ctx: LayerContext) =>
 
 /**
  * Layer `layer` forward on the residual stream `s` [N, C] in place (x in, x3 out).
- * `stopAfterMlpInput`: stop once m is computed (s then holds x2): the backward's recompute.
+ * `stopAfterMlpInput`: stop once m (and down_proj's x A^T) is computed, s then holding x2:
+ * what the backward's recompute needs.
  */
 export function layerForward(
 	rec: Recorder,
@@ -137,8 +138,13 @@ export function layerForward(
 	linear(rec, ctx, layer, 'gate_proj', w, acts.h2, acts.gate, xa, false);
 	linear(rec, ctx, layer, 'up_proj', w, acts.h2, acts.up, xa, false);
 	swigluForward(rec, { gate: acts.gate, up: acts.up, h: acts.m });
-	if (stopAfterMlpInput) return;
-	linear(rec, ctx, layer, 'down_proj', w, acts.m, s, xa, true);
+	if (!stopAfterMlpInput) {
+		linear(rec, ctx, layer, 'down_proj', w, acts.m, s, xa, true);
+		return;
+	}
+	// The recompute skips down_proj's output, but its LoRA backward needs x A^T.
+	const down = adapterOf(ctx, layer, 'down_proj');
+	if (down) matmul(rec, { a: acts.m, b: down.adapter.a, c: xa.down_proj!, transB: true });
 }
 
 export interface LayerBackwardArgs {
