@@ -1,0 +1,184 @@
+/**
+ * @file A tiny but real byte-level BPE tokenizer for fixture models, in the Hugging Face
+ * tokenizers format (tokenizer.json) with a Qwen-style tokenizer_config.json and a ChatML
+ * chat template. 256 byte tokens (GPT-2's byte -> printable character map, as Qwen and
+ * Llama 3 use), MERGES merges learned greedily from a fixed English text, then the added
+ * tokens. Every text round-trips (bytes cover everything); ids stay under ~330, so a
+ * fixture's embedding is a few hundred rows instead of Qwen's 151936.
+ */
+
+/** ChatML markers and tool-call tags, as Qwen names them. */
+export const TINY_ADDED_TOKENS = [
+	{ content: '<|endoftext|>', special: true },
+	{ content: '<|im_start|>', special: true },
+	{ content: '<|im_end|>', special: true },
+	{ content: '<tool_call>', special: false },
+	{ content: '</tool_call>', special: false }
+] as const;
+
+const MERGES = 64;
+
+/** The text merges are learned from (fixed, so the tokenizer is always the same). */
+const CORPUS =
+	'the quick brown fox jumps over the lazy dog. the cat sat on the mat and the dog ' +
+	'ran in the park. you are a helpful assistant. the user asks and the assistant ' +
+	'answers with the tool call result. hello world, hello there, there is the answer.';
+
+/**
+ * A ChatML template: system/user/assistant/tool turns; an assistant's tool_calls as
+ * <tool_call> JSON lines; `tools` listed in a system preamble; the generation prompt.
+ */
+export const TINY_CHAT_TEMPLATE = [
+	'{%- if tools %}',
+	"{{- '<|im_start|>system\\n' }}",
+	"{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}",
+	"{{- 'Tools:' }}",
+	"{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}",
+	"{{- '<|im_end|>\\n' }}",
+	'{%- endif %}',
+	'{%- for message in messages %}',
+	"{%- if not (tools and loop.first and message.role == 'system') %}",
+	"{{- '<|im_start|>' + message.role + '\\n' + (message.content if message.content else '') }}",
+	'{%- for call in (message.tool_calls or []) %}',
+	'{{- \'\\n<tool_call>\\n{"name": "\' + call.function.name + \'", "arguments": \' + (call.function.arguments | tojson) + \'}\\n</tool_call>\' }}',
+	'{%- endfor %}',
+	"{{- '<|im_end|>\\n' }}",
+	'{%- endif %}',
+	'{%- endfor %}',
+	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+].join('');
+
+/** GPT-2's map from bytes to printable characters (printable Latin-1 maps to itself). */
+export function bytesToUnicode(): string[] {
+	const keep: number[] = [];
+	for (let b = 0x21; b <= 0x7e; b++) keep.push(b);
+	for (let b = 0xa1; b <= 0xac; b++) keep.push(b);
+	for (let b = 0xae; b <= 0xff; b++) keep.push(b);
+	const map: string[] = new Array(256);
+	for (const b of keep) map[b] = String.fromCharCode(b);
+	let n = 0;
+	for (let b = 0; b < 256; b++) if (map[b] === undefined) map[b] = String.fromCharCode(256 + n++);
+	return map;
+}
+
+/** Greedy BPE training on CORPUS: the most frequent adjacent pair, `count` times. */
+function learnMerges(byteChars: string[], count: number): [string, string][] {
+	// Pre-split like the ByteLevel pre-tokenizer: a word carries its leading space.
+	const words = (CORPUS.match(/ ?[a-z]+| ?[^a-z\s]+|\s+/g) ?? []).map((w) =>
+		[...new TextEncoder().encode(w)].map((b) => byteChars[b])
+	);
+	const merges: [string, string][] = [];
+	for (let m = 0; m < count; m++) {
+		const freq = new Map<string, number>();
+		for (const w of words)
+			for (let i = 0; i + 1 < w.length; i++) {
+				const key = `${w[i]} ${w[i + 1]}`;
+				freq.set(key, (freq.get(key) ?? 0) + 1);
+			}
+		let best = '';
+		let bestCount = 0;
+		for (const [k, c] of freq)
+			if (c > bestCount || (c === bestCount && k < best)) [best, bestCount] = [k, c];
+		if (bestCount < 2) break;
+		const [a, b] = best.split(' ');
+		merges.push([a, b]);
+		for (const w of words)
+			for (let i = 0; i + 1 < w.length; i++)
+				if (w[i] === a && w[i + 1] === b) w.splice(i, 2, a + b);
+	}
+	return merges;
+}
+
+export interface TinyTokenizer {
+	tokenizerJson: string;
+	/** tokenizer_config.json; with the chat template inside unless `templateInConfig` is false. */
+	tokenizerConfigJson: string;
+	chatTemplate: string;
+	/** Ids in use (bytes + merges + added tokens); config vocab_size must be at least this. */
+	size: number;
+	ids: { endoftext: number; imStart: number; imEnd: number };
+}
+
+/** Builds the tokenizer files; `templateInConfig` false leaves the template to a .jinja file. */
+export function tinyTokenizer(templateInConfig = true): TinyTokenizer {
+	const byteChars = bytesToUnicode();
+	const vocab: Record<string, number> = {};
+	byteChars.forEach((c, b) => (vocab[c] = b));
+	const merges = learnMerges(byteChars, MERGES);
+	for (const [a, b] of merges)
+		if (!Object.hasOwn(vocab, a + b)) vocab[a + b] = Object.keys(vocab).length;
+	const first = Object.keys(vocab).length;
+	const added = TINY_ADDED_TOKENS.map((t, i) => ({
+		id: first + i,
+		content: t.content,
+		single_word: false,
+		lstrip: false,
+		rstrip: false,
+		normalized: false,
+		special: t.special
+	}));
+	const tokenizer = {
+		version: '1.0',
+		truncation: null,
+		padding: null,
+		added_tokens: added,
+		normalizer: { type: 'NFC' },
+		pre_tokenizer: {
+			type: 'ByteLevel',
+			add_prefix_space: false,
+			trim_offsets: true,
+			use_regex: true
+		},
+		post_processor: {
+			type: 'ByteLevel',
+			add_prefix_space: false,
+			trim_offsets: false,
+			use_regex: false
+		},
+		decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+		model: {
+			type: 'BPE',
+			dropout: null,
+			unk_token: null,
+			continuing_subword_prefix: '',
+			end_of_word_suffix: '',
+			fuse_unk: false,
+			byte_fallback: false,
+			ignore_merges: false,
+			vocab,
+			merges: merges.map(([a, b]) => `${a} ${b}`)
+		}
+	};
+	const decoder: Record<string, object> = {};
+	for (const t of added)
+		decoder[String(t.id)] = {
+			content: t.content,
+			lstrip: false,
+			normalized: false,
+			rstrip: false,
+			single_word: false,
+			special: t.special
+		};
+	const config: Record<string, unknown> = {
+		add_bos_token: false,
+		add_prefix_space: false,
+		added_tokens_decoder: decoder,
+		bos_token: null,
+		clean_up_tokenization_spaces: false,
+		eos_token: '<|im_end|>',
+		errors: 'replace',
+		model_max_length: 4096,
+		pad_token: '<|endoftext|>',
+		split_special_tokens: false,
+		tokenizer_class: 'Qwen2Tokenizer',
+		unk_token: null
+	};
+	if (templateInConfig) config.chat_template = TINY_CHAT_TEMPLATE;
+	return {
+		tokenizerJson: JSON.stringify(tokenizer),
+		tokenizerConfigJson: JSON.stringify(config, null, 2),
+		chatTemplate: TINY_CHAT_TEMPLATE,
+		size: first + added.length,
+		ids: { endoftext: first, imStart: first + 1, imEnd: first + 2 }
+	};
+}
