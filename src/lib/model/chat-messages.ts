@@ -16,6 +16,12 @@ export interface ToolCall {
 	function: { name: string; arguments: string | Record<string, unknown> };
 }
 
+/** A tool call without the `function` wrapper, which some templates (Qwen's) also take. */
+export interface BareToolCall {
+	name: string;
+	arguments: string | Record<string, unknown>;
+}
+
 /** A content part of a multimodal message; templates see it as given. */
 export interface ContentPart {
 	type: string;
@@ -27,7 +33,7 @@ export interface ChatMessage {
 	/** 'system' | 'user' | 'assistant' | 'tool', or whatever else a template knows. */
 	role: string;
 	content?: string | ContentPart[] | null;
-	tool_calls?: ToolCall[];
+	tool_calls?: (ToolCall | BareToolCall)[];
 	/** On role 'tool': the id of the call this result answers. */
 	tool_call_id?: string;
 	name?: string;
@@ -80,16 +86,18 @@ export function validateMessages(messages: unknown): asserts messages is ChatMes
 				);
 			m.tool_calls.forEach((tc, j) => {
 				const tat = `${at}.tool_calls[${j}]`;
-				if (!isRecord(tc) || !isRecord(tc.function))
+				// OpenAI nests {name, arguments} in `function`; templates (Qwen's) also take them bare.
+				const f = isRecord(tc) ? (isRecord(tc.function) ? tc.function : tc) : undefined;
+				if (!f || !('name' in f) || !('arguments' in f))
 					throw new ChatMessagesError(
 						`${tat} must be {id, type: 'function', function: {name, arguments}}, got ${describe(tc)}.`
 					);
-				if (typeof tc.function.name !== 'string' || tc.function.name === '')
-					throw new ChatMessagesError(`${tat}.function.name must be a non-empty string.`);
-				const a = tc.function.arguments;
+				if (typeof f.name !== 'string' || f.name === '')
+					throw new ChatMessagesError(`${tat}: the function name must be a non-empty string.`);
+				const a = f.arguments;
 				if (typeof a !== 'string' && !isRecord(a))
 					throw new ChatMessagesError(
-						`${tat}.function.arguments must be a JSON string or an object, got ${describe(a)}.`
+						`${tat}: arguments must be a JSON string or an object, got ${describe(a)}.`
 					);
 			});
 		}

@@ -13,10 +13,13 @@
  *    eos_token, unk_token, sep_token, pad_token, cls_token, mask_token when set,
  *    additional_special_tokens when non-empty), then any extra keyword variables (e.g.
  *    Qwen3's `enable_thinking`), which override the special tokens.
- * Known differences from Python's Jinja, none of which the Qwen3 template meets: a float
+ * String methods strip/lstrip/rstrip are made Python's (jinja-python-strings.ts).
+ * Known differences from Python's Jinja, none of which the Qwen3 template meets with
+ * OpenAI-shaped messages: a float
  * with no fraction (1.0) is written 1 by `tojson` (JavaScript numbers do not keep the
  * difference); object keys that look like integers come first (JavaScript key order);
- * `{{ none }}` prints '' where Python prints 'None'.
+ * `{{ x }}` with x None prints '' where Python prints 'None' (a tool message with content
+ * null renders an empty tool response where transformers writes "None").
  */
 
 import { Environment, Interpreter, Template } from '@huggingface/jinja';
@@ -27,6 +30,7 @@ import {
 	type ToolSchema
 } from './chat-messages';
 import { ChatMessagesError, ChatTemplateError, NoChatTemplateError } from './errors';
+import { ensurePythonStringMethods } from './jinja-python-strings';
 import { strftime } from './strftime';
 
 /** A model's chat templates by name; a single template is named 'default'. */
@@ -151,6 +155,7 @@ export function renderTemplate(
 	vars: Record<string, unknown>,
 	now?: Date
 ): string {
+	ensurePythonStringMethods();
 	const template = compile(source, name);
 	const env = new Environment();
 	const globals: Record<string, unknown> = {

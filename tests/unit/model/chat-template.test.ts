@@ -167,6 +167,11 @@ describe('Qwen3 chat template, renderings written out from the template source',
 		expect(render('final_assistant_without_think')).toBe(
 			'<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHi!<|im_end|>\n'
 		);
+		// strip('\n') and lstrip('\n') remove newlines only (Python), not the spaces.
+		expect(render('think_and_answer_with_spaces')).toBe(
+			'<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n' +
+				'<think>\n  spaced thought  \n</think>\n\n  answer with leading spaces  <|im_end|>\n'
+		);
 		expect(render('reasoning_content_field')).toBe(
 			'<|im_start|>user\nIs 7 prime?<|im_end|>\n' +
 				'<|im_start|>assistant\n<think>\n7 has no divisors but 1 and 7.\n</think>\n\nYes.<|im_end|>\n'
@@ -193,6 +198,9 @@ describe('Qwen3 chat template, renderings written out from the template source',
 		);
 		expect(render('tool_call_with_text_content')).toContain(
 			'<|im_start|>assistant\nLet me check.\n<tool_call>\n{"name": "get_weather"'
+		);
+		expect(render('tool_call_without_function_wrapper')).toContain(
+			'<|im_start|>assistant\n<think>\n\n</think>\n\nok\n<tool_call>\n{"name": "calculate", "arguments": {"expression": "2+2"}}\n</tool_call><|im_end|>\n'
 		);
 		expect(render('tools_empty_list')).toBe(
 			'<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'

@@ -229,6 +229,17 @@ describe('chat template plumbing', () => {
 		).toMatch(/^false\|E\|.*\|true\|26 Jul/);
 	});
 
+	it("strips as Python's str.strip/lstrip/rstrip (chars argument, Python whitespace)", () => {
+		const t = withConfig({
+			chat_template:
+				"{% set s = messages[0].content %}[{{ s.strip('\\n') }}][{{ s.lstrip('\\n') }}][{{ s.rstrip('\\n') }}]" +
+				"[{{ s.strip() }}][{{ s.strip('\\n x') }}][{{ s.lstrip(none) }}]"
+		});
+		expect(t.applyChatTemplate([user('\n\n x \n\n')])).toBe('[ x ][ x \n\n][\n\n x ][x][][x \n\n]');
+		// U+FEFF is not whitespace in Python (JavaScript's trim() removes it); U+0085 is.
+		expect(t.applyChatTemplate([user('\ufeff\u0085y\u0085')])).toContain('[\ufeff\u0085y]');
+	});
+
 	it('parses a --chat request file', () => {
 		const { messages, options } = parseChatRequest({
 			messages: [user('hi')],
