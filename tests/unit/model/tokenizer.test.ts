@@ -108,8 +108,8 @@ describe('Tokenizer (real Qwen3 tokenizer.json)', () => {
 		expect(cut.flush()).toContain('\uFFFD');
 	});
 
-	it('rejects ids outside the vocabulary and non-string text', () => {
-		expect(() => tok.decode([151669])).toThrow(TokenizerError);
+	it('drops ids past the vocabulary (as Rust tokenizers do); rejects bad ids and non-string text', () => {
+		expect(tok.decode([9707, 151669, 151935, 1879])).toBe('Hello world');
 		expect(() => tok.decode([-1])).toThrow(TokenizerError);
 		expect(() => tok.decode([1.5])).toThrow(TokenizerError);
 		expect(() => tok.encode(42 as unknown as string)).toThrow(TokenizerError);
