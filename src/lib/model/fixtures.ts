@@ -47,7 +47,7 @@ export interface Fixture {
 	files: Map<string, Uint8Array | string>;
 	/** config.json as written (raw transformers spelling). */
 	rawConfig: Record<string, unknown>;
-	/** The config as parseModelConfig reads it. */
+	/** The config as parseModelConfig reads it (with generation_config.json). */
 	config: ModelConfig;
 	/** Tensor name -> values as stored (rounded to the file dtype), row-major f32. */
 	tensors: Map<string, Float32Array>;
@@ -257,7 +257,16 @@ export function makeFixture(name: FixtureName, options: FixtureOptions = {}): Fi
 	const tiny = tinyTokenizer(true);
 	const tok = options.tokenizer ?? tiny;
 	const v = variant(name, numLayers, roundUp(tok.size, 64), tok);
-	const config = parseModelConfig(v.raw);
+	const generationConfig = {
+		bos_token_id: v.raw.bos_token_id,
+		eos_token_id: [tok.ids.imEnd, tok.ids.endoftext],
+		pad_token_id: tok.ids.endoftext,
+		do_sample: true,
+		temperature: 0.7,
+		top_p: 0.8,
+		transformers_version: v.raw.transformers_version
+	};
+	const config = parseModelConfig(v.raw, generationConfig);
 	const tokenizerConfig = JSON.parse(tok.tokenizerConfigJson) as Record<string, unknown>;
 	if (v.jinja && !options.tokenizer) delete tokenizerConfig.chat_template;
 
@@ -293,22 +302,7 @@ export function makeFixture(name: FixtureName, options: FixtureOptions = {}): Fi
 	const shapes = new Map(specs.map((s) => [s.name, s.shape]));
 	const files = new Map<string, Uint8Array | string>();
 	files.set('config.json', JSON.stringify(v.raw, null, 2) + '\n');
-	files.set(
-		'generation_config.json',
-		JSON.stringify(
-			{
-				bos_token_id: v.raw.bos_token_id,
-				eos_token_id: [tok.ids.imEnd, tok.ids.endoftext],
-				pad_token_id: tok.ids.endoftext,
-				do_sample: true,
-				temperature: 0.7,
-				top_p: 0.8,
-				transformers_version: v.raw.transformers_version
-			},
-			null,
-			2
-		) + '\n'
-	);
+	files.set('generation_config.json', JSON.stringify(generationConfig, null, 2) + '\n');
 	files.set('tokenizer.json', tok.tokenizerJson);
 	files.set('tokenizer_config.json', JSON.stringify(tokenizerConfig, null, 2));
 	if (v.jinja && !options.tokenizer) files.set('chat_template.jinja', tiny.chatTemplate);
