@@ -65,4 +65,7 @@ export interface WeightSource {
 	readF32(name: string): Promise<Float32Array>;
 	/** The tensor's raw f16 bits when stored as f16 (for devices with shader-f16). */
 	readF16Bits?(name: string): Promise<Uint16Array>;
+	/** Rows [rowStart, rowStart + rowCount) of a matrix as f32, read without the rest (for
+	 * uploading a large embedding chunk by chunk). */
+	readF32Rows?(name: string, rowStart: number, rowCount: number): Promise<Float32Array>;
 }
