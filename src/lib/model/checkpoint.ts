@@ -73,6 +73,12 @@ export interface LoadProgress {
 export interface OpenCheckpointOptions {
 	/** Called with monotone `loaded`, the last call having loaded === total. */
 	onProgress?: (progress: LoadProgress) => void;
+	/**
+	 * Called once the config and the weight headers are checked, before any weight data is
+	 * read or downloaded: the place to refuse a model over the device's limits, e.g.
+	 * `(c) => checkModelMemory(estimateModelMemory(c, { limits }), limits, budget, name)`.
+	 */
+	beforeWeights?: (config: ModelConfig) => void | Promise<void>;
 }
 
 async function required(store: CheckpointStore, name: string): Promise<string> {
@@ -169,6 +175,7 @@ export async function openCheckpoint(
 				);
 		}
 	const unusedTensors = checkTensors(config, tensors);
+	await options.beforeWeights?.(config);
 
 	const total = headers.reduce((s, h) => s + h.declaredSize, 0);
 	let loaded = 0;

@@ -48,7 +48,7 @@ export function roundToDType(values: ArrayLike<number>, dtype: WritableDType): F
 export function encodeSafetensors(
 	tensors: readonly TensorToWrite[],
 	metadata?: Record<string, string>
-): Uint8Array {
+): Uint8Array<ArrayBuffer> {
 	const header: Record<string, unknown> = {};
 	if (metadata) header.__metadata__ = metadata;
 	let offset = 0;

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LoadProgress } from '../../../src/lib/model/checkpoint';
 import { makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/memory';
 import {
 	MANIFEST_NAME,
 	openCheckpointFromUrl,
@@ -313,6 +314,20 @@ describe('openCheckpointFromUrl', () => {
 			(e) => e
 		);
 		expect(err.kind).toBe('weights-mismatch');
+		expect(server.log.filter((l) => l.path.endsWith('.safetensors')).map((l) => l.status)).toEqual([
+			206
+		]);
+	});
+
+	it('a model over the device limits is refused before its weights are downloaded', async () => {
+		const limits = { maxStorageBufferBindingSize: 4096, maxBufferSize: 4096 };
+		const err = await openCheckpointFromUrl(server.url('llama'), {
+			cache: null,
+			beforeWeights: (c) =>
+				checkModelMemory(estimateModelMemory(c, { limits }), limits, 50_000, 'the llama fixture')
+		}).catch((e) => e);
+		expect(err).toMatchObject({ kind: 'over-memory' });
+		expect(err.message).toMatch(/the llama fixture/);
 		expect(server.log.filter((l) => l.path.endsWith('.safetensors')).map((l) => l.status)).toEqual([
 			206
 		]);

@@ -178,7 +178,7 @@ function as5x(raw: Record<string, unknown>): Record<string, unknown> {
 	};
 }
 
-const EXPECTED: Record<string, [object, object, ModelConfig]> = {
+const EXPECTED: Record<string, [Record<string, unknown>, Record<string, unknown>, ModelConfig]> = {
 	'SmolLM2-135M-Instruct': [
 		SMOLLM2,
 		SMOLLM2_GEN,
@@ -290,7 +290,7 @@ describe('parseModelConfig: published models', () => {
 			expect(parseModelConfig(JSON.stringify(raw), JSON.stringify(gen))).toEqual(expected);
 		});
 		it(`${name} (5.x spelling: rope_parameters, dtype)`, () => {
-			expect(parseModelConfig(as5x(raw as Record<string, unknown>), gen)).toEqual(expected);
+			expect(parseModelConfig(as5x(raw), gen)).toEqual(expected);
 		});
 	}
 
