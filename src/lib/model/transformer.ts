@@ -17,6 +17,9 @@
  * costs one extra forward of the layers (~1/3 more work) and saves ~L - 1 layers' worth
  * of activations (gate, up and SwiGLU output dominate: 3 x [N, I]).
  *
+ * Buffers of a call come from a BufferPool and go back to it afterwards, so repeated calls
+ * on one batch shape allocate nothing; a call on another shape trims the pool first.
+ *
  * Submission: one command buffer per layer, submitted without waiting (the queue runs them
  * back to back), so a long batch never sits in one huge command buffer and per-layer
  * scratch buffers are freed as the GPU finishes each layer.
@@ -120,6 +123,8 @@ class Submitter {
 
 export class TransformerModel {
 	readonly #pool: BufferPool;
+	/** B x T of the last call: the pool keeps that call's buffers for the next one. */
+	#lastBatchShape = '';
 	#released = false;
 
 	private constructor(
@@ -182,7 +187,7 @@ export class TransformerModel {
 		this.#checkLive();
 		const batch = toTokenBatch(input);
 		const useLora = options.lora ?? true;
-		const run = this.#begin(batch, 'score', useLora);
+		const run = await this.#begin(batch, 'score', useLora);
 		try {
 			const sub = new Submitter(this.gpu);
 			const stream = run.streams[0];
@@ -218,7 +223,7 @@ export class TransformerModel {
 		const batch = toTokenBatch(input);
 		const { config, weights } = this;
 		const L = config.numLayers;
-		const run = this.#begin(batch, 'train', true);
+		const run = await this.#begin(batch, 'train', true);
 		try {
 			const bw = allocate(this.#pool, backwardSpecs(config, batch));
 			run.owned.push(bw);
@@ -308,7 +313,7 @@ export class TransformerModel {
 	}
 
 	/** Checks memory, uploads the batch and allocates one call's buffers. */
-	#begin(batch: TokenBatch, mode: Mode, useLora: boolean): Run {
+	async #begin(batch: TokenBatch, mode: Mode, useLora: boolean): Promise<Run> {
 		const { config } = this;
 		const dims = { B: batch.B, T: batch.T };
 		for (let i = 0; i < batch.ids.length; i++)
@@ -324,6 +329,14 @@ export class TransformerModel {
 			this.memoryBudgetBytes,
 			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens (${mode})`
 		);
+		// Buffers parked in the pool serve the next call of the same B x T (scoring and
+		// training share size classes); another shape gets fresh ones, and the parked ones
+		// are dropped so the pool never holds more than one batch shape's worth.
+		// The previous call's buffers return to the pool once the queue is idle.
+		await this.gpu.device.queue.onSubmittedWorkDone();
+		const shape = `${batch.B}x${batch.T}`;
+		if (shape !== this.#lastBatchShape) this.#pool.trim();
+		this.#lastBatchShape = shape;
 		const lora = useLora ? this.lora : undefined;
 		const owned: (Record<string, Tensor | undefined> | Tensor[])[] = [];
 		try {

@@ -89,6 +89,24 @@ describe('transformer forward', () => {
 		model.release();
 	});
 
+	it('reuses its buffers across calls of one batch shape; another shape trims the pool', async () => {
+		const config = TINY.llama;
+		const { model } = await modelFor(config, { lora: { rank: 2 } });
+		const seqs = randomSequences(config.vocabSize, [6, 4], 3);
+		const g = new Float32Array(2 * 5).fill(0.1);
+		const call = () => trackBuffers(gpu(), () => model.forwardBackward(seqs, g));
+		const first = await call();
+		const second = await call();
+		const third = await call();
+		// Later calls create only the recorders' scratch buffers (logits chunk, LoRA dx A^T).
+		expect(second.created).toBeLessThan(first.created / 2);
+		expect(third.created).toBe(second.created);
+		// A new shape: the old buffers are destroyed, not kept beside the new ones.
+		const other = await trackBuffers(gpu(), () => model.scoreTokens([[1, 2, 3]]));
+		expect(other.created).toBeGreaterThan(0);
+		model.release();
+	});
+
 	it('a vocabulary in many chunks gives the logprobs of one chunk', async () => {
 		const config = TINY.qwen2; // untied: embedding and lm_head both chunked
 		const seqs = randomSequences(config.vocabSize, [7, 5], 4);
