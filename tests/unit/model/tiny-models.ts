@@ -67,6 +67,20 @@ export const TINY = {
 			highFreqFactor: 4,
 			originalMaxPositionEmbeddings: 8
 		}
+	},
+	/** Wider, for sequences longer than one attention tile (64 query rows, 32 keys):
+	 * hidden 64, 8 heads of 8 over 2 kv heads, vocab 333. */
+	wide: {
+		...BASE,
+		architecture: 'Qwen2ForCausalLM',
+		hiddenSize: 64,
+		intermediateSize: 96,
+		numHeads: 8,
+		numKvHeads: 2,
+		headDim: 8,
+		vocabSize: 333,
+		attentionBias: true,
+		tieWordEmbeddings: false
 	}
 } satisfies Record<string, ModelConfig>;
 

@@ -63,6 +63,16 @@ describe('transformer forward', () => {
 		});
 	}
 
+	it('sequences over several attention tiles (T = 70, 33) match the reference', async () => {
+		const config = TINY.wide;
+		const { model, weights } = await modelFor(config, {}, 2);
+		const seqs = randomSequences(config.vocabSize, [70, 33], 5);
+		const result = await model.scoreTokens(seqs);
+		const ref = referenceLogprobs(config, weights, toTokenBatch(seqs));
+		expect(result.logprobs).toBeAllclose(ref, LOGPROB_TOL);
+		model.release();
+	});
+
 	it('a sequence scores the same alone as right-padded in a batch (and with LoRA)', async () => {
 		const config = TINY.qwen3;
 		const { model } = await modelFor(config, { lora: { rank: 4 } });
