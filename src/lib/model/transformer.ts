@@ -221,6 +221,8 @@ export class TransformerModel {
 				'forwardBackward trains LoRA adapters, and this model has none: create it with a `lora` option.'
 			);
 		const batch = toTokenBatch(input);
+		// A given array is checked before any work; a function's result after the forward.
+		const given = typeof grad === 'function' ? undefined : fromTargetGrid(batch, grad, 'dLogprobs');
 		const { config, weights } = this;
 		const L = config.numLayers;
 		const run = await this.#begin(batch, 'train', true);
@@ -241,8 +243,14 @@ export class TransformerModel {
 			this.#head(sub.rec, run, ckpt[L], options.temperature);
 			await sub.done();
 			const logprobs = toTargetGrid(batch, await readTensor(run.head.logprobs));
-			const dl = typeof grad === 'function' ? await grad(logprobs.slice()) : grad;
-			writeTensor(bw.g, fromTargetGrid(batch, dl, 'dLogprobs'));
+			const g =
+				given ??
+				fromTargetGrid(
+					batch,
+					await (grad as Exclude<LogprobGrad, ArrayLike<number>>)(logprobs.slice()),
+					'dLogprobs'
+				);
+			writeTensor(bw.g, g);
 
 			// Backward: head, then every layer from the top, each recomputed from its input.
 			logSoftmaxGatherBackward(sub.rec, {
