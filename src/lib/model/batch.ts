@@ -68,11 +68,6 @@ export function nextTokenTargets(batch: TokenBatch): Uint32Array {
 	return out;
 }
 
-/** Whether position t of sequence b has a next token inside the sequence. */
-export function hasTarget(batch: TokenBatch, b: number, t: number): boolean {
-	return t + 1 < batch.lengths[b];
-}
-
 /** Per-position values [B * T] -> per-target values [B, T - 1], NaN where there is none. */
 export function toTargetGrid(batch: TokenBatch, perPosition: ArrayLike<number>): Float32Array {
 	const { B, T } = batch;
