@@ -1,0 +1,52 @@
+/**
+ * @file TabRL's command line (Node, WebGPU through Dawn): the interface that tests,
+ * benchmarks and users share. One subcommand per file under scripts/cli/.
+ *
+ *   npm run -s cli -- score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)
+ *
+ * Results are ONE JSON object on stdout. Errors go to stderr as `tabrl: KIND: message`
+ * (KIND is the typed error's `kind`, e.g. missing-file, unsupported-architecture) with
+ * exit status 1; wrong flags print the usage line and exit with 2.
+ */
+import { UsageError } from './cli/args';
+import { parseScoreArgs, runScore, SCORE_USAGE } from './cli/score';
+
+const COMMANDS: Record<string, { usage: string; run(argv: string[]): Promise<unknown> }> = {
+	score: { usage: SCORE_USAGE, run: (argv) => runScore(parseScoreArgs(argv)) }
+};
+const USAGE = `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${Object.values(COMMANDS)
+	.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))
+	.join('\n  ')}`;
+
+function exit(code: number, stdout?: string, stderr?: string): void {
+	if (stderr) process.stderr.write(stderr.endsWith('\n') ? stderr : stderr + '\n');
+	// Dawn may keep the event loop alive: exit once the output is written.
+	if (stdout) process.stdout.write(stdout + '\n', () => process.exit(code));
+	else process.exit(code);
+}
+
+async function main(argv: string[]): Promise<void> {
+	const [name, ...rest] = argv;
+	if (name === undefined || name === '--help' || name === '-h' || name === 'help')
+		return exit(name === undefined ? 2 : 0, undefined, USAGE);
+	const command = COMMANDS[name];
+	if (!command) return exit(2, undefined, `tabrl: unknown command '${name}'\n${USAGE}`);
+	if (rest.includes('--help') || rest.includes('-h')) return exit(0, undefined, command.usage);
+	try {
+		const result = await command.run(rest);
+		exit(0, JSON.stringify(result));
+	} catch (error) {
+		if (error instanceof UsageError)
+			return exit(2, undefined, `tabrl: ${error.message}\n${error.usage}`);
+		const e = error as { kind?: unknown; message?: unknown; stack?: unknown };
+		const typed = typeof e?.kind === 'string' && typeof e.message === 'string';
+		// Typed errors say what to do; anything else is a bug: show its stack.
+		exit(
+			1,
+			undefined,
+			typed ? `tabrl: ${e.kind}: ${e.message}` : `tabrl: ${String(e?.stack ?? error)}`
+		);
+	}
+}
+
+void main(process.argv.slice(2));

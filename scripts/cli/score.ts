@@ -1,0 +1,119 @@
+/**
+ * @file `cli score`: per-token log-probabilities of a token sequence under a model folder.
+ *
+ *   score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)
+ *
+ * prints {"ids": number[], "logprobs": (number|null)[]}: logprobs[i] = log p(ids[i] |
+ * ids[<i]), logprobs[0] = null (nothing precedes the first token). --text is tokenized
+ * with no special tokens added; --chat FILE holds {"messages", "tools"?,
+ * "add_generation_prompt"?, "enable_thinking"?, "chat_template_kwargs"?} rendered with
+ * the model's chat template and tokenized with nothing added (Tokenizer.encodeChat).
+ *
+ * Order of work: flags, then the folder (config, tokenizer, weight headers: every file
+ * problem is reported before the GPU is touched), then the ids, then the GPU.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { acquireGpu } from '../../src/lib/gpu/device';
+import { parseChatRequest } from '../../src/lib/model/chat-template';
+import { openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
+import { Tokenizer } from '../../src/lib/model/tokenizer';
+import { TransformerModel } from '../../src/lib/model/transformer';
+import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
+
+export const SCORE_USAGE =
+	'usage: npm run -s cli -- score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)';
+
+export type ScoreInput =
+	{ kind: 'ids'; ids: number[] } | { kind: 'text'; text: string } | { kind: 'chat'; file: string };
+
+export interface ScoreArgs {
+	model: string;
+	input: ScoreInput;
+}
+
+export interface ScoreOutput {
+	ids: number[];
+	logprobs: (number | null)[];
+}
+
+export function parseScoreArgs(argv: readonly string[]): ScoreArgs {
+	const flags = parseFlags(argv, { model: {}, ids: {}, text: {}, chat: {} }, SCORE_USAGE);
+	if (flags.model === undefined) throw new UsageError('--model DIR is required', SCORE_USAGE);
+	const given = (['ids', 'text', 'chat'] as const).filter((k) => flags[k] !== undefined);
+	if (given.length !== 1)
+		throw new UsageError(
+			given.length === 0
+				? 'give the tokens: one of --ids, --text or --chat'
+				: `give one input, not ${given.map((k) => `--${k}`).join(' and ')}`,
+			SCORE_USAGE
+		);
+	const input: ScoreInput =
+		flags.ids !== undefined
+			? { kind: 'ids', ids: parseIdList(flags.ids, SCORE_USAGE) }
+			: flags.text !== undefined
+				? { kind: 'text', text: flags.text }
+				: { kind: 'chat', file: flags.chat! };
+	return { model: flags.model, input };
+}
+
+async function readChatFile(file: string): Promise<unknown> {
+	let text: string;
+	try {
+		text = await readFile(file, 'utf8');
+	} catch (error) {
+		throw new CliInputError(`--chat: cannot read ${file} (${(error as Error).message})`);
+	}
+	try {
+		return JSON.parse(text);
+	} catch (error) {
+		throw new CliInputError(`--chat: ${file} is not valid JSON (${(error as Error).message})`);
+	}
+}
+
+export async function runScore(args: ScoreArgs): Promise<ScoreOutput> {
+	const info = await stat(args.model).catch(() => undefined);
+	if (!info?.isDirectory())
+		throw new CliInputError(
+			`--model: ${args.model} is not a directory (give a Hugging Face model folder: ` +
+				'config.json, tokenizer.json, tokenizer_config.json, model.safetensors)'
+		);
+	const checkpoint = await openCheckpointFromDirectory(args.model);
+	const { config, files } = checkpoint;
+
+	let ids: number[];
+	if (args.input.kind === 'ids') ids = args.input.ids;
+	else {
+		const tokenizer = Tokenizer.fromJson(
+			files.tokenizerJson,
+			files.tokenizerConfigJson,
+			files.chatTemplate
+		);
+		if (args.input.kind === 'text') ids = tokenizer.encode(args.input.text);
+		else {
+			const { messages, options } = parseChatRequest(await readChatFile(args.input.file));
+			ids = tokenizer.encodeChat(messages, options);
+		}
+	}
+	if (ids.length === 0) throw new CliInputError('the input has no tokens: nothing to score');
+	const outside = ids.find((id) => id >= config.vocabSize);
+	if (outside !== undefined)
+		throw new CliInputError(
+			`token id ${outside} is outside the model's vocabulary [0, ${config.vocabSize})`
+		);
+
+	const gpu = await acquireGpu();
+	try {
+		const model = await TransformerModel.create(gpu, config, checkpoint.weights);
+		try {
+			const { logprobs } = await model.scoreTokens([ids]);
+			return {
+				ids,
+				logprobs: [null, ...Array.from(logprobs, (v) => (Number.isFinite(v) ? v : null))]
+			};
+		} finally {
+			model.release();
+		}
+	} finally {
+		gpu.destroy();
+	}
+}

@@ -1,0 +1,274 @@
+/**
+ * The CLI's `score` command run as a child process (tsx scripts/cli.ts, as `npm run cli`
+ * runs it) on fixture models written to a temp dir: the JSON on stdout, its logprobs
+ * against the f64 CPU reference (reference.ts) and against TransformerModel.scoreTokens in
+ * this process, the tokenization of --text and --chat, and the exit status and stderr of
+ * every kind of bad input.
+ *
+ * Tolerance vs the f64 reference: atol 3e-5 + rtol 1e-5, as transformer.test.ts argues
+ * (f32 GPU rounding through two layers moves logprobs by a few 1e-6). Against scoreTokens
+ * in this process the numbers must be equal: same code, same device type, and JSON
+ * prints an f32 value's double exactly.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Rng } from '../../../src/lib/gpu/reference/random';
+import { toTokenBatch } from '../../../src/lib/model/batch';
+import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import {
+	openCheckpointFromDirectory,
+	writeModelFiles
+} from '../../../src/lib/model/node-checkpoint';
+import { referenceLogprobs } from '../../../src/lib/model/reference';
+import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { TransformerModel } from '../../../src/lib/model/transformer';
+import { useGpu } from '../../helpers/gpu';
+
+const ROOT = join(import.meta.dirname, '../../..');
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const CLI = join(ROOT, 'scripts/cli.ts');
+const LOGPROB_TOL = { atol: 3e-5, rtol: 1e-5 };
+
+interface Run {
+	code: number;
+	stdout: string;
+	stderr: string;
+}
+
+function run(file: string, args: string[]): Promise<Run> {
+	return new Promise((resolve) => {
+		execFile(file, args, { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => {
+			const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+			resolve({ code, stdout, stderr });
+		});
+	});
+}
+const cli = (...args: string[]) => run(TSX, [CLI, ...args]);
+
+interface ScoreJson {
+	ids: number[];
+	logprobs: (number | null)[];
+}
+
+/** Parses stdout as exactly one JSON object of the documented shape. */
+function parseScore(r: Run): ScoreJson {
+	expect(r.stderr, 'stderr').toBe('');
+	expect(r.code, 'exit status').toBe(0);
+	const lines = r.stdout.trim().split('\n');
+	expect(lines).toHaveLength(1);
+	const out = JSON.parse(lines[0]) as ScoreJson;
+	expect(Object.keys(out).sort()).toEqual(['ids', 'logprobs']);
+	expect(out.ids.every((id) => Number.isInteger(id))).toBe(true);
+	expect(out.logprobs).toHaveLength(out.ids.length);
+	expect(out.logprobs[0]).toBeNull();
+	for (const lp of out.logprobs.slice(1)) expect(typeof lp === 'number' && lp <= 0).toBe(true);
+	return out;
+}
+
+/** The f64 reference's log p(ids[i] | ids[<i]) for i >= 1. */
+function referenceFor(fixture: Fixture, ids: number[]): Float64Array {
+	return referenceLogprobs(fixture.config, fixture.tensors, toTokenBatch([ids]));
+}
+
+describe('cli score', () => {
+	const gpu = useGpu();
+	let dir: string;
+	const fixtures = new Map<string, Fixture>();
+	const modelDir = (name: string) => join(dir, name);
+
+	beforeAll(async () => {
+		dir = await mkdtemp(join(tmpdir(), 'tabrl-cli-'));
+		for (const name of FIXTURE_NAMES) {
+			const f = makeFixture(name, { seed: 5 });
+			fixtures.set(name, f);
+			await writeModelFiles(modelDir(name), f.files);
+		}
+	});
+	afterAll(() => rm(dir, { recursive: true, force: true }));
+
+	for (const name of FIXTURE_NAMES)
+		it(`--ids on ${name}: logprobs match the f64 reference`, async () => {
+			const fixture = fixtures.get(name)!;
+			const ids = Array.from(new Rng(3).ints(13, fixture.config.vocabSize));
+			const out = parseScore(await cli('score', '--model', modelDir(name), '--ids', ids.join(',')));
+			expect(out.ids).toEqual(ids);
+			expect(out.logprobs.slice(1) as number[]).toBeAllclose(
+				referenceFor(fixture, ids),
+				LOGPROB_TOL
+			);
+		});
+
+	it('--text: ids as Tokenizer.encode (no special tokens); logprobs equal scoreTokens', async () => {
+		const text = '<|im_start|>hello there, the dog ran in the park. ünïcode ✓';
+		const out = parseScore(await cli('score', '--model', modelDir('qwen3'), '--text', text));
+		const checkpoint = await openCheckpointFromDirectory(modelDir('qwen3'));
+		const { files } = checkpoint;
+		const tok = Tokenizer.fromJson(
+			files.tokenizerJson,
+			files.tokenizerConfigJson,
+			files.chatTemplate
+		);
+		expect(out.ids).toEqual(tok.encode(text));
+		expect(out.ids[0]).toBe(tok.tokenToId('<|im_start|>'));
+		const model = await TransformerModel.create(gpu(), checkpoint.config, checkpoint.weights);
+		const { logprobs } = await model.scoreTokens([out.ids]);
+		model.release();
+		expect(out.logprobs.slice(1)).toEqual(Array.from(logprobs));
+	});
+
+	it('--chat: rendered with the model template (chat_template.jinja) and tokenized as encodeChat', async () => {
+		const request = {
+			messages: [
+				{ role: 'system', content: 'you are a helpful assistant' },
+				{ role: 'user', content: 'hello' },
+				{
+					role: 'assistant',
+					content: '',
+					tool_calls: [{ type: 'function', function: { name: 'add', arguments: { a: 1 } } }]
+				},
+				{ role: 'tool', content: '2' }
+			],
+			tools: [{ type: 'function', function: { name: 'add', parameters: { type: 'object' } } }],
+			add_generation_prompt: true
+		};
+		const file = join(dir, 'chat.json');
+		await writeFile(file, JSON.stringify(request));
+		const name = 'llama-untied-bf16';
+		const out = parseScore(await cli('score', '--model', modelDir(name), '--chat', file));
+		const { files } = fixtures.get(name)!;
+		const tok = Tokenizer.fromJson(
+			files.get('tokenizer.json') as string,
+			files.get('tokenizer_config.json') as string,
+			files.get('chat_template.jinja') as string
+		);
+		const expected = tok.encodeChat(request.messages, {
+			tools: request.tools,
+			addGenerationPrompt: true
+		});
+		expect(out.ids).toEqual(expected);
+		// Nothing added beyond the template: the ids decode to the rendering, which ends
+		// with the generation prompt.
+		const text = tok.decode(out.ids);
+		expect(text).toBe(
+			tok.applyChatTemplate(request.messages, { tools: request.tools, addGenerationPrompt: true })
+		);
+		expect(text.endsWith('<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
+		expect(out.logprobs.slice(1) as number[]).toBeAllclose(
+			referenceFor(fixtures.get(name)!, out.ids),
+			LOGPROB_TOL
+		);
+	});
+
+	it('npm run -s cli: one token gives [null]', async () => {
+		const r = await run('npm', [
+			'run',
+			'-s',
+			'cli',
+			'--',
+			'score',
+			'--model',
+			modelDir('qwen2'),
+			'--ids',
+			'7'
+		]);
+		expect(parseScore(r)).toEqual({ ids: [7], logprobs: [null] });
+	});
+
+	describe.concurrent('bad input: stderr, no stdout, non-zero exit', () => {
+		const fails = async (r: Run, code: number, re: RegExp) => {
+			expect(r.stdout).toBe('');
+			expect(r.code).toBe(code);
+			expect(r.stderr).toMatch(re);
+		};
+		const USAGE = /usage: npm run -s cli -- score --model DIR/;
+
+		it('usage errors exit 2 with the usage line', async () => {
+			const m = ['--model', '/nonexistent'];
+			await fails(await cli(), 2, /usage: npm run -s cli -- COMMAND/);
+			await fails(await cli('rate', ...m), 2, /unknown command 'rate'/);
+			await fails(await cli('score', '--ids', '1'), 2, /--model DIR is required/);
+			await fails(await cli('score', ...m), 2, /one of --ids, --text or --chat/);
+			await fails(await cli('score', ...m, '--ids', '1', '--text', 'a'), 2, /not --ids and --text/);
+			await fails(await cli('score', ...m, '--idz', '1'), 2, /Unknown option '--idz'/);
+			await fails(await cli('score', ...m, '--ids'), 2, USAGE);
+			await fails(await cli('score', ...m, '--ids', '1,-2'), 2, /'-2' is not a token id/);
+			await fails(await cli('score', ...m, '--ids', '1.5'), 2, /'1.5' is not a token id/);
+			await fails(
+				await cli('score', ...m, '--ids', '1', 'stray'),
+				2,
+				/Unexpected argument 'stray'/
+			);
+		});
+
+		it('a missing folder or file', async () => {
+			await fails(
+				await cli('score', '--model', join(dir, 'nope'), '--ids', '1'),
+				1,
+				/is not a directory/
+			);
+			const empty = join(dir, 'empty');
+			await writeModelFiles(empty, new Map());
+			await fails(
+				await cli('score', '--model', empty, '--ids', '1'),
+				1,
+				/^tabrl: missing-file: Missing file 'config\.json'/
+			);
+		});
+
+		it('a truncated safetensors file', async () => {
+			const cut = join(dir, 'truncated');
+			await writeModelFiles(cut, fixtures.get('llama')!.files);
+			await truncate(join(cut, 'model.safetensors'), 1000);
+			await fails(
+				await cli('score', '--model', cut, '--ids', '1,2'),
+				1,
+				/^tabrl: corrupt-checkpoint: Corrupt checkpoint file 'model\.safetensors'/
+			);
+		});
+
+		it('an unsupported architecture, named', async () => {
+			const gpt = join(dir, 'gpt2');
+			const f = fixtures.get('qwen2')!;
+			await writeModelFiles(gpt, f.files);
+			const config = { ...f.rawConfig, architectures: ['GPT2LMHeadModel'], model_type: 'gpt2' };
+			await writeFile(join(gpt, 'config.json'), JSON.stringify(config));
+			await fails(
+				await cli('score', '--model', gpt, '--ids', '1,2'),
+				1,
+				/^tabrl: unsupported-architecture: .*'GPT2LMHeadModel'/
+			);
+		});
+
+		it('ids outside the vocabulary, an unreadable or invalid chat file', async () => {
+			const m = ['score', '--model', modelDir('llama')];
+			await fails(
+				await cli(...m, '--ids', '1,100000'),
+				1,
+				/token id 100000 is outside .*\[0, 320\)/
+			);
+			await fails(await cli(...m, '--chat', join(dir, 'none.json')), 1, /--chat: cannot read/);
+			const bad = join(dir, 'bad.json');
+			await writeFile(bad, '{"messages": [');
+			await fails(await cli(...m, '--chat', bad), 1, /--chat: .* is not valid JSON/);
+			const wrong = join(dir, 'wrong.json');
+			await writeFile(
+				wrong,
+				JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], temp: 1 })
+			);
+			await fails(
+				await cli(...m, '--chat', wrong),
+				1,
+				/^tabrl: chat-messages: Unknown key\(s\) .*temp/
+			);
+			await fails(await cli(...m, '--text', ''), 1, /no tokens/);
+		});
+	});
+
+	it('writes nothing into the model folder', async () => {
+		const before = await readFile(join(modelDir('llama'), 'config.json'), 'utf8');
+		expect(JSON.parse(before).architectures).toEqual(['LlamaForCausalLM']);
+	});
+});
