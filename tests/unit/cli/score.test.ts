@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/gpu/reference/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
+import type { ChatMessage, ToolSchema } from '../../../src/lib/model/chat-messages';
 import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
 import {
 	openCheckpointFromDirectory,
@@ -120,7 +121,11 @@ describe('cli score', () => {
 	});
 
 	it('--chat: rendered with the model template (chat_template.jinja) and tokenized as encodeChat', async () => {
-		const request = {
+		const request: {
+			messages: ChatMessage[];
+			tools: ToolSchema[];
+			add_generation_prompt: boolean;
+		} = {
 			messages: [
 				{ role: 'system', content: 'you are a helpful assistant' },
 				{ role: 'user', content: 'hello' },
