@@ -93,6 +93,11 @@ export function parsePeftAdapterConfig(
 	if (c.fan_in_fan_out === true) unsupported('fan_in_fan_out', true, 'transposed (Conv1D) weights');
 	if ((c.bias ?? 'none') !== 'none') unsupported('bias', c.bias, 'trained biases');
 	if (c.lora_bias === true) unsupported('lora_bias', true, 'a bias on lora_B');
+	if (c.use_qalora === true) unsupported('use_qalora', true, 'quantization-aware LoRA');
+	// These initialisations rewrite the base weights: the adapter needs that residual model.
+	const init = c.init_lora_weights;
+	if (typeof init === 'string' && /^(pissa|olora|corda|loftq)/i.test(init))
+		unsupported('init_lora_weights', init, 'the adapter was made against modified base weights');
 	for (const field of [
 		'rank_pattern',
 		'alpha_pattern',
@@ -100,7 +105,10 @@ export function parsePeftAdapterConfig(
 		'layers_to_transform',
 		'exclude_modules',
 		'target_parameters',
-		'trainable_token_indices'
+		'trainable_token_indices',
+		'layer_replication',
+		'alora_invocation_tokens',
+		'use_bdlora'
 	])
 		if (!isEmpty(c[field])) unsupported(field, c[field], 'every module must share r and alpha');
 

@@ -122,7 +122,10 @@ describe('PEFT adapter config', () => {
 		['a regex target', { target_modules: '.*proj' }, /regular expression/],
 		['an unknown module', { target_modules: ['q_proj', 'embed_tokens'] }, /embed_tokens/],
 		['another PEFT type', { peft_type: 'IA3' }, /peft_type/],
-		['fan_in_fan_out', { fan_in_fan_out: true }, /fan_in_fan_out/]
+		['fan_in_fan_out', { fan_in_fan_out: true }, /fan_in_fan_out/],
+		['PiSSA init (modified base)', { init_lora_weights: 'pissa_niter_4' }, /init_lora_weights/],
+		['layer replication', { layer_replication: [[0, 2]] }, /layer_replication/],
+		['activated LoRA', { alora_invocation_tokens: [5, 6] }, /alora_invocation_tokens/]
 	];
 	for (const [what, over, re] of refused)
 		it(`refuses ${what}`, () => {
