@@ -246,17 +246,22 @@ def run_case(case, out_root, seed):
 
     # The f64 reference from the saved files (SDPA computes in f64 on the CPU; eager
     # attention would take its softmax in f32).
+    ids, mask, w, valid = batch_for(case, vocab, seed + 1)
+    nan = torch.full_like(w, float("nan"))
     attn = "sdpa"
     try:
         ref = load(model_cls, model_dir, attn).to(torch.float64).eval()
+        with torch.no_grad():
+            lp_base = torch.where(valid, next_token_logprobs(ref, ids, mask), nan)
     except Exception as e:  # noqa: BLE001
-        log(f"  sdpa unavailable ({e}); eager attention")
+        log(f"  sdpa failed in float64 ({type(e).__name__}: {e}); eager attention")
         attn = "eager"
         ref = load(model_cls, model_dir, attn).to(torch.float64).eval()
-    ids, mask, w, valid = batch_for(case, vocab, seed + 1)
-    nan = torch.full_like(w, float("nan"))
+        with torch.no_grad():
+            lp_base = torch.where(valid, next_token_logprobs(ref, ids, mask), nan)
+    if torch.isnan(lp_base[valid]).any():
+        raise RuntimeError("NaN in the float64 reference logprobs")
     with torch.no_grad():
-        lp_base = torch.where(valid, next_token_logprobs(ref, ids, mask), nan)
         # For scale: PyTorch's own float32 forward against its float64 one.
         f32 = load(model_cls, model_dir, attn).to(torch.float32).eval()
         lp32 = next_token_logprobs(f32, ids, mask).to(torch.float64)
