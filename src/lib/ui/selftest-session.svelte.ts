@@ -53,6 +53,11 @@ export class SelfTestSession {
 		this.#options = options;
 	}
 
+	/** The backend worker, shared with the page's other panels (null before start, or once it failed). */
+	get backend(): BackendHandle | null {
+		return this.#backend;
+	}
+
 	/** True while the worker is busy, so the page offers no second run at the same time. */
 	get busy(): boolean {
 		return this.phase === 'detecting' || this.phase === 'probing' || this.phase === 'running';

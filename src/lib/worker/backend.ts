@@ -2,12 +2,14 @@
  * @file The backend behind the worker boundary: it owns the GPU and answers the page in
  * the plain data of protocol.ts. It is written without any worker API, so the same object
  * runs in a Web Worker (backend.worker.ts exposes it through comlink) and in Node tests.
- * Today it probes the device and runs the kernel self-test; training will live here too.
+ * It probes the device, runs the kernel self-test, and holds a loaded model (model-host.ts);
+ * training will live here too.
  */
 import { acquireGpu, type Gpu } from '../gpu/device';
 import { compareArrays } from '../gpu/reference/allclose';
 import { SELFTEST_CASES } from '../gpu/selftest';
 import type { KernelCase } from '../gpu/selftest/types';
+import { createModelHost, type ModelHostOptions } from './model-host';
 import {
 	toBackendError,
 	type BackendApi,
@@ -24,6 +26,8 @@ export interface BackendOptions {
 	cases?: KernelCase[];
 	/** Where the GPU comes from; acquireGpu() by default. */
 	acquire?: () => Promise<Gpu>;
+	/** Where models come from and are cached (defaults: fetch and the Cache API). */
+	models?: ModelHostOptions;
 }
 
 export function createBackend(options: BackendOptions = {}): BackendApi {
@@ -61,7 +65,11 @@ export function createBackend(options: BackendOptions = {}): BackendApi {
 		return pending;
 	}
 
+	const models = createModelHost(gpu, options.models);
+
 	return {
+		...models,
+
 		async probe() {
 			try {
 				return { ok: true, value: summarize(await gpu()) };

@@ -5,7 +5,15 @@
  * typed 'worker-failed' error instead of waiting forever.
  */
 import { proxy, wrap, type Remote } from 'comlink';
-import type { BackendApi, BackendError, BackendEvent, Result, SelfTestProgress } from './protocol';
+import type {
+	BackendApi,
+	BackendError,
+	BackendEvent,
+	LoadModelOptions,
+	ModelLoadProgress,
+	Result,
+	SelfTestProgress
+} from './protocol';
 
 export interface BackendHandle {
 	readonly api: Remote<BackendApi>;
@@ -18,6 +26,13 @@ export interface BackendHandle {
 	runSelfTest(
 		onProgress: (progress: SelfTestProgress) => void
 	): ReturnType<BackendApi['runSelfTest']>;
+	loadModel(
+		urlPrefix: string,
+		onProgress: (progress: ModelLoadProgress) => void,
+		options?: LoadModelOptions
+	): ReturnType<BackendApi['loadModel']>;
+	scoreText(text: string): ReturnType<BackendApi['scoreText']>;
+	unloadModel(): ReturnType<BackendApi['unloadModel']>;
 	terminate(): void;
 }
 
@@ -50,6 +65,10 @@ export function spawnBackend(): BackendHandle {
 		guard,
 		subscribe: (listener) => api.subscribe(proxy(listener)),
 		runSelfTest: (onProgress) => guard(api.runSelfTest(proxy(onProgress))),
+		loadModel: (urlPrefix, onProgress, options) =>
+			guard(api.loadModel(urlPrefix, proxy(onProgress), options)),
+		scoreText: (text) => guard(api.scoreText(text)),
+		unloadModel: () => guard(api.unloadModel()),
 		terminate: () => worker.terminate()
 	};
 }

@@ -8,10 +8,18 @@
  */
 import type { GpuAdapterSummary, GpuCapabilities } from '../gpu/device';
 import type { GpuErrorKind } from '../gpu/errors';
+import type { ModelErrorKind } from '../model/errors';
 
-/** What can go wrong, as the page sees it. GPU-layer kinds, plus two of the transport. */
+/** What can go wrong, as the page sees it: GPU- and model-layer kinds, the backend's own, and two of the transport. */
 export type BackendErrorKind =
 	| GpuErrorKind
+	| ModelErrorKind
+	/** scoreText with no model loaded (or the one loaded was lost with its device). */
+	| 'no-model'
+	/** Input the backend cannot take (an empty URL or text, a text longer than the model's context). */
+	| 'invalid-input'
+	/** Another model call (load, score, unload) is still running; try again when it ends. */
+	| 'busy'
 	/** The worker script failed to load or crashed (the page notices, not the worker). */
 	| 'worker-failed'
 	/** An exception with no type of its own: a bug, reported with its message. */
@@ -84,6 +92,82 @@ export type BackendEvent = {
 	error: BackendError & { reason: string };
 };
 
+/**
+ * Progress of loadModel. 'download': weight-file bytes made available (downloaded, or read
+ * from the cache), over all weight files; 'upload': weight bytes copied to the GPU.
+ */
+export interface ModelLoadProgress {
+	phase: 'download' | 'upload';
+	/** The weight file being read ('download' only). */
+	file?: string;
+	loaded: number;
+	total: number;
+}
+
+export interface LoadModelOptions {
+	/**
+	 * GPU memory the model may use, in bytes. WebGPU does not report a device's memory, so
+	 * this is the user's knowledge; without it only the per-buffer limits are checked.
+	 * A model over it is refused before its weights are downloaded.
+	 */
+	memoryBudgetBytes?: number;
+}
+
+/** The loaded model, as plain data. */
+export interface ModelSummary {
+	/** The URL prefix it was loaded from (with a trailing '/'). */
+	url: string;
+	architecture: string;
+	layers: number;
+	hiddenSize: number;
+	intermediateSize: number;
+	heads: number;
+	kvHeads: number;
+	headDim: number;
+	/** Rows of the embedding (config.json's vocab_size). */
+	vocabSize: number;
+	/** Tokens the tokenizer knows (may be fewer than vocabSize). */
+	tokenizerSize: number;
+	tiedEmbeddings: boolean;
+	/** The dtype config.json declares ('bfloat16', ...). */
+	dtype: string;
+	/** Parameters the architecture reads (tied embeddings counted once). */
+	parameters: number;
+	/** Bytes of tensor data in the weight files. */
+	weightBytes: number;
+	/** Estimated GPU memory of the weights as uploaded (f32). */
+	gpuBytes: number;
+	hasChatTemplate: boolean;
+	/**
+	 * 'cache': every file came from the browser's model cache (no network request);
+	 * 'network': at least one request was made.
+	 */
+	source: 'network' | 'cache';
+	/** HTTP requests the load made (0 from the cache). */
+	requests: number;
+	/** Whether a model cache exists here (Cache API); without it every load downloads. */
+	cacheAvailable: boolean;
+	/** Wall time of the load in the worker, files and upload. */
+	ms: number;
+}
+
+/** Per-token log-probabilities of a text under the loaded model. */
+export interface TextScores {
+	/** Token ids of the text (no special tokens added). */
+	ids: number[];
+	/**
+	 * The text of each token: the pieces concatenate to the decoded text. A token that ends
+	 * inside a UTF-8 character has '' and its bytes show with the token that completes it.
+	 */
+	tokens: string[];
+	/** The vocabulary's spelling of each token (e.g. 'Ġhello' in byte-level BPE). */
+	vocabTokens: string[];
+	/** logprobs[i] = log p(ids[i] | ids[<i]); null for the first token (nothing precedes it). */
+	logprobs: (number | null)[];
+	/** Wall time of the forward pass (tokenizing included). */
+	ms: number;
+}
+
 /** The backend's API, as the worker exposes it and the page calls it (through comlink). */
 export interface BackendApi {
 	/** Acquires the GPU (once; again after a loss) and describes it. */
@@ -103,6 +187,22 @@ export interface BackendApi {
 	 * tests can watch the loss reach the page. The next probe or run acquires a new device.
 	 */
 	simulateDeviceLoss(): Promise<void>;
+	/**
+	 * Loads a Hugging Face model from a URL prefix (e.g.
+	 * `https://huggingface.co/<repo>/resolve/main/`): config, tokenizer, weight headers
+	 * (checked against the config, and the memory check, before any weight download), then
+	 * the weights, downloaded or from the browser's cache, uploaded to the GPU. Any model
+	 * already loaded is released first.
+	 */
+	loadModel(
+		urlPrefix: string,
+		onProgress?: (progress: ModelLoadProgress) => void,
+		options?: LoadModelOptions
+	): Promise<Result<ModelSummary>>;
+	/** Tokenizes `text` (no special tokens added) and scores every token after the first. */
+	scoreText(text: string): Promise<Result<TextScores>>;
+	/** Releases the loaded model's GPU memory (nothing happens if none is loaded). */
+	unloadModel(): Promise<Result<void>>;
 }
 
 /** Turns anything thrown into plain data for the boundary. */

@@ -1,0 +1,263 @@
+/**
+ * @file The model side of the backend: holds at most one loaded model (checkpoint from a
+ * URL prefix, tokenizer, TransformerModel on the backend's GPU) and answers loadModel,
+ * scoreText and unloadModel in the plain data of protocol.ts. Like backend.ts it uses no
+ * worker API, so Node tests run it with a local HTTP server and an in-memory cache.
+ *
+ * One model call at a time: a call while another runs gets a 'busy' error rather than
+ * interleaving with it (a load releases the previous model first, so a score racing it
+ * would find half a model). Weight progress is throttled to one message per
+ * PROGRESS_INTERVAL_MS (plus each phase's first and last), since a large model's download
+ * arrives in tens of thousands of chunks and each message crosses the worker boundary.
+ */
+import type { Gpu } from '../gpu/device';
+import { DecodeStream } from '../model/decode-stream';
+import { checkModelMemory, estimateModelMemory } from '../model/memory';
+import { Tokenizer } from '../model/tokenizer';
+import { TransformerModel } from '../model/transformer';
+import type { ModelConfig } from '../model/types';
+import {
+	defaultModelCache,
+	openCheckpointFromUrl,
+	type CacheLike,
+	type FetchLike
+} from '../model/url-checkpoint';
+import { weightSpecs } from '../model/weight-spec';
+import {
+	toBackendError,
+	type BackendApi,
+	type BackendError,
+	type LoadModelOptions,
+	type ModelLoadProgress,
+	type ModelSummary,
+	type Result,
+	type TextScores
+} from './protocol';
+
+/** Progress messages at most this often (ms): enough for a smooth bar, few enough to be free. */
+export const PROGRESS_INTERVAL_MS = 100;
+
+export interface ModelHostOptions {
+	/** Defaults to globalThis.fetch. */
+	fetch?: FetchLike;
+	/** Defaults to the Cache API (url-checkpoint's defaultModelCache); null: no cache. */
+	cache?: CacheLike | null;
+}
+
+type ModelApi = Pick<BackendApi, 'loadModel' | 'scoreText' | 'unloadModel'>;
+
+interface Loaded {
+	model: TransformerModel;
+	tokenizer: Tokenizer;
+	summary: ModelSummary;
+}
+
+const fail = <T>(kind: BackendError['kind'], message: string): Result<T> => ({
+	ok: false,
+	error: { kind, message }
+});
+
+function describe(config: ModelConfig, url: string): string {
+	return `${config.architecture} from ${url} (${config.numLayers} layers, hidden ${config.hiddenSize}, vocab ${config.vocabSize})`;
+}
+
+/**
+ * The absolute URL of a prefix, with a trailing '/'; a path ('/models/x/') is taken relative
+ * to the page's origin where there is one. Undefined unless it is http(s).
+ */
+export function resolvePrefix(prefix: string): string | undefined {
+	const trimmed = prefix.trim();
+	if (!trimmed) return undefined;
+	let url: URL;
+	try {
+		url = new URL(trimmed.endsWith('/') ? trimmed : `${trimmed}/`, globalThis.location?.href);
+	} catch {
+		return undefined;
+	}
+	return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : undefined;
+}
+
+/** Calls `report` at most every PROGRESS_INTERVAL_MS, always for the first and last step. */
+function throttled(report: (p: ModelLoadProgress) => void): (p: ModelLoadProgress) => void {
+	let last = -Infinity;
+	let phase = '';
+	return (p) => {
+		const now = performance.now();
+		if (p.phase !== phase || p.loaded >= p.total || now - last >= PROGRESS_INTERVAL_MS) {
+			phase = p.phase;
+			last = now;
+			try {
+				report(p);
+			} catch {
+				// The page stopped listening; the load goes on.
+			}
+		}
+	};
+}
+
+/** The model API over the backend's GPU (`gpu()` acquires it, or returns the current one). */
+export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptions = {}): ModelApi {
+	let loaded: Loaded | undefined;
+	let busy = false;
+
+	function release(): void {
+		loaded?.model.release();
+		loaded = undefined;
+	}
+
+	/** Runs one model call at a time; anything thrown becomes a typed error. */
+	async function exclusive<T>(work: () => Promise<Result<T>>): Promise<Result<T>> {
+		if (busy)
+			return fail(
+				'busy',
+				'The backend is still loading or scoring a model; wait for it to finish.'
+			);
+		busy = true;
+		try {
+			return await work();
+		} catch (error) {
+			return { ok: false, error: toBackendError(error) };
+		} finally {
+			busy = false;
+		}
+	}
+
+	async function load(
+		urlPrefix: string,
+		onProgress: ((p: ModelLoadProgress) => void) | undefined,
+		loadOptions: LoadModelOptions
+	): Promise<Result<ModelSummary>> {
+		const url = resolvePrefix(urlPrefix);
+		if (url === undefined)
+			return fail(
+				'invalid-input',
+				`'${urlPrefix}' is not an http(s) URL: give the folder that holds config.json, e.g. ` +
+					'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/'
+			);
+		const budget = loadOptions.memoryBudgetBytes;
+		if (budget !== undefined && !(Number.isFinite(budget) && budget > 0))
+			return fail(
+				'invalid-input',
+				`The memory budget must be a positive number of bytes, not ${budget}.`
+			);
+		release();
+		const start = performance.now();
+		const device = await gpu();
+		const baseFetch: FetchLike = options.fetch ?? ((u, init) => fetch(u, init));
+		let requests = 0;
+		const countingFetch: FetchLike = (u, init) => {
+			requests++;
+			return baseFetch(u, init);
+		};
+		const cache = options.cache !== undefined ? options.cache : await defaultModelCache();
+		const report = throttled((p) => onProgress?.(p));
+		const checkpoint = await openCheckpointFromUrl(url, {
+			fetch: countingFetch,
+			cache,
+			onProgress: ({ file, loaded: done, total }) =>
+				report({ phase: 'download', file, loaded: done, total }),
+			// Before any weight byte is downloaded: per-buffer limits, and the budget if given.
+			beforeWeights: (config) =>
+				checkModelMemory(
+					estimateModelMemory(config, { limits: device.limits }),
+					device.limits,
+					budget,
+					describe(config, url)
+				)
+		});
+		const { config, files } = checkpoint;
+		const tokenizer = Tokenizer.fromJson(
+			files.tokenizerJson,
+			files.tokenizerConfigJson,
+			files.chatTemplate
+		);
+		const model = await TransformerModel.create(device, config, checkpoint.weights, {
+			memoryBudgetBytes: budget,
+			onProgress: (done, total) => report({ phase: 'upload', loaded: done, total })
+		});
+		const specs = weightSpecs(config);
+		const parameters = specs.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
+		const summary: ModelSummary = {
+			url,
+			architecture: config.architecture,
+			layers: config.numLayers,
+			hiddenSize: config.hiddenSize,
+			intermediateSize: config.intermediateSize,
+			heads: config.numHeads,
+			kvHeads: config.numKvHeads,
+			headDim: config.headDim,
+			vocabSize: config.vocabSize,
+			tokenizerSize: tokenizer.vocabSize,
+			tiedEmbeddings: config.tieWordEmbeddings,
+			dtype: config.dtype,
+			parameters,
+			weightBytes: checkpoint.weights.headers.reduce((s, h) => s + h.declaredSize, 0),
+			gpuBytes: 4 * parameters,
+			hasChatTemplate: tokenizer.hasChatTemplate,
+			source: requests === 0 ? 'cache' : 'network',
+			requests,
+			cacheAvailable: cache !== null,
+			ms: performance.now() - start
+		};
+		loaded = { model, tokenizer, summary };
+		return { ok: true, value: summary };
+	}
+
+	async function score(text: string): Promise<Result<TextScores>> {
+		if (!loaded) return fail('no-model', 'No model is loaded: load one first.');
+		const { model, tokenizer, summary } = loaded;
+		if (model.gpu.isLost) {
+			release();
+			return fail(
+				'device-lost',
+				'The GPU device was lost, and the model with it. Load the model again (it comes from the cache).'
+			);
+		}
+		if (typeof text !== 'string' || text.length === 0)
+			return fail('invalid-input', 'The text is empty: nothing to score.');
+		const start = performance.now();
+		const ids = tokenizer.encode(text);
+		if (ids.length === 0) return fail('invalid-input', 'The text has no tokens: nothing to score.');
+		const context = model.config.maxPositionEmbeddings;
+		if (ids.length > context)
+			return fail(
+				'invalid-input',
+				`The text is ${ids.length} tokens, longer than the model's context of ${context}; shorten it.`
+			);
+		const outside = ids.find((id) => id >= summary.vocabSize);
+		if (outside !== undefined)
+			return fail(
+				'invalid-input',
+				`Token id ${outside} is outside the model's vocabulary [0, ${summary.vocabSize}): the tokenizer does not match the model.`
+			);
+		const logprobs: (number | null)[] = [null];
+		if (ids.length > 1) {
+			const result = await model.scoreTokens([ids]);
+			for (const v of result.logprobs) logprobs.push(Number.isFinite(v) ? v : null);
+		}
+		const stream = new DecodeStream((x) => tokenizer.decode(x));
+		const tokens = ids.map((id) => stream.push(id));
+		tokens[tokens.length - 1] += stream.flush();
+		return {
+			ok: true,
+			value: {
+				ids,
+				tokens,
+				vocabTokens: ids.map((id) => tokenizer.idToToken(id) ?? ''),
+				logprobs,
+				ms: performance.now() - start
+			}
+		};
+	}
+
+	return {
+		loadModel: (urlPrefix, onProgress, loadOptions = {}) =>
+			exclusive(() => load(urlPrefix, onProgress, loadOptions)),
+		scoreText: (text) => exclusive(() => score(text)),
+		unloadModel: () =>
+			exclusive(async () => {
+				release();
+				return { ok: true, value: undefined };
+			})
+	};
+}
