@@ -27,6 +27,20 @@ export interface GpuAdapterSummary {
 	description: string;
 	/** Where the device came from: 'navigator.gpu' or 'dawn (node)'. */
 	backend: string;
+	/** Subgroup sizes the adapter may use (0 when it does not say). */
+	subgroupMinSize: number;
+	subgroupMaxSize: number;
+	/** Tile shapes `chromium-experimental-subgroup-matrix` supports (empty without it). */
+	subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
+}
+
+/** One supported subgroup-matrix shape: left M x K, right K x N, of componentType. */
+export interface SubgroupMatrixConfig {
+	componentType: string;
+	resultComponentType: string;
+	M: number;
+	N: number;
+	K: number;
 }
 
 export interface Gpu {
@@ -114,13 +128,28 @@ export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> 
 		requiredFeatures: wanted as GPUFeatureName[],
 		requiredLimits: adapterLimits(adapter)
 	});
-	const info = adapter.info;
+	const info = adapter.info as GPUAdapterInfo & {
+		subgroupMinSize?: number;
+		subgroupMaxSize?: number;
+		subgroupMatrixConfigs?: readonly SubgroupMatrixConfig[];
+	};
 	return wrapDevice(device, caps, {
 		vendor: info?.vendor ?? '',
 		architecture: info?.architecture ?? '',
 		device: info?.device ?? '',
 		description: info?.description ?? '',
-		backend
+		backend,
+		subgroupMinSize: info?.subgroupMinSize ?? 0,
+		subgroupMaxSize: info?.subgroupMaxSize ?? 0,
+		subgroupMatrixConfigs: caps.subgroupMatrix
+			? (info?.subgroupMatrixConfigs ?? []).map((c) => ({
+					componentType: c.componentType,
+					resultComponentType: c.resultComponentType,
+					M: c.M,
+					N: c.N,
+					K: c.K
+				}))
+			: []
 	});
 }
 

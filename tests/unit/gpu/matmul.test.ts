@@ -47,6 +47,10 @@ describe('matmul', () => {
 				{ m: 131, n: 70, k: 19, tile },
 				{ m: 132, n: 68, k: 20, transB: true, tile }
 			]),
+			// Split-K: partial sums over K slices, then a reduce that applies alpha / beta.
+			{ m: 20, n: 24, k: 700, tile: TILE_SMALL, splits: 3 },
+			{ m: 21, n: 13, k: 300, tile: TILE_SMALL, splits: 4, transA: true, alpha: 0.5, beta: 1 },
+			{ m: 12, n: 8, k: 260, tile: TILE_SMALL, splits: 2, batch: 2, aBatched: true, beta: -1 },
 			// alpha / beta: scaling, and accumulation into c.
 			{ m: 20, n: 24, k: 28, alpha: -0.5, beta: 1 },
 			{ m: 19, n: 23, k: 29, transA: true, alpha: 2, beta: 0.25 },

@@ -23,12 +23,17 @@ import { MissingFeatureError, OverLimitError, ShapeMismatchError, assertShape } 
 import { Params, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
 import {
+	MATMUL_SPLITK_REDUCE,
+	sgmatName,
+	sgmatTile,
+	sgmatWgsl,
 	threadsOf,
 	tiledMatmulWgsl,
 	tileShapeProblem,
 	variantName,
 	workgroupBytes,
 	type OperandType,
+	type SubgroupMatrixVariant,
 	type TileShape,
 	type TiledVariant
 } from './matmul.wgsl';
@@ -153,15 +158,156 @@ export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
 /** c = alpha * op(a) @ op(b) + beta * c with the variant chosen for this shape and device. */
 export function matmul(rec: Recorder, args: MatmulArgs): void {
 	const p = matmulProblem(args);
+	if (p.aType === 'f16' && p.bType === 'f16' && rec.gpu.caps.subgroupMatrix) {
+		const v = sgmatVariant(rec.gpu, args, SGMAT_DEFAULT, p);
+		if (v) return dispatchSgmat(rec, args, v, p);
+	}
 	matmulTiled(rec, args, chooseTile(rec.gpu, p), p);
 }
 
-/** The tiled kernel with a given tile shape (benchmarks sweep these; `matmul` chooses). */
+/** How a subgroup-matrix kernel is laid out, apart from the device's fragment shape. */
+export interface SgmatLayout {
+	wm: number;
+	wn: number;
+	sm: number;
+	sn: number;
+	staged: boolean;
+	bk: number;
+	/** Fragment shape [M, N, K]; default: the device's first f16 -> f32 config. */
+	fragment?: readonly [number, number, number];
+}
+
+/** Until measured: 4 subgroups, each 2x4 fragments, staged 32 deep. */
+export const SGMAT_DEFAULT: SgmatLayout = { wm: 2, wn: 2, sm: 2, sn: 4, staged: true, bk: 32 };
+
+/** The subgroup-matrix variant for a call, or null when the device or shape rules it out
+ * (no f16 -> f32 config, varying subgroup size, shape off the tile, alpha != 1, beta not
+ * 0 or 1: the kernel has no scalar epilogue, those take the tiled path). */
+export function sgmatVariant(
+	gpu: Gpu,
+	args: MatmulArgs,
+	layout: SgmatLayout,
+	problem?: MatmulProblem
+): SubgroupMatrixVariant | null {
+	const p = problem ?? matmulProblem(args);
+	if (!gpu.caps.subgroupMatrix || !gpu.caps.f16 || p.aType !== 'f16' || p.bType !== 'f16')
+		return null;
+	const { subgroupMinSize, subgroupMaxSize, subgroupMatrixConfigs } = gpu.adapter;
+	if (!subgroupMaxSize || subgroupMinSize !== subgroupMaxSize) return null;
+	const config = subgroupMatrixConfigs.find(
+		(c) =>
+			c.componentType === 'f16' &&
+			c.resultComponentType === 'f32' &&
+			(!layout.fragment ||
+				(c.M === layout.fragment[0] && c.N === layout.fragment[1] && c.K === layout.fragment[2]))
+	);
+	if (!config) return null;
+	const v: SubgroupMatrixVariant = {
+		transA: args.transA ?? false,
+		transB: args.transB ?? false,
+		type: 'f16',
+		fm: config.M,
+		fn: config.N,
+		fk: config.K,
+		...layout,
+		subgroupSize: subgroupMaxSize
+	};
+	const { bm, bn, bk } = sgmatTile(v);
+	const threads = v.wm * v.wn * v.subgroupSize;
+	const ok =
+		(args.alpha ?? 1) === 1 &&
+		((args.beta ?? 0) === 0 || args.beta === 1) &&
+		p.m % bm === 0 &&
+		p.n % bn === 0 &&
+		p.k % bk === 0 &&
+		p.k > 0 &&
+		(!v.staged || bk % v.fk === 0) &&
+		threads <= gpu.limits.maxComputeInvocationsPerWorkgroup;
+	return ok ? v : null;
+}
+
+/** Runs a subgroup-matrix variant (from `sgmatVariant`). */
+export function dispatchSgmat(
+	rec: Recorder,
+	args: MatmulArgs,
+	v: SubgroupMatrixVariant,
+	problem?: MatmulProblem
+): void {
+	const p = problem ?? matmulProblem(args);
+	const { bm, bn } = sgmatTile(v);
+	const tilesN = p.n / bn;
+	const [x, y] = workgroupGrid(rec.gpu, (p.m / bm) * tilesN, p.batch, p);
+	const name = sgmatName(v);
+	let kernel = sources.get(name);
+	if (!kernel) sources.set(name, (kernel = { name, code: sgmatWgsl(v) }));
+	rec.dispatch(kernel, [args.a, args.b, args.c], [x, y, p.batch], params(p, args, tilesN));
+}
+
+function params(
+	p: MatmulProblem,
+	scale: { alpha?: number; beta?: number },
+	tilesN: number,
+	splits = 1,
+	kChunk = p.k
+): Params {
+	return new Params()
+		.u32(p.m)
+		.u32(p.n)
+		.u32(p.k)
+		.u32(p.strideA)
+		.u32(p.strideB)
+		.f32(scale.alpha ?? 1)
+		.f32(scale.beta ?? 0)
+		.u32(tilesN)
+		.u32(splits)
+		.u32(kChunk);
+}
+
+/** [x, y] workgroups for `tiles` output tiles (folded past the per-dimension limit). */
+function workgroupGrid(gpu: Gpu, tiles: number, batch: number, p: MatmulProblem): [number, number] {
+	const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+	if (batch > max)
+		throw new OverLimitError(`matmul: ${batch} batches exceed the dispatch limit of ${max}`);
+	const x = Math.min(tiles, max);
+	const y = Math.ceil(tiles / x);
+	if (y > max)
+		throw new OverLimitError(
+			`matmul: [${p.m}, ${p.n}] needs ${tiles} workgroups, over this device's dispatch limit`
+		);
+	return [x, y];
+}
+
+/** Workgroups that keep the GPU busy: two per SM of the H200 (132 SMs), measured. */
+const TARGET_WORKGROUPS = 2 * MIN_WORKGROUPS;
+/** A split-K slice is at least this deep, so its partial-sum write (M*N) stays small
+ * next to its arithmetic (2*M*N*depth). */
+const MIN_SPLIT_DEPTH = 256;
+const MAX_SPLITS = 16;
+
+/** How many K slices to compute in parallel for a problem on a tile (1: no split). */
+export function chooseSplits(gpu: Gpu, p: MatmulProblem, tile: TileShape): number {
+	const workgroups = Math.ceil(p.m / tile.bm) * Math.ceil(p.n / tile.bn) * p.batch;
+	if (workgroups >= TARGET_WORKGROUPS) return 1;
+	let splits = Math.min(
+		Math.ceil(TARGET_WORKGROUPS / workgroups),
+		Math.floor(p.k / MIN_SPLIT_DEPTH),
+		MAX_SPLITS
+	);
+	const maxScratch = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
+	while (splits > 1 && splits * p.batch * p.m * p.n * 4 > maxScratch) splits--;
+	return Math.max(1, splits);
+}
+
+const REDUCE: KernelSource = { name: 'matmul.splitk.reduce', code: MATMUL_SPLITK_REDUCE };
+
+/** The tiled kernel with a given tile shape (benchmarks sweep these; `matmul` chooses).
+ * `splits`: K slices computed in parallel and summed by a second pass (default: chosen). */
 export function matmulTiled(
 	rec: Recorder,
 	args: MatmulArgs,
 	tile: TileShape,
-	problem?: MatmulProblem
+	problem?: MatmulProblem,
+	splits?: number
 ): void {
 	const gpu = rec.gpu;
 	const p = problem ?? matmulProblem(args);
@@ -185,30 +331,31 @@ export function matmulTiled(
 		aType: p.aType,
 		bType: p.bType
 	};
+	let s = Math.max(1, Math.floor(splits ?? chooseSplits(gpu, p, tile)));
+	// Slices are whole BK steps; recount so none is empty.
+	const kChunk = Math.max(tile.bk, Math.ceil(Math.ceil(p.k / s) / tile.bk) * tile.bk);
+	s = Math.max(1, Math.ceil(p.k / kChunk));
 	const tilesN = Math.ceil(p.n / tile.bn);
-	const tiles = Math.ceil(p.m / tile.bm) * tilesN;
-	const max = gpu.limits.maxComputeWorkgroupsPerDimension;
-	if (p.batch > max)
-		throw new OverLimitError(`matmul: ${p.batch} batches exceed the dispatch limit of ${max}`);
-	const x = Math.min(tiles, max);
-	const y = Math.ceil(tiles / x);
-	if (y > max)
-		throw new OverLimitError(
-			`matmul: [${p.m}, ${p.n}] needs ${tiles} workgroups, over this device's dispatch limit`
-		);
-	const kernel = kernelFor(variant);
+	const [x, y] = workgroupGrid(gpu, Math.ceil(p.m / tile.bm) * tilesN, p.batch * s, p);
+	const partial = s > 1 ? rec.scratch(s * p.batch * p.m * p.n * 4) : null;
 	rec.dispatch(
-		kernel,
-		[args.a, args.b, args.c],
-		[x, y, p.batch],
-		new Params()
-			.u32(p.m)
-			.u32(p.n)
-			.u32(p.k)
-			.u32(p.strideA)
-			.u32(p.strideB)
-			.f32(args.alpha ?? 1)
-			.f32(args.beta ?? 0)
-			.u32(tilesN)
+		kernelFor(variant),
+		[args.a, args.b, partial ?? args.c],
+		[x, y, p.batch * s],
+		params(p, partial ? { alpha: 1, beta: 0 } : args, tilesN, s, kChunk)
 	);
+	if (partial) {
+		const total = p.batch * p.m * p.n;
+		rec.dispatch(
+			REDUCE,
+			[partial, args.c],
+			Math.ceil(total / 256),
+			new Params()
+				.u32(p.m * p.n)
+				.u32(total)
+				.u32(s)
+				.f32(args.alpha ?? 1)
+				.f32(args.beta ?? 0)
+		);
+	}
 }

@@ -107,9 +107,9 @@ function staging(
 	// Leading dimension (elements per line in memory).
 	const ld = contiguousK ? 'p.k' : otherLimit;
 	const lineOrigin = contiguousK ? otherOrigin : 'k0';
-	const lineLimit = contiguousK ? otherLimit : 'p.k';
+	const lineLimit = contiguousK ? otherLimit : 'kEnd';
 	const contOrigin = contiguousK ? 'k0' : otherOrigin;
-	const contLimit = contiguousK ? 'p.k' : otherLimit;
+	const contLimit = contiguousK ? 'kEnd' : otherLimit;
 	const off = name === 'a' ? 'offA' : 'offB';
 	let regs = '';
 	let load = '';
@@ -222,7 +222,7 @@ export function tiledMatmulWgsl(v: TiledVariant): string {
   // Double buffering: stage tile 0, then per step prefetch t+1 into registers, compute t,
   // store t+1 into the other buffer; one barrier per step.
   {
-    let k0 = 0u;
+    let k0 = kBeg;
     let sba = 0u; let sbb = 0u;
 ${A.load}${B.load}${A.store}${B.store}  }
   workgroupBarrier();
@@ -232,7 +232,7 @@ ${A.load}${B.load}${A.store}${B.store}  }
     let sbb = cur * ${v.bk * qb}u;
     let more = t + 1u < tiles;
     if (more) {
-      let k0 = (t + 1u) * BK;
+      let k0 = kBeg + (t + 1u) * BK;
 ${A.load}${B.load}    }
 ${compute}
     if (more) {
@@ -244,7 +244,7 @@ ${A.store}${B.store}    }
 		: /* wgsl */ `
   let sba = 0u; let sbb = 0u;
   for (var t = 0u; t < tiles; t++) {
-    let k0 = t * BK;
+    let k0 = kBeg + t * BK;
 ${A.load}${B.load}${A.store}${B.store}
     workgroupBarrier();
 ${compute}
@@ -257,9 +257,12 @@ ${compute}
 const BK: u32 = ${v.bk}u;
 @group(0) @binding(0) var<storage, read> a: array<${elem(v.aType)}>;        // ${shapeA}, row-major
 @group(0) @binding(1) var<storage, read> b: array<${elem(v.bType)}>;        // ${shapeB}, row-major
-@group(0) @binding(2) var<storage, read_write> c: array<${elem('f32')}>;  // [Bt, M, N], row-major
+@group(0) @binding(2) var<storage, read_write> c: array<${elem('f32')}>;  // [Bt, M, N] (or [Bt * splits, M, N]), row-major
 // strideA / strideB: elements between batches (0 when the operand is shared by all).
-struct Params { m: u32, n: u32, k: u32, strideA: u32, strideB: u32, alpha: f32, beta: f32, tilesN: u32 }
+// splits > 1 (split-K): c is a scratch [Bt * splits, M, N] of partial sums over kChunk-deep
+// slices of K, summed by MATMUL_SPLITK_REDUCE; alpha = 1 and beta = 0 then.
+struct Params { m: u32, n: u32, k: u32, strideA: u32, strideB: u32, alpha: f32, beta: f32, tilesN: u32,
+                splits: u32, kChunk: u32 }
 @group(0) @binding(3) var<uniform> p: Params;
 // k-major staging: As[k][m], Bs[k][n], packed as vec4 along m (n).
 var<workgroup> As: array<vec4<f32>, ${nbuf * v.bk * qa}>;
@@ -274,13 +277,208 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // Whole workgroups past the end still reach every barrier; their stores are guarded.
   let m0 = min(tile / p.tilesN, tilesM) * ${v.bm}u;
   let n0 = (tile % p.tilesN) * ${v.bn}u;
-  let batch = wid.z;
+  // z = batch * splits + split.
+  let batch = wid.z / p.splits;
+  let split = wid.z % p.splits;
   let offA = batch * p.strideA;
   let offB = batch * p.strideB;
-  let offC = batch * p.m * p.n;
+  let offC = wid.z * p.m * p.n;
   let tx = lid % ${wgx}u;
   let ty = lid / ${wgx}u;
-${A.regs}${B.regs}${decls}  let tiles = (p.k + BK - 1u) / BK;
+${A.regs}${B.regs}${decls}  // Split-K: this workgroup sums k in [kBeg, kEnd) (the whole K when p.splits = 1).
+  let kBeg = split * p.kChunk;
+  let kEnd = min(p.k, kBeg + p.kChunk);
+  let tiles = (max(kEnd, kBeg) - kBeg + BK - 1u) / BK;
 ${loop}
 ${epilogue}}`;
 }
+
+/**
+ * A subgroup-matrix (tensor core) kernel: each subgroup owns sm x sn fragments of C
+ * (fm x fn each, a shape from the device's `subgroupMatrixConfigs`), a workgroup wm x wn
+ * subgroups. `staged`: op(A) and op(B) tiles bk deep go through workgroup memory (one
+ * global read per workgroup); otherwise each subgroup loads its fragments straight from
+ * the storage buffers (L1 serves the repeats). Needs M % BM, N % BN and K % bk == 0,
+ * alpha = 1 and beta 0 or 1 (the wrapper checks; other calls take the tiled path).
+ */
+export interface SubgroupMatrixVariant {
+	transA: boolean;
+	transB: boolean;
+	/** Operand component type (f16 on NVIDIA); C is f32. */
+	type: 'f16' | 'f32';
+	fm: number;
+	fn: number;
+	fk: number;
+	wm: number;
+	wn: number;
+	sm: number;
+	sn: number;
+	/** Invocations per subgroup (subgroupMinSize == subgroupMaxSize is required). */
+	subgroupSize: number;
+	staged: boolean;
+	bk: number;
+}
+
+export function sgmatName(v: SubgroupMatrixVariant): string {
+	return (
+		`matmul.sgmat.${v.type}.${v.transA ? 'T' : 'N'}${v.transB ? 'T' : 'N'}.f${v.fm}x${v.fn}x${v.fk}` +
+		`.w${v.wm}x${v.wn}.s${v.sm}x${v.sn}.sg${v.subgroupSize}.${v.staged ? `st${v.bk}` : 'direct'}`
+	);
+}
+
+export function sgmatTile(v: SubgroupMatrixVariant): { bm: number; bn: number; bk: number } {
+	return { bm: v.wm * v.sm * v.fm, bn: v.wn * v.sn * v.fn, bk: v.staged ? v.bk : v.fk };
+}
+
+export function sgmatWgsl(v: SubgroupMatrixVariant): string {
+	const { bm, bn, bk } = sgmatTile(v);
+	const threads = v.wm * v.wn * v.subgroupSize;
+	const T = v.type;
+	// Padding (in elements) of staged rows: 8 f16 = 16 bytes shifts each row's banks.
+	const pad = 8;
+	// Staged layouts keep the operand's memory layout; col_major tells the fragment load.
+	const aRowsK = !v.transA; // As[m][k] when true, As[k][m] otherwise
+	const bRowsK = !v.transB; // Bs[k][n] when true, Bs[n][k] otherwise
+	const lda = aRowsK ? bk + pad : bm + pad;
+	const ldb = bRowsK ? bn + pad : bk + pad;
+	const aShared = (aRowsK ? bm : bk) * lda;
+	const bShared = (bRowsK ? bk : bn) * ldb;
+
+	let decl = '';
+	let init = '';
+	let store = '';
+	const fragA = (i: number, k: string) => {
+		const m = `mw + ${i * v.fm}u`;
+		if (v.staged)
+			return aRowsK
+				? `subgroupMatrixLoad<L>(&As, (${m}) * ${lda}u + ${k}, false, ${lda}u)`
+				: `subgroupMatrixLoad<L>(&As, ${k} * ${lda}u + ${m}, true, ${lda}u)`;
+		return v.transA
+			? `subgroupMatrixLoad<L>(&a, offA + ${k} * p.m + m0 + ${m}, true, p.m)`
+			: `subgroupMatrixLoad<L>(&a, offA + (m0 + ${m}) * p.k + ${k}, false, p.k)`;
+	};
+	const fragB = (j: number, k: string) => {
+		const n = `nw + ${j * v.fn}u`;
+		if (v.staged)
+			return bRowsK
+				? `subgroupMatrixLoad<R>(&Bs, ${k} * ${ldb}u + ${n}, false, ${ldb}u)`
+				: `subgroupMatrixLoad<R>(&Bs, (${n}) * ${ldb}u + ${k}, true, ${ldb}u)`;
+		return v.transB
+			? `subgroupMatrixLoad<R>(&b, offB + (n0 + ${n}) * p.k + ${k}, true, p.k)`
+			: `subgroupMatrixLoad<R>(&b, offB + ${k} * p.n + n0 + ${n}, false, p.n)`;
+	};
+	for (let i = 0; i < v.sm; i++)
+		for (let j = 0; j < v.sn; j++) {
+			const cOff = `offC + (m0 + mw + ${i * v.fm}u) * p.n + n0 + nw + ${j * v.fn}u`;
+			decl += `  var acc_${i}_${j} = Acc();\n`;
+			init += `    acc_${i}_${j} = subgroupMatrixLoad<Acc>(&c, ${cOff}, false, p.n);\n`;
+			store += `  subgroupMatrixStore(&c, ${cOff}, acc_${i}_${j}, false, p.n);\n`;
+		}
+	const inner = (k: string) => {
+		let s = '';
+		for (let i = 0; i < v.sm; i++) s += `      let l${i} = ${fragA(i, k)};\n`;
+		for (let j = 0; j < v.sn; j++) s += `      let r${j} = ${fragB(j, k)};\n`;
+		for (let i = 0; i < v.sm; i++)
+			for (let j = 0; j < v.sn; j++)
+				s += `      acc_${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc_${i}_${j});\n`;
+		return s;
+	};
+
+	// Staging: each operand tile copied as vec4 (4 consecutive elements of a memory line).
+	const stage = (name: 'a' | 'b') => {
+		const rowsK = name === 'a' ? aRowsK : bRowsK;
+		const other = name === 'a' ? bm : bn; // extent along m (n)
+		const linesAreOther = rowsK === (name === 'a'); // lines run along m (n), not k
+		const lines = linesAreOther ? other : bk;
+		const width = linesAreOther ? bk : other; // elements per line
+		const ld = name === 'a' ? lda : ldb;
+		const shared = name === 'a' ? 'As' : 'Bs';
+		const chunks = (lines * width) / 4;
+		const per = Math.ceil(chunks / threads);
+		// Global origin of the tile's line l, element e.
+		const org0 = name === 'a' ? 'm0' : 'n0';
+		const lineOrg = linesAreOther ? org0 : 'k0';
+		const elOrg = linesAreOther ? 'k0' : org0;
+		const gld = name === 'a' ? (v.transA ? 'p.m' : 'p.k') : v.transB ? 'p.k' : 'p.n';
+		const off = name === 'a' ? 'offA' : 'offB';
+		let s = '';
+		for (let q = 0; q < per; q++) {
+			s +=
+				`    { let ch = lid + ${q * threads}u;\n` +
+				(per * threads > chunks ? `      if (ch < ${chunks}u) {\n` : `      {\n`) +
+				`      let l = ch / ${width / 4}u; let e = (ch % ${width / 4}u) * 4u;\n` +
+				`      let v = ${name}[(${off} + (${lineOrg} + l) * ${gld} + ${elOrg} + e) / 4u];\n` +
+				`      let d = l * ${ld}u + e;\n` +
+				`      ${shared}[d] = v.x; ${shared}[d + 1u] = v.y; ${shared}[d + 2u] = v.z; ${shared}[d + 3u] = v.w;\n` +
+				`    } }\n`;
+		}
+		return s;
+	};
+
+	const loop = v.staged
+		? `  for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
+${stage('a')}${stage('b')}    workgroupBarrier();
+    for (var kk = 0u; kk < ${bk}u; kk += ${v.fk}u) {
+${inner('kk')}    }
+    workgroupBarrier();
+  }`
+		: `  for (var k = 0u; k < p.k; k += ${v.fk}u) {
+${inner('k')}  }`;
+
+	const elem = v.staged ? `vec4<${T}>` : T;
+	return /* wgsl */ `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+// Offsets derive from the subgroup index (lid / subgroup size): uniform per subgroup,
+// which this analysis (workgroup scope) cannot see.
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+// ${sgmatName(v)}: C = alpha * ${v.transA ? 'A^T' : 'A'} @ ${v.transB ? 'B^T' : 'B'} + beta * C
+@group(0) @binding(0) var<storage, read> a: array<${elem}>;       // ${v.transA ? '[Bt|1, K, M]' : '[Bt|1, M, K]'}, row-major
+@group(0) @binding(1) var<storage, read> b: array<${elem}>;       // ${v.transB ? '[Bt|1, N, K]' : '[Bt|1, K, N]'}, row-major
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;   // [Bt, M, N], row-major
+struct Params { m: u32, n: u32, k: u32, strideA: u32, strideB: u32, alpha: f32, beta: f32, tilesN: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+alias L = subgroup_matrix_left<${T}, ${v.fk}, ${v.fm}>;
+alias R = subgroup_matrix_right<${T}, ${v.fn}, ${v.fk}>;
+alias Acc = subgroup_matrix_result<f32, ${v.fn}, ${v.fm}>;
+${v.staged ? `var<workgroup> As: array<${T}, ${aShared}>;\nvar<workgroup> Bs: array<${T}, ${bShared}>;` : ''}
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(${threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let tile = linear_workgroup(wid, nwg);
+  if (tile >= (p.m / ${bm}u) * p.tilesN) { return; }
+  let m0 = (tile / p.tilesN) * ${bm}u;
+  let n0 = (tile % p.tilesN) * ${bn}u;
+  let sg = lid / ${v.subgroupSize}u;
+  // This subgroup's block inside the workgroup's tile.
+  let mw = (sg / ${v.wn}u) * ${v.sm * v.fm}u;
+  let nw = (sg % ${v.wn}u) * ${v.sn * v.fn}u;
+  let offA = wid.z * p.strideA;
+  let offB = wid.z * p.strideB;
+  let offC = wid.z * p.m * p.n;
+${decl}  // beta is 0 (c overwritten) or 1 (c accumulated into); alpha is 1 (the wrapper checks).
+  if (p.beta != 0.0) {
+${init}  }
+${loop}
+${store}}`;
+}
+
+/** Split-K's second pass: c = alpha * sum over splits of partial + beta * c. */
+export const MATMUL_SPLITK_REDUCE = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> partial: array<f32>;  // [Bt * splits, M, N]
+@group(0) @binding(1) var<storage, read_write> c: array<f32>;  // [Bt, M, N]
+struct Params { mn: u32, total: u32, splits: u32, alpha: f32, beta: f32 }
+@group(0) @binding(2) var<uniform> p: Params;
+${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_workgroup(wid, nwg) * 256u + lid;
+  if (i >= p.total) { return; }
+  let batch = i / p.mn;
+  let j = i % p.mn;
+  var s = 0.0;
+  for (var t = 0u; t < p.splits; t++) { s += partial[(batch * p.splits + t) * p.mn + j]; }
+  if (p.beta == 0.0) { c[i] = p.alpha * s; } else { c[i] = p.alpha * s + p.beta * c[i]; }
+}`;

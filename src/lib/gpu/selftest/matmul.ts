@@ -13,7 +13,13 @@
 import type { Gpu } from '../device';
 import { f16BitsToF32, f32ToF16Bits } from '../half';
 import { run } from '../kernel';
-import { matmul, matmulTiled } from '../kernels/matmul';
+import {
+	dispatchSgmat,
+	matmul,
+	matmulTiled,
+	sgmatVariant,
+	type SgmatLayout
+} from '../kernels/matmul';
 import type { OperandType, TileShape } from '../kernels/matmul.wgsl';
 import { matmulRef } from '../reference/matmul';
 import { Rng } from '../reference/random';
@@ -36,6 +42,10 @@ export interface MatmulCaseSpec {
 	bType?: OperandType;
 	/** Force a tile shape (else `matmul` chooses). */
 	tile?: TileShape;
+	/** With `tile`: force this many split-K slices (else chosen). */
+	splits?: number;
+	/** Force a subgroup-matrix layout (f16 operands; throws where it does not apply). */
+	sgmat?: SgmatLayout;
 }
 
 export function matmulTolerance(k: number): { atol: number; rtol: number } {
@@ -58,7 +68,11 @@ export function matmulCaseName(s: MatmulCaseSpec): string {
 		s.alpha !== undefined || s.beta !== undefined
 			? ` alpha=${s.alpha ?? 1} beta=${s.beta ?? 0}`
 			: '';
-	const tile = s.tile ? ` tile=${s.tile.bm}x${s.tile.bn}x${s.tile.bk}` : '';
+	const tile = s.tile
+		? ` tile=${s.tile.bm}x${s.tile.bn}x${s.tile.bk}${s.splits ? ` splits=${s.splits}` : ''}`
+		: s.sgmat
+			? ` sgmat=w${s.sgmat.wm}x${s.sgmat.wn}s${s.sgmat.sm}x${s.sgmat.sn}${s.sgmat.staged ? `st${s.sgmat.bk}` : 'direct'}`
+			: '';
 	return `${s.transA ? 'T' : 'N'}${s.transB ? 'T' : 'N'} ${s.m}x${s.k}x${s.n} (MxKxN)${shared}${types}${ab}${tile}`;
 }
 
@@ -90,7 +104,15 @@ export function matmulCases(specs: MatmulCaseSpec[]): KernelCase[] {
 			const c = uploadTensor(gpu, ch, batch > 1 ? [batch, m, n] : [m, n], 'f32');
 			try {
 				const args = { a, b, c, transA, transB, alpha, beta };
-				await run(gpu, (rec) => (s.tile ? matmulTiled(rec, args, s.tile) : matmul(rec, args)));
+				await run(gpu, (rec) => {
+					if (s.sgmat) {
+						const v = sgmatVariant(gpu, args, s.sgmat);
+						if (!v)
+							throw new Error(`subgroup-matrix layout does not apply to ${matmulCaseName(s)}`);
+						dispatchSgmat(rec, args, v);
+					} else if (s.tile) matmulTiled(rec, args, s.tile, undefined, s.splits);
+					else matmul(rec, args);
+				});
 				const expected = matmulRef({
 					a: ah,
 					b: bh,
