@@ -5,7 +5,10 @@
  *      a Web Worker, every registered case present and passing;
  *   2. a page whose navigator.gpu is removed: the no-WebGPU message, and no worker;
  *   3. `?simulate=device-lost`: the device dies after the first case; the page must say so
- *      (not hang), and "run again" must recover on a fresh device.
+ *      (not hang), and "run again" must recover on a fresh device;
+ *   4. the Model panel (model.ts): tiny fixture models served under /fixtures/, loaded by
+ *      URL, scored against Node's f64 reference, loaded again from the Cache API with no
+ *      request, refused over a memory budget, and downloads broken off halfway.
  * Each assertion is one check; the last line is `N passed, N failed`; the exit code is
  * non-zero on any failure. Screenshots go to test-results/.
  *
@@ -18,6 +21,7 @@ import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
+import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
 import { serveStatic, type StaticServer } from './serve';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -250,8 +254,10 @@ async function main(): Promise<void> {
 	const t0 = Date.now();
 	let server: StaticServer | undefined;
 	let browser: Browser | undefined;
+	let models: ModelFixtures | undefined;
 	try {
-		server = await serveStatic('build');
+		models = await writeModelFixtures();
+		server = await serveStatic('build', 0, { mounts: { [FIXTURES_PATH]: models.dir } });
 		browser = await chromium.launch({
 			executablePath: CHROMIUM,
 			headless: process.env.E2E_HEADED !== '1',
@@ -261,11 +267,13 @@ async function main(): Promise<void> {
 		await selfTestPage(browser, server.url);
 		await noWebGpuPage(browser, server.url);
 		await deviceLostPage(browser, server.url);
+		await modelPanelChecks(check, browser, server, models);
 	} catch (error) {
 		check('the e2e run completes', false, String(error));
 	} finally {
 		await browser?.close();
 		await server?.close();
+		await models?.remove();
 	}
 	const failed = checks.filter((c) => !c.ok).length;
 	console.log(`\ne2e took ${since(t0)}; screenshots in ${RESULTS}/`);

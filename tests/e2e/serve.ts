@@ -2,10 +2,16 @@
  * @file A tiny static file server for the built site (`build/`), for the e2e test: node:http
  * only, bound to 127.0.0.1 (a secure context, which WebGPU requires), on a free port.
  * Unknown paths get the SPA fallback `200.html`, as a static host would serve it.
+ *
+ * Mounts serve further folders under a path prefix (the e2e test's model fixtures under
+ * /fixtures/) the way a model host does: single-range requests answered with 206, unknown
+ * files with 404 (no SPA fallback), every request logged, and faults on demand: 'cut'
+ * sends half a file under its full Content-Length and then drops the connection; 'short'
+ * sends half a file without a Content-Length and ends normally.
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 
 const TYPES: Record<string, string> = {
@@ -21,8 +27,28 @@ const TYPES: Record<string, string> = {
 	'.txt': 'text/plain; charset=utf-8'
 };
 
+export interface ServeOptions {
+	/** URL path prefix (e.g. '/fixtures/') -> the folder served under it. */
+	mounts?: Record<string, string>;
+}
+
+/** One request for a file under a mount. */
+export interface ServedRequest {
+	path: string;
+	/** The Range header, if any. */
+	range?: string;
+	status: number;
+}
+
+/** How to spoil a full (non-range) response; see the file comment. */
+export type Fault = 'cut' | 'short';
+
 export interface StaticServer {
 	url: string;
+	/** Requests under the mounts, in order of arrival. */
+	readonly log: ServedRequest[];
+	/** URL path -> fault applied to its full responses while it is set. */
+	readonly faults: Map<string, Fault>;
 	close(): Promise<void>;
 }
 
@@ -34,11 +60,82 @@ async function isFile(path: string): Promise<boolean> {
 	}
 }
 
-/** Serves `root` on 127.0.0.1; `port` 0 picks a free one. */
-export async function serveStatic(root: string, port = 0): Promise<StaticServer> {
+/** The file under `dir` for `rest` (a path relative to it), or undefined if it escapes. */
+function inside(dir: string, rest: string): string | undefined {
+	const file = normalize(join(dir, rest));
+	return file === dir || file.startsWith(dir + sep) ? file : undefined;
+}
+
+async function serveMounted(
+	file: string | undefined,
+	req: IncomingMessage,
+	res: ServerResponse,
+	entry: Omit<ServedRequest, 'status'>,
+	log: ServedRequest[],
+	fault: Fault | undefined
+): Promise<void> {
+	const answer = (status: number) => log.push({ ...entry, status });
+	if (!file || !(await isFile(file))) {
+		answer(404);
+		res.writeHead(404, { 'content-type': 'text/plain' }).end('Entry not found');
+		return;
+	}
+	const body = await readFile(file);
+	// no-store: the browser's HTTP cache must not answer for the page's own model cache.
+	const headers = {
+		'content-type': 'application/octet-stream',
+		'cache-control': 'no-store',
+		'accept-ranges': 'bytes'
+	};
+	const range = req.headers.range?.match(/^bytes=(\d+)-(\d*)$/);
+	if (range && Number(range[1]) < body.length) {
+		const start = Number(range[1]);
+		const end = Math.min(range[2] ? Number(range[2]) : body.length - 1, body.length - 1);
+		answer(206);
+		res.writeHead(206, {
+			...headers,
+			'content-range': `bytes ${start}-${end}/${body.length}`,
+			'content-length': String(end - start + 1)
+		});
+		res.end(body.subarray(start, end + 1));
+		return;
+	}
+	answer(200);
+	const half = body.subarray(0, body.length >> 1);
+	if (fault === 'cut') {
+		res.writeHead(200, { ...headers, 'content-length': String(body.length) });
+		res.write(half, () => res.destroy());
+	} else if (fault === 'short') {
+		res.writeHead(200, headers);
+		res.end(half);
+	} else {
+		res.writeHead(200, { ...headers, 'content-length': String(body.length) });
+		res.end(body);
+	}
+}
+
+/** Serves `root` on 127.0.0.1 (and `options.mounts`); `port` 0 picks a free one. */
+export async function serveStatic(
+	root: string,
+	port = 0,
+	options: ServeOptions = {}
+): Promise<StaticServer> {
 	const base = resolve(root);
+	const mounts = Object.entries(options.mounts ?? {}).map(
+		([prefix, dir]) => [prefix, resolve(dir)] as const
+	);
+	const log: ServedRequest[] = [];
+	const faults = new Map<string, Fault>();
 	const server: Server = createServer(async (req, res) => {
 		const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+		const mount = mounts.find(([prefix]) => pathname.startsWith(prefix));
+		if (mount) {
+			const [prefix, dir] = mount;
+			const entry = { path: pathname, range: req.headers.range };
+			const file = inside(dir, pathname.slice(prefix.length));
+			await serveMounted(file, req, res, entry, log, faults.get(pathname));
+			return;
+		}
 		let file = normalize(join(base, pathname));
 		if (file !== base && !file.startsWith(base + sep)) {
 			res.writeHead(403).end('forbidden');
@@ -66,6 +163,12 @@ export async function serveStatic(root: string, port = 0): Promise<StaticServer>
 	if (!address || typeof address === 'string') throw new Error('server has no port');
 	return {
 		url: `http://127.0.0.1:${address.port}/`,
-		close: () => new Promise<void>((ok) => server.close(() => ok()))
+		log,
+		faults,
+		close: () =>
+			new Promise<void>((ok) => {
+				server.close(() => ok());
+				server.closeAllConnections();
+			})
 	};
 }
