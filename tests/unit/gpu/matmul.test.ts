@@ -10,6 +10,7 @@ import {
 	TILE_LARGE,
 	TILE_MEDIUM,
 	TILE_SMALL,
+	TILE_TALL,
 	matmul,
 	matmulTiled,
 	type MatmulArgs
@@ -43,7 +44,7 @@ describe('matmul', () => {
 	itRunsCases(
 		matmulCases([
 			// Each tile shape, off its multiples, scalar and vec4 access.
-			...[TILE_LARGE, TILE_MEDIUM, TILE_SMALL].flatMap((tile) => [
+			...[TILE_LARGE, TILE_TALL, TILE_MEDIUM, TILE_SMALL].flatMap((tile) => [
 				{ m: 131, n: 70, k: 19, tile },
 				{ m: 132, n: 68, k: 20, transB: true, tile }
 			]),

@@ -66,14 +66,18 @@ export interface MatmulProblem {
 
 /** 256 invocations, 8x8 each; 16 KiB staged (double-buffered), the WebGPU default limit. */
 export const TILE_LARGE: TileShape = { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, doubleBuffer: true };
+/** 128 invocations, 8x8 each; 12 KiB staged. */
+export const TILE_TALL: TileShape = { bm: 128, bn: 64, bk: 8, tm: 8, tn: 8, doubleBuffer: true };
 /** 256 invocations, 4x4 each; 16 KiB staged. */
 export const TILE_MEDIUM: TileShape = { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, doubleBuffer: true };
 /** 64 invocations, 4x4 each; 4 KiB staged. */
 export const TILE_SMALL: TileShape = { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4, doubleBuffer: true };
 
-/** Fewer output tiles than this with a larger tile shape means the next smaller one.
- * 132 is the H200's SM count; a GPU needs about one workgroup per SM to be busy. */
+/** The H200's SM count: a GPU needs about one workgroup per SM to be busy. */
 const MIN_WORKGROUPS = 132;
+/** Output sizes (M * N * batch) from which the larger tiles won in the H200 sweep. */
+const LARGE_FROM_OUTPUTS = 8 << 20;
+const TALL_FROM_OUTPUTS = 1 << 20;
 
 function dims(t: Tensor): readonly number[] {
 	return t.shape.length === 2 ? [1, ...t.shape] : t.shape;
@@ -145,14 +149,19 @@ function fits(gpu: Gpu, t: TileShape): boolean {
 	);
 }
 
-/** The tile shape for a problem: the largest that still gives the GPU enough workgroups. */
+/** The tile shape for a problem, by output size (the rule the H200 sweep supports, see the
+ * file's doc): 128x128 from 8M outputs, 128x64 from 1M, 64x64 (4x4) below, where split-K
+ * (chooseSplits) then makes up the workgroups a long K allows. Falls back to smaller
+ * tiles on devices with less workgroup memory or fewer invocations. */
 export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
-	const candidates = [TILE_LARGE, TILE_MEDIUM, TILE_SMALL].filter((t) => fits(gpu, t));
-	for (const t of candidates) {
-		const workgroups = Math.ceil(p.m / t.bm) * Math.ceil(p.n / t.bn) * p.batch;
-		if (workgroups >= MIN_WORKGROUPS) return t;
-	}
-	return candidates[candidates.length - 1] ?? TILE_SMALL;
+	const outputs = p.m * p.n * p.batch;
+	const order =
+		outputs >= LARGE_FROM_OUTPUTS
+			? [TILE_LARGE, TILE_TALL, TILE_MEDIUM]
+			: outputs >= TALL_FROM_OUTPUTS
+				? [TILE_TALL, TILE_MEDIUM]
+				: [TILE_MEDIUM];
+	return order.find((t) => fits(gpu, t)) ?? TILE_SMALL;
 }
 
 /** c = alpha * op(a) @ op(b) + beta * c with the variant chosen for this shape and device. */
