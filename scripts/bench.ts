@@ -22,7 +22,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
-import { Params, Recorder, type KernelSource } from '../src/lib/gpu/kernel';
+import { Params, Recorder, grid, pipelineFor, type KernelSource } from '../src/lib/gpu/kernel';
 import {
 	SGMAT_DEFAULT,
 	TILE_LARGE,
@@ -152,6 +152,78 @@ function randomTensor(gpu: Gpu, shape: number[], dtype: OperandType, seed: numbe
 // ---------------------------------------------------------------- timing
 type Dispatch = (rec: Recorder, a: MatmulArgs) => void;
 
+/**
+ * Quacks like a Recorder (dispatch, scratch, gpu) but opens its one compute pass with
+ * timestamp writes, so a run's time is the GPU's, without Dawn's command recording (which
+ * Dawn does at submit) or pipeline compilation in it.
+ */
+class TimedRecorder {
+	readonly #encoder: GPUCommandEncoder;
+	readonly #pass: GPUComputePassEncoder;
+	readonly #query: GPUQuerySet;
+	readonly #temporaries: GPUBuffer[] = [];
+	constructor(readonly gpu: Gpu) {
+		this.#encoder = gpu.device.createCommandEncoder();
+		this.#query = gpu.device.createQuerySet({ type: 'timestamp', count: 2 });
+		this.#pass = this.#encoder.beginComputePass({
+			timestampWrites: {
+				querySet: this.#query,
+				beginningOfPassWriteIndex: 0,
+				endOfPassWriteIndex: 1
+			}
+		});
+	}
+	dispatch(
+		kernel: KernelSource,
+		bindings: readonly (Tensor | GPUBuffer)[],
+		workgroups: number | readonly [number, number, number],
+		params?: Params
+	): void {
+		const pipeline = pipelineFor(this.gpu, kernel);
+		const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
+			binding: i,
+			resource: { buffer: 'gpu' in b ? b.buffer : b }
+		}));
+		if (params) {
+			const bytes = params.bytes();
+			const u = this.gpu.device.createBuffer({ size: bytes.byteLength, usage: 0x0040 | 0x0008 });
+			this.gpu.device.queue.writeBuffer(u, 0, bytes);
+			this.#temporaries.push(u);
+			entries.push({ binding: bindings.length, resource: { buffer: u } });
+		}
+		const group = this.gpu.device.createBindGroup({
+			layout: pipeline.getBindGroupLayout(0),
+			entries
+		});
+		const [x, y, z] = typeof workgroups === 'number' ? grid(this.gpu, workgroups) : workgroups;
+		this.#pass.setPipeline(pipeline);
+		this.#pass.setBindGroup(0, group);
+		this.#pass.dispatchWorkgroups(x, y, z);
+	}
+	scratch(bytes: number): GPUBuffer {
+		const b = this.gpu.device.createBuffer({
+			size: Math.max(4, Math.ceil(bytes / 4) * 4),
+			usage: 0x0080 | 0x0004 | 0x0008
+		});
+		this.#temporaries.push(b);
+		return b;
+	}
+	/** Submits; resolves to the pass's GPU time in ms. */
+	async submit(): Promise<number> {
+		this.#pass.end();
+		const resolve = this.gpu.device.createBuffer({ size: 16, usage: 0x0200 | 0x0004 });
+		const read = this.gpu.device.createBuffer({ size: 16, usage: 0x0001 | 0x0008 });
+		this.#encoder.resolveQuerySet(this.#query, 0, 2, resolve, 0);
+		this.#encoder.copyBufferToBuffer(resolve, 0, read, 0, 16);
+		this.gpu.device.queue.submit([this.#encoder.finish()]);
+		await read.mapAsync(0x0001);
+		const [t0, t1] = new BigUint64Array(read.getMappedRange().slice(0));
+		for (const b of [resolve, read, ...this.#temporaries]) b.destroy();
+		this.#query.destroy();
+		return Number(t1 - t0) / 1e6;
+	}
+}
+
 async function withErrors<T>(gpu: Gpu, f: () => Promise<T>): Promise<T> {
 	gpu.device.pushErrorScope('validation');
 	gpu.device.pushErrorScope('internal');
@@ -185,6 +257,11 @@ async function timeShape(
 	try {
 		return await withErrors(gpu, async () => {
 			const submit = async (reps: number) => {
+				if (gpu.caps.timestampQuery) {
+					const rec = new TimedRecorder(gpu);
+					for (let i = 0; i < reps; i++) dispatch(rec as unknown as Recorder, margs);
+					return rec.submit();
+				}
 				const rec = new Recorder(gpu);
 				for (let i = 0; i < reps; i++) dispatch(rec, margs);
 				const t0 = performance.now();
@@ -330,7 +407,8 @@ async function runUnsafe(gpu: Gpu) {
 		);
 	}
 	if (gpu.caps.subgroupMatrix) {
-		const layouts = flag('sweep') ? SGMAT_LAYOUTS : { default: SGMAT_DEFAULT };
+		const layouts =
+			flag('sweep') || flag('sweep-sgmat') ? SGMAT_LAYOUTS : { default: SGMAT_DEFAULT };
 		for (const [name, sgmat] of Object.entries(layouts))
 			check.push(
 				...(await checkCases(
@@ -355,7 +433,8 @@ async function runUnsafe(gpu: Gpu) {
 			}
 		}
 		if (gpu.caps.subgroupMatrix) {
-			const layouts = flag('sweep') ? SGMAT_LAYOUTS : { default: SGMAT_DEFAULT };
+			const layouts =
+				flag('sweep') || flag('sweep-sgmat') ? SGMAT_LAYOUTS : { default: SGMAT_DEFAULT };
 			const sg: Record<string, unknown> = {};
 			for (const [name, layout] of Object.entries(layouts)) {
 				try {
@@ -405,7 +484,11 @@ function spawnChild(kind: string): unknown {
 		}
 	);
 	try {
-		return JSON.parse(r.stdout);
+		const line = r.stdout
+			.split('\n')
+			.filter((l) => l.startsWith('{'))
+			.pop();
+		return JSON.parse(line ?? '');
 	} catch {
 		return { error: `child ${kind} exited ${r.status}: ${r.stdout?.slice(-500)}` };
 	}
@@ -433,12 +516,16 @@ async function main() {
 			bench: 'matmul',
 			date: new Date().toISOString(),
 			node: process.version,
-			timing: `wall time submit -> onSubmittedWorkDone, best of ${TRIALS} submits of ~${TARGET_MS} ms`,
+			timing: gpu.caps.timestampQuery
+				? `GPU timestamps around one compute pass of back-to-back dispatches, best of ${TRIALS} submits of ~${TARGET_MS} ms`
+				: `wall time submit -> onSubmittedWorkDone, best of ${TRIALS} submits of ~${TARGET_MS} ms`,
 			device,
 			...(await runF32(gpu))
 		};
 		gpu.destroy();
 		out.unsafe = spawnChild('unsafe');
+		if (!out.unsafe || (out.unsafe as { error?: string }).error)
+			log('unsafe child failed:', JSON.stringify(out.unsafe).slice(0, 2000));
 		if (flag('sweep')) out.norobust = spawnChild('norobust');
 	}
 	gpu.destroy();

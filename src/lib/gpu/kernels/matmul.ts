@@ -186,8 +186,10 @@ export interface SgmatLayout {
 	fragment?: readonly [number, number, number];
 }
 
-/** Until measured: 4 subgroups, each 2x4 fragments, staged 32 deep. */
-export const SGMAT_DEFAULT: SgmatLayout = { wm: 2, wn: 2, sm: 2, sn: 4, staged: true, bk: 32 };
+/** 4 subgroups, each 2x2 fragments of 16x16 (a 64x64 tile: every SmolLM2 shape fits),
+ * staged 32 deep: 148 TFLOP/s on 49152x4096x576 (TN) on the H200, where loading the
+ * fragments straight from storage reached 57 (see BENCHMARKS.md). */
+export const SGMAT_DEFAULT: SgmatLayout = { wm: 2, wn: 2, sm: 2, sn: 2, staged: true, bk: 32 };
 
 /** The subgroup-matrix variant for a call, or null when the device or shape rules it out
  * (no f16 -> f32 config, varying subgroup size, shape off the tile, alpha != 1, beta not
