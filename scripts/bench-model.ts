@@ -7,7 +7,7 @@
  * TF32 off); run both in one device call and compare ratios.
  *
  *   npx tsx scripts/bench-model.ts [--shape smollm2-135m|qwen2.5-0.5b] [--reps N]
- *       [--warmup N] [--batch BxT] [--tiny]
+ *       [--warmup N] [--batch BxT] [--tiny] [--profile]
  *   (GPU machine) bash .gpu/run node .gpu/bench-model.mjs > $OUT/tabrl-model.json
  *
  * Timing: wall time of `await forwardBackward(...)` (it waits for the GPU, and reads the
@@ -20,6 +20,7 @@
  * --tiny: tiny shapes and batch, to check the script itself on a CPU driver.
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
+import { KernelProfiler } from '../src/lib/gpu/profiler';
 import { TransformerModel } from '../src/lib/model/transformer';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from '../src/lib/model/types';
 import { weightSpecs } from '../src/lib/model/weight-spec';
@@ -34,6 +35,8 @@ const log = (...x: unknown[]) => console.error('[bench-model]', ...x);
 const TINY = flag('tiny');
 const WARMUP = Number(option('warmup') ?? (TINY ? 1 : 2));
 const REPS = Number(option('reps') ?? (TINY ? 2 : 5));
+/** --profile: also GPU time per kernel for one call of each kind (needs timestamp-query). */
+const PROFILE = flag('profile');
 
 const COMMON = {
 	maxPositionEmbeddings: 32768,
@@ -197,6 +200,33 @@ async function timeIt(reps: number, warmup: number, fn: () => Promise<unknown>) 
 	};
 }
 
+/** GPU time per kernel name for one forward+backward and one scoring call (profiler.ts). */
+async function profileCalls(
+	gpu: Gpu,
+	m: TransformerModel,
+	batch: Parameters<TransformerModel['forwardBackward']>[0],
+	w: Parameters<TransformerModel['forwardBackward']>[1]
+) {
+	const profiler = new KernelProfiler(gpu);
+	try {
+		const round = (r: ReturnType<KernelProfiler['report']>) => ({
+			totalMs: +r.totalMs.toFixed(2),
+			untimed: r.untimed,
+			kernels: r.kernels.map((k) => ({ ...k, totalMs: +k.totalMs.toFixed(3) }))
+		});
+		await m.forwardBackward(batch, w);
+		const train = round(profiler.report());
+		profiler.reset();
+		await m.scoreTokens(batch);
+		const score = round(profiler.report());
+		log(`  profile (GPU ms per kernel, forward+backward):`);
+		for (const k of train.kernels.slice(0, 12)) log(`    ${k.name}: ${k.totalMs} ms in ${k.count}`);
+		return { forwardBackward: train, forward: score };
+	} finally {
+		profiler.detach();
+	}
+}
+
 async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 	const { B, T } = BATCH;
 	log(
@@ -240,6 +270,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 		const score = await timeIt(REPS, WARMUP, () => m.scoreTokens(batch));
 		log(`  forward (score): median ${score.medianMs} ms`);
 		const estimate = m.estimateMemory(B, T, 'train');
+		const profile = PROFILE ? await profileCalls(gpu, m, batch, w) : undefined;
 		const errors = gpu.validationErrors.splice(0);
 		return {
 			name,
@@ -255,6 +286,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 				estimateTrainBytes: estimate.totalBytes,
 				estimateLines: estimate.lines.map((l) => ({ what: l.what, bytes: l.bytes }))
 			},
+			...(profile ? { profile } : {}),
 			validationErrors: errors.slice(0, 5)
 		};
 	} catch (error) {

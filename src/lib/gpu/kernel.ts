@@ -11,6 +11,7 @@
  */
 import type { Gpu } from './device';
 import { OverLimitError } from './errors';
+import { profilerOf } from './profiler';
 import type { Tensor } from './tensor';
 
 export interface KernelSource {
@@ -138,6 +139,13 @@ export class Recorder {
 			entries
 		});
 		const [x, y, z] = typeof workgroups === 'number' ? grid(this.gpu, workgroups) : workgroups;
+		const profiler = profilerOf(this.gpu);
+		if (profiler) {
+			// Profiling: one timed pass per dispatch (see profiler.ts).
+			this.#endPass();
+			const timestampWrites = profiler.passTimestamps(kernel.name);
+			this.#pass = this.#encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
+		}
 		this.#pass ??= this.#encoder.beginComputePass();
 		this.#pass.setPipeline(pipeline);
 		this.#pass.setBindGroup(0, bindGroup);
@@ -169,11 +177,13 @@ export class Recorder {
 	/** Submits the recorded work; resolves when the GPU has finished it. */
 	async submit(): Promise<void> {
 		this.#endPass();
+		const collectTimes = profilerOf(this.gpu)?.resolve(this.#encoder);
 		this.gpu.device.queue.submit([this.#encoder.finish()]);
 		this.#encoder = this.gpu.device.createCommandEncoder();
 		const temporaries = this.#temporaries.splice(0);
 		await this.gpu.device.queue.onSubmittedWorkDone();
 		for (const b of temporaries) b.destroy();
+		await collectTimes?.();
 	}
 }
 
