@@ -104,7 +104,7 @@ const TILES: Record<string, TileShape> = {
 
 /** Subgroup-matrix layouts the sweep compares. */
 const SGMAT_LAYOUTS: Record<string, SgmatLayout> = {
-	'w2x2 s2x4 st32': SGMAT_DEFAULT,
+	'w2x2 s2x4 st32': { wm: 2, wn: 2, sm: 2, sn: 4, staged: true, bk: 32 },
 	'w2x2 s2x2 st32': { wm: 2, wn: 2, sm: 2, sn: 2, staged: true, bk: 32 },
 	'w2x2 s4x4 st32': { wm: 2, wn: 2, sm: 4, sn: 4, staged: true, bk: 32 },
 	'w4x2 s2x4 st32': { wm: 4, wn: 2, sm: 2, sn: 4, staged: true, bk: 32 },
@@ -414,7 +414,12 @@ async function runUnsafe(gpu: Gpu) {
 				...(await checkCases(
 					gpu,
 					`sgmat ${name}`,
-					checkSpecs('f16').map((s) => ({ ...s, sgmat }))
+					// The kernel takes alpha = 1 and beta 0 or 1 only: check beta = 1 with alpha = 1.
+					checkSpecs('f16').map((s) => ({
+						...s,
+						sgmat,
+						alpha: s.alpha === undefined ? undefined : 1
+					}))
 				))
 			);
 	}

@@ -11,8 +11,10 @@ import {
 	TILE_MEDIUM,
 	TILE_SMALL,
 	TILE_TALL,
+	SGMAT_DEFAULT,
 	matmul,
 	matmulTiled,
+	sgmatVariant,
 	type MatmulArgs
 } from '../../../src/lib/gpu/kernels/matmul';
 import { matmulCases } from '../../../src/lib/gpu/selftest/matmul';
@@ -147,5 +149,40 @@ describe('matmul', () => {
 			a16.release();
 		}
 		for (const t of [a, b, c]) t.release();
+	});
+
+	it('takes the subgroup-matrix path only where its tile, config and alpha/beta allow', () => {
+		// A device like the H200 with Dawn's unsafe toggles (no such device here: the WGSL
+		// itself is checked on the H200 by the benchmark, see BENCHMARKS.md).
+		const fake = {
+			caps: { f16: true, subgroups: true, subgroupMatrix: true, timestampQuery: false },
+			limits: { maxComputeInvocationsPerWorkgroup: 1024 },
+			adapter: {
+				subgroupMinSize: 32,
+				subgroupMaxSize: 32,
+				subgroupMatrixConfigs: [
+					{ componentType: 'f16', resultComponentType: 'f16', M: 16, N: 16, K: 16 },
+					{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 }
+				]
+			}
+		} as unknown as Gpu;
+		const t = (shape: number[], dtype: 'f16' | 'f32' = 'f16') =>
+			({ shape, dtype, buffer: {}, size: shape.reduce((a, b) => a * b, 1) }) as unknown as Tensor;
+		const ok = { a: t([128, 64]), b: t([64, 192]), c: t([128, 192], 'f32') };
+		const v = sgmatVariant(fake, ok, SGMAT_DEFAULT);
+		expect(v && [v.fm, v.fn, v.fk, v.type]).toEqual([16, 16, 16, 'f16']);
+		expect(sgmatVariant(fake, { ...ok, beta: 1 }, SGMAT_DEFAULT)).not.toBeNull();
+		expect(sgmatVariant(fake, { ...ok, alpha: 0.5 }, SGMAT_DEFAULT)).toBeNull();
+		expect(sgmatVariant(fake, { ...ok, beta: 0.5 }, SGMAT_DEFAULT)).toBeNull();
+		// M off the 64-row tile, K off the 32-deep staging step, f32 operands.
+		expect(
+			sgmatVariant(fake, { ...ok, a: t([96, 64]), c: t([96, 192], 'f32') }, SGMAT_DEFAULT)
+		).toBeNull();
+		expect(
+			sgmatVariant(fake, { ...ok, a: t([128, 48]), b: t([48, 192]) }, SGMAT_DEFAULT)
+		).toBeNull();
+		expect(sgmatVariant(fake, { ...ok, a: t([128, 64], 'f32') }, SGMAT_DEFAULT)).toBeNull();
+		const noF32 = { ...fake, adapter: { ...fake.adapter, subgroupMatrixConfigs: [] } } as Gpu;
+		expect(sgmatVariant(noF32, ok, SGMAT_DEFAULT)).toBeNull();
 	});
 });

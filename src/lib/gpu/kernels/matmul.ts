@@ -10,13 +10,41 @@
  *
  * Variants (WGSL in matmul.wgsl.ts), chosen here by operand dtypes, shape and gpu.caps:
  *  - tiled f32: the path that always works. vec4 global access when M, N, K are multiples
- *    of 4, scalar otherwise.
- *  - tiled with f16 operands (needs `shader-f16`): f16 storage, f32 arithmetic.
+ *    of 4, scalar otherwise. Split-K (a second pass sums the slices) when the output has
+ *    too few tiles to fill the GPU and K is long (the dW = dY^T X products).
+ *  - tiled with f16 operands (`shader-f16`): f16 storage, f32 arithmetic. Halves the bytes
+ *    read; no faster than f32 on the H200 (the f32 kernel is not memory bound).
+ *  - subgroup-matrix (`chromium-experimental-subgroup-matrix`, f16 operands, f32
+ *    accumulation: tensor cores): 16x16x16 fragments, 4 subgroups per workgroup, tiles
+ *    staged through workgroup memory. Taken for f16 operands when the shape is a
+ *    multiple of its tile, alpha = 1 and beta = 0. 2.3-4x the f32 path on the H200.
+ *  - `subgroups` alone: no variant. The f32 kernel shares operands through workgroup
+ *    memory at 16 FMAs per shared vec4 load; shuffles would replace those loads with
+ *    shuffles of the same count, so no gain was expected and none was built.
  *
- * Tile shapes (TFLOP/s on the H200, Dawn 0.6.2 / Vulkan): see TILE_* below and
- * BENCHMARKS.md; until measured, 128x128x8 with 8x8 per invocation (the layout the
- * device README reports at 28.8 TFLOP/s), 64x64x16 / 4x4 and 32x32x8 / 4x4 for shapes
- * with too few 128-wide tiles to fill the GPU.
+ * Tile shapes, measured on the H200 (Dawn 0.6.2 / Vulkan, driver 580.159), TFLOP/s at
+ * 4096^3 NN / NT / TN, wall time per submit (run 2, bench/results/; run 1 for the rows
+ * marked 1). PyTorch fp32 (TF32 off) did 51.4 / 50.0 / 51.4 in the same calls.
+ *    BMxBNxBK / TMxTN, buffering      NN    NT    TN
+ *    128x128x8 / 8x8, double         38.8  34.8  42.2   <- chosen from 8M outputs
+ *    128x128x8 / 8x8, single (1)     31.8  30.9  33.3
+ *    128x128x16 / 8x8, double (1)    30.8  30.0  30.4   (32 KiB staged: fewer per SM)
+ *    128x128x16 / 8x8, single        36.6  34.4  38.7
+ *    128x64x8 / 8x8, double          34.7  34.2  37.1   <- chosen from 1M outputs
+ *    64x128x8 / 8x8, double          37.7  35.2  37.2
+ *    64x64x8 / 8x8, double           33.3  32.1  33.7
+ *    64x64x16 / 4x4, double          28.0  26.4  33.4   <- chosen below 1M (+ split-K)
+ *    256x128x8 / 16x8, double (1)    30.4  31.1  31.6   (128 accumulators: spills)
+ *    128x256x8 / 8x16, double (1)    31.6  31.7  33.8
+ *    32x32x8 / 4x4, double           24.7  20.8  28.6
+ *  Dawn's robustness (bounds clamps) off: 36.0 vs 36.4 at NN (run 1): costs nothing here.
+ *  With GPU timestamps (run 3) the chosen tiles give 38.9 / 35.9 / 43.9 at 4096^3 (76% /
+ *  72% / 85% of PyTorch fp32) and 63-105% on SmolLM2-135M's layers; see BENCHMARKS.md.
+ *  The output-size rule came from the per-shape sweep: at 4096 x 576 outputs 128x64 beat
+ *  128x128 (160 workgroups on 132 SMs leave a ragged second wave); split-K lifted
+ *  576 x 576 x 4096 (TN) from 7.7 to 19.0 and 192 x 576 x 4096 from 3.1 to 9.4 (run 2).
+ *  NN / NT trail TN because a K-contiguous operand is transposed while it is staged (four
+ *  scalar stores per vec4); staging it [m][k] with padded rows is the next thing to try.
  */
 import type { Gpu } from '../device';
 import { MissingFeatureError, OverLimitError, ShapeMismatchError, assertShape } from '../errors';
@@ -167,8 +195,12 @@ export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
 /** c = alpha * op(a) @ op(b) + beta * c with the variant chosen for this shape and device. */
 export function matmul(rec: Recorder, args: MatmulArgs): void {
 	const p = matmulProblem(args);
-	if (p.aType === 'f16' && p.bType === 'f16' && rec.gpu.caps.subgroupMatrix) {
-		const v = sgmatVariant(rec.gpu, args, SGMAT_DEFAULT, p);
+	// Tensor cores for f16 operands. Only for beta = 0 for now: the kernel's beta = 1 path
+	// (accumulators start from c) has not been checked on a device yet.
+	if (p.aType === 'f16' && p.bType === 'f16' && rec.gpu.caps.subgroupMatrix && !args.beta) {
+		const layout = p.m * p.n * p.batch >= LARGE_FROM_OUTPUTS ? SGMAT_LARGE : SGMAT_DEFAULT;
+		const v =
+			sgmatVariant(rec.gpu, args, layout, p) ?? sgmatVariant(rec.gpu, args, SGMAT_DEFAULT, p);
 		if (v) return dispatchSgmat(rec, args, v, p);
 	}
 	matmulTiled(rec, args, chooseTile(rec.gpu, p), p);
@@ -190,6 +222,9 @@ export interface SgmatLayout {
  * staged 32 deep: 148 TFLOP/s on 49152x4096x576 (TN) on the H200, where loading the
  * fragments straight from storage reached 57 (see BENCHMARKS.md). */
 export const SGMAT_DEFAULT: SgmatLayout = { wm: 2, wn: 2, sm: 2, sn: 2, staged: true, bk: 32 };
+/** 4 subgroups, each 4x4 fragments (a 128x128 tile), for outputs of 8M and more: 142 /
+ * 130 / 156 TFLOP/s at 4096^3 NN / NT / TN where the 64x64 layout reached 120 / 93 / 144. */
+export const SGMAT_LARGE: SgmatLayout = { wm: 2, wn: 2, sm: 4, sn: 4, staged: true, bk: 32 };
 
 /** The subgroup-matrix variant for a call, or null when the device or shape rules it out
  * (no f16 -> f32 config, varying subgroup size, shape off the tile, alpha != 1, beta not

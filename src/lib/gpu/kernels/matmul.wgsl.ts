@@ -13,8 +13,9 @@
  * is staged. With double buffering, the next tile's global loads are issued before the
  * current tile's arithmetic and land in the other buffer: one barrier per step.
  *
- * Tile shapes tried on the H200 (Dawn 0.6.2 / Vulkan, driver 580), TFLOP/s at 4096^3 NN:
- * see matmul.ts for the table and the choice; this file only generates what it is asked.
+ * The tile shapes tried on the H200, their numbers and the choice are in matmul.ts's doc;
+ * this file only generates what it is asked. The subgroup-matrix generator below is the
+ * tensor-core variant (f16 operands); its layouts' numbers are there and in BENCHMARKS.md.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 
