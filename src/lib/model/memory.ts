@@ -2,8 +2,9 @@
  * @file How much GPU memory a model needs, worked out from its config before anything is
  * allocated: f32 weights, LoRA state (A, B, their gradients and AdamW moments), and the
  * activations of one call for a batch (B, T) as workspace.ts lists them, each rounded to
- * the buffer pool's size class, plus the largest transient scratch buffers (one vocabulary
- * chunk of logits; per layer the LoRA backward's x A^T gradients and attention's row stats).
+ * the buffer pool's size class, plus the transient scratch buffers the kernels make
+ * (scratch.ts: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats) for
+ * the recorders alive at once.
  *
  * Two checks: every single buffer against the device's per-buffer limits
  * (maxStorageBufferBindingSize, maxBufferSize), and the total against a budget the caller
@@ -34,12 +35,11 @@ import {
 	type Mode,
 	type TensorSpec
 } from './workspace';
+import { estimateScratch, MAX_RECORDERS_ALIVE, type ScratchLimits } from './scratch';
 import { projectionShape, weightSpecs } from './weight-spec';
 
-export interface DeviceLimits {
-	maxStorageBufferBindingSize: number;
-	maxBufferSize: number;
-}
+/** The per-buffer limits, and (optionally) the workgroup limits matmul's tile choice reads. */
+export type DeviceLimits = ScratchLimits;
 
 export interface MemoryEstimate {
 	lines: MemoryLine[];
@@ -54,6 +54,9 @@ export interface MemoryEstimateOptions {
 	mode?: Mode;
 	/** The device's limits: the embedding's chunk size depends on them. */
 	limits?: DeviceLimits;
+	/** Rows per chunk of the embedding / lm_head when known (a model's maxChunkBytes);
+	 * default: as many as the limits allow. */
+	weightChunkRows?: number;
 }
 
 function line(what: string, specs: TensorSpec[], pooled = true): MemoryLine {
@@ -123,26 +126,29 @@ export function estimateModelMemory(
 		lines.push(line('head (final norm, log-probs)', specList(headSpecs(config, batch))));
 		if (mode === 'train')
 			lines.push(line('one layer\u2019s backward', specList(backwardSpecs(config, batch))));
-		// logsoftmax.ts: one chunk of [N, rows] logits within its budget, plus its state.
+		// logsoftmax.ts: one chunk of [N, rows] logits within its budget; scratch.ts adds the
+		// rest of what the kernels make per recorder, for the recorders alive at once.
 		const logitRows = Math.max(
 			1,
 			Math.min(V, Math.floor(Math.min(DEFAULT_LOGITS_BUDGET_BYTES, limit) / (4 * N)))
 		);
-		lines.push({
-			what: 'scratch: one vocabulary chunk of logits',
-			bytes: 4 * N * logitRows + 20 * N,
-			largestBuffer: 4 * N * logitRows
+		const scratch = estimateScratch({
+			config,
+			B: batch.B,
+			T: batch.T,
+			mode,
+			lora: options.lora,
+			limits: options.limits,
+			logitRows,
+			weightChunkRows: options.weightChunkRows ?? chunkRows
 		});
-		if (mode === 'train') {
-			const r = options.lora?.rank ?? 0;
-			const perLayer = 4 * N * r * (options.lora?.targetModules.length ?? 0);
-			const stats = 8 * N * config.numHeads;
-			lines.push({
-				what: 'scratch: LoRA dx A^T and attention row stats (all layers, one submit each)',
-				bytes: perLayer + stats,
-				largestBuffer: Math.max(4 * N * r, stats)
-			});
-		}
+		lines.push({
+			what:
+				'scratch: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats ' +
+				`(${MAX_RECORDERS_ALIVE} layers in flight)`,
+			bytes: scratch.bytes,
+			largestBuffer: scratch.largestBuffer
+		});
 	}
 	return { lines, totalBytes: lines.reduce((s, l) => s + l.bytes, 0) };
 }
