@@ -11,6 +11,7 @@
  */
 import type { Gpu } from './device';
 import { OverLimitError } from './errors';
+import type { BufferPool } from './pool';
 import { profilerOf } from './profiler';
 import type { Tensor } from './tensor';
 
@@ -96,14 +97,21 @@ fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 /**
  * Records dispatches and copies into one command buffer. Nothing runs until `submit()`.
  * Uniform buffers it makes are its own and destroyed once the GPU is done with them.
+ * Given a pool, its scratch buffers come from the pool and go back to it after the GPU is
+ * done: a model step asks for thousands of them, and creating (and zero-filling) a fresh
+ * storage buffer each time dominated the host's time per step.
  */
 export class Recorder {
 	#encoder: GPUCommandEncoder;
 	#pass: GPUComputePassEncoder | null = null;
 	readonly #temporaries: GPUBuffer[] = [];
+	readonly #pooledScratch: GPUBuffer[] = [];
 	#dispatches = 0;
 
-	constructor(readonly gpu: Gpu) {
+	constructor(
+		readonly gpu: Gpu,
+		readonly pool?: BufferPool
+	) {
 		this.#encoder = gpu.device.createCommandEncoder();
 	}
 
@@ -159,12 +167,19 @@ export class Recorder {
 		this.#encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
 	}
 
-	/** A scratch buffer that lives until this recorder's work is done on the GPU. */
+	/** A zero-filled scratch buffer of at least `bytes` that lives until this recorder's
+	 * work is done on the GPU (pooled buffers may be larger: bind them whole). */
 	scratch(bytes: number): GPUBuffer {
-		const buffer = this.gpu.device.createBuffer({
-			size: Math.max(4, Math.ceil(bytes / 4) * 4),
-			usage: 0x0080 | 0x0004 | 0x0008
-		});
+		const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+		if (this.pool) {
+			const buffer = this.pool.acquire(size, 'a scratch buffer');
+			this.#pooledScratch.push(buffer);
+			// A reused buffer holds old values; kernels expect a fresh, zeroed one.
+			this.#endPass();
+			this.#encoder.clearBuffer(buffer, 0, buffer.size);
+			return buffer;
+		}
+		const buffer = this.gpu.device.createBuffer({ size, usage: 0x0080 | 0x0004 | 0x0008 });
 		this.#temporaries.push(buffer);
 		return buffer;
 	}
@@ -181,8 +196,10 @@ export class Recorder {
 		this.gpu.device.queue.submit([this.#encoder.finish()]);
 		this.#encoder = this.gpu.device.createCommandEncoder();
 		const temporaries = this.#temporaries.splice(0);
+		const pooled = this.#pooledScratch.splice(0);
 		await this.gpu.device.queue.onSubmittedWorkDone();
 		for (const b of temporaries) b.destroy();
+		for (const b of pooled) this.pool?.returnIdle(b);
 		await collectTimes?.();
 	}
 }

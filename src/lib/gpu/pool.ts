@@ -31,26 +31,43 @@ export class BufferPool {
 
 	/** A tensor backed by a pooled buffer; its `release()` gives the buffer back. */
 	tensor<D extends DType>(shape: readonly number[], dtype: D): Tensor<D> {
-		const bytes = sizeClass(paddedByteLength(shape, dtype));
-		checkBindable(this.gpu, bytes, `a pooled [${shape}] ${dtype} tensor`);
-		const list = this.#free.get(bytes);
-		let buffer = list?.pop();
-		if (buffer) this.#freeBytes -= bytes;
-		else buffer = this.gpu.device.createBuffer({ size: bytes, usage: STORAGE_USAGE });
-		this.#liveBytes += bytes;
+		const buffer = this.acquire(
+			paddedByteLength(shape, dtype),
+			`a pooled [${shape}] ${dtype} tensor`
+		);
 		return new Tensor(this.gpu, buffer, shape, dtype, { giveBack: (b) => this.#park(b) });
+	}
+
+	/** A raw buffer of at least `bytes` (a whole size class), for work whose end the caller
+	 * knows: give it back with `returnIdle` once the GPU is done with it. */
+	acquire(bytes: number, what = `a pooled ${bytes}-byte buffer`): GPUBuffer {
+		const size = sizeClass(bytes);
+		checkBindable(this.gpu, size, what);
+		let buffer = this.#free.get(size)?.pop();
+		if (buffer) this.#freeBytes -= size;
+		else buffer = this.gpu.device.createBuffer({ size, usage: STORAGE_USAGE });
+		this.#liveBytes += size;
+		return buffer;
+	}
+
+	/** Takes back a buffer from `acquire` that no submitted work uses any more. */
+	returnIdle(buffer: GPUBuffer): void {
+		this.#liveBytes -= buffer.size;
+		this.#keep(buffer);
 	}
 
 	#park(buffer: GPUBuffer): void {
 		const bytes = buffer.size;
 		this.#liveBytes -= bytes;
-		void this.gpu.device.queue.onSubmittedWorkDone().then(() => {
-			if (this.gpu.isLost) return;
-			let list = this.#free.get(bytes);
-			if (!list) this.#free.set(bytes, (list = []));
-			list.push(buffer);
-			this.#freeBytes += bytes;
-		});
+		void this.gpu.device.queue.onSubmittedWorkDone().then(() => this.#keep(buffer));
+	}
+
+	#keep(buffer: GPUBuffer): void {
+		if (this.gpu.isLost) return;
+		let list = this.#free.get(buffer.size);
+		if (!list) this.#free.set(buffer.size, (list = []));
+		list.push(buffer);
+		this.#freeBytes += buffer.size;
 	}
 
 	/** Destroys every parked buffer (those in use stay theirs owners'). */

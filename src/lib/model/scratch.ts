@@ -18,6 +18,7 @@
  */
 import type { Gpu } from '../gpu/device';
 import { chooseSplits, chooseTile, type MatmulProblem } from '../gpu/kernels/matmul';
+import { sizeClass } from '../gpu/pool';
 import type { LoraConfig } from './lora';
 import type { ModelConfig } from './types';
 import { projectionShape, type ProjectionName } from './weight-spec';
@@ -66,7 +67,8 @@ class Tally {
 	largest = 0;
 	constructor(readonly gpu: Gpu) {}
 	add(bytes: number): void {
-		const b = Math.max(4, Math.ceil(bytes / 4) * 4);
+		// The model's recorders take scratch from its BufferPool: a whole size class each.
+		const b = sizeClass(Math.max(4, Math.ceil(bytes / 4) * 4));
 		this.bytes += b;
 		this.largest = Math.max(this.largest, b);
 	}

@@ -115,15 +115,18 @@ export interface BackwardOptions extends Omit<CallOptions, 'lora'> {
 class Submitter {
 	#rec: Recorder;
 	readonly #pending: Promise<void>[] = [];
-	constructor(readonly gpu: Gpu) {
-		this.#rec = new Recorder(gpu);
+	constructor(
+		readonly gpu: Gpu,
+		readonly pool: BufferPool
+	) {
+		this.#rec = new Recorder(gpu, pool);
 	}
 	get rec(): Recorder {
 		return this.#rec;
 	}
 	async flush(): Promise<void> {
 		this.#pending.push(this.#rec.submit());
-		this.#rec = new Recorder(this.gpu);
+		this.#rec = new Recorder(this.gpu, this.pool);
 		while (this.#pending.length > MAX_RECORDERS_ALIVE - 1) await this.#pending.shift();
 	}
 	async done(): Promise<void> {
@@ -221,7 +224,7 @@ export class TransformerModel {
 		const useLora = options.lora ?? true;
 		const run = await this.#begin(batch, 'score', useLora);
 		try {
-			const sub = new Submitter(this.gpu);
+			const sub = new Submitter(this.gpu, this.#pool);
 			const stream = run.streams[0];
 			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
 			for (let i = 0; i < this.config.numLayers; i++) {
@@ -265,7 +268,7 @@ export class TransformerModel {
 			const bytes = batch.B * batch.T * config.hiddenSize * 4;
 
 			// Forward, keeping each layer's input.
-			const sub = new Submitter(this.gpu);
+			const sub = new Submitter(this.gpu, this.#pool);
 			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: weights.embed, out: ckpt[0] });
 			for (let i = 0; i < L; i++) {
 				sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);

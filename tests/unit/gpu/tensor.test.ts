@@ -4,7 +4,13 @@ import { OverLimitError, ShapeMismatchError } from '../../../src/lib/gpu/errors'
 import { f16BitsToF32, f32ToF16Bits, roundToF16 } from '../../../src/lib/gpu/half';
 import { BufferPool, sizeClass } from '../../../src/lib/gpu/pool';
 import { Rng } from '../../../src/lib/gpu/reference/random';
-import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
+import { Recorder } from '../../../src/lib/gpu/kernel';
+import {
+	createTensor,
+	readBufferBytes,
+	readTensor,
+	uploadTensor
+} from '../../../src/lib/gpu/tensor';
 import { useGpu } from '../../helpers/gpu';
 
 describe('tensors', () => {
@@ -74,6 +80,25 @@ describe('buffer pool', () => {
 		expect(b.buffer).toBe(buffer);
 		expect(pool.stats.liveBytes).toBe(512);
 		b.release();
+		pool.trim();
+	});
+
+	it('serves Recorder scratch: reused once the GPU is done, zeroed like a fresh buffer', async () => {
+		const g = gpu();
+		const pool = new BufferPool(g);
+		const ones = uploadTensor(g, new Array(100).fill(1), [100], 'f32');
+		const first = new Recorder(g, pool);
+		const scratch = first.scratch(400);
+		first.copy(ones.buffer, 0, scratch, 0, 400);
+		await first.submit();
+		expect(pool.stats).toEqual({ liveBytes: 0, freeBytes: 512 });
+		const second = new Recorder(g, pool);
+		const again = second.scratch(300); // 300 and 400 bytes share the 512 class
+		expect(again).toBe(scratch);
+		await second.submit();
+		const bytes = new Float32Array(await readBufferBytes(g, again, 0, 400));
+		expect(bytes.every((v) => v === 0)).toBe(true);
+		ones.release();
 		pool.trim();
 	});
 
