@@ -14,6 +14,7 @@ import { OverLimitError } from './errors';
 import type { BufferPool } from './pool';
 import { profilerOf } from './profiler';
 import type { Tensor } from './tensor';
+import { UniformArena } from './uniform-arena';
 
 export interface KernelSource {
 	/** Unique per WGSL variant: the pipeline cache key together with `entryPoint`. */
@@ -22,23 +23,34 @@ export interface KernelSource {
 	readonly entryPoint?: string;
 }
 
-const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+interface CompiledKernel {
+	pipeline: GPUComputePipeline;
+	/** Asked for once: each getBindGroupLayout call makes a new object. */
+	layout: GPUBindGroupLayout;
+}
 
-export function pipelineFor(gpu: Gpu, kernel: KernelSource): GPUComputePipeline {
+const pipelines = new WeakMap<GPUDevice, Map<string, CompiledKernel>>();
+
+function compiled(gpu: Gpu, kernel: KernelSource): CompiledKernel {
 	let cache = pipelines.get(gpu.device);
 	if (!cache) pipelines.set(gpu.device, (cache = new Map()));
 	const key = `${kernel.name}:${kernel.entryPoint ?? 'main'}`;
-	let pipeline = cache.get(key);
-	if (!pipeline) {
+	let entry = cache.get(key);
+	if (!entry) {
 		const module = gpu.device.createShaderModule({ label: kernel.name, code: kernel.code });
-		pipeline = gpu.device.createComputePipeline({
+		const pipeline = gpu.device.createComputePipeline({
 			label: kernel.name,
 			layout: 'auto',
 			compute: { module, entryPoint: kernel.entryPoint ?? 'main' }
 		});
-		cache.set(key, pipeline);
+		entry = { pipeline, layout: pipeline.getBindGroupLayout(0) };
+		cache.set(key, entry);
 	}
-	return pipeline;
+	return entry;
+}
+
+export function pipelineFor(gpu: Gpu, kernel: KernelSource): GPUComputePipeline {
+	return compiled(gpu, kernel).pipeline;
 }
 
 /** Uniform parameters, written in the order of the WGSL struct's fields. */
@@ -96,14 +108,18 @@ fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 
 /**
  * Records dispatches and copies into one command buffer. Nothing runs until `submit()`.
- * Uniform buffers it makes are its own and destroyed once the GPU is done with them.
- * Given a pool, its scratch buffers come from the pool and go back to it after the GPU is
- * done: a model step asks for thousands of them, and creating (and zero-filling) a fresh
- * storage buffer each time dominated the host's time per step.
+ * Uniform parameters go into shared pages (uniform-arena.ts). Given a pool, its scratch
+ * buffers come from the pool and go back to it as soon as the work is submitted: a model
+ * step asks for thousands of them, and creating (and zero-filling) a fresh storage buffer
+ * each time dominated the host's time per step. Giving them back at submit, not when the
+ * GPU is done, is safe because the queue runs in order: whoever takes a buffer next
+ * records work (or a queue write) that the queue runs after this submit. Without a pool,
+ * scratch buffers are the recorder's own, destroyed once the GPU is done with them.
  */
 export class Recorder {
 	#encoder: GPUCommandEncoder;
 	#pass: GPUComputePassEncoder | null = null;
+	readonly #uniforms: UniformArena;
 	readonly #temporaries: GPUBuffer[] = [];
 	readonly #pooledScratch: GPUBuffer[] = [];
 	#dispatches = 0;
@@ -113,6 +129,7 @@ export class Recorder {
 		readonly pool?: BufferPool
 	) {
 		this.#encoder = gpu.device.createCommandEncoder();
+		this.#uniforms = new UniformArena(gpu);
 	}
 
 	get dispatchCount(): number {
@@ -125,27 +142,14 @@ export class Recorder {
 		workgroups: number | readonly [number, number, number],
 		params?: Params
 	): void {
-		const pipeline = pipelineFor(this.gpu, kernel);
+		const { pipeline, layout } = compiled(this.gpu, kernel);
 		const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
 			binding: i,
 			resource: resourceOf(b)
 		}));
-		if (params) {
-			const bytes = params.bytes();
-			const uniform = this.gpu.device.createBuffer({
-				size: bytes.byteLength,
-				usage: 0x0040 /* UNIFORM */,
-				mappedAtCreation: true
-			});
-			new Uint8Array(uniform.getMappedRange()).set(new Uint8Array(bytes));
-			uniform.unmap();
-			this.#temporaries.push(uniform);
-			entries.push({ binding: bindings.length, resource: { buffer: uniform } });
-		}
-		const bindGroup = this.gpu.device.createBindGroup({
-			layout: pipeline.getBindGroupLayout(0),
-			entries
-		});
+		if (params)
+			entries.push({ binding: bindings.length, resource: this.#uniforms.put(params.bytes()) });
+		const bindGroup = this.gpu.device.createBindGroup({ layout, entries });
 		const [x, y, z] = typeof workgroups === 'number' ? grid(this.gpu, workgroups) : workgroups;
 		const profiler = profilerOf(this.gpu);
 		if (profiler) {
@@ -189,17 +193,18 @@ export class Recorder {
 		this.#pass = null;
 	}
 
-	/** Submits the recorded work; resolves when the GPU has finished it. */
+	/** Submits the recorded work (the recorder can then record more); resolves when the
+	 * GPU has finished it. */
 	async submit(): Promise<void> {
 		this.#endPass();
 		const collectTimes = profilerOf(this.gpu)?.resolve(this.#encoder);
+		this.#uniforms.flush();
 		this.gpu.device.queue.submit([this.#encoder.finish()]);
 		this.#encoder = this.gpu.device.createCommandEncoder();
+		for (const b of this.#pooledScratch.splice(0)) this.pool?.returnIdle(b);
 		const temporaries = this.#temporaries.splice(0);
-		const pooled = this.#pooledScratch.splice(0);
 		await this.gpu.device.queue.onSubmittedWorkDone();
 		for (const b of temporaries) b.destroy();
-		for (const b of pooled) this.pool?.returnIdle(b);
 		await collectTimes?.();
 	}
 }

@@ -3,9 +3,13 @@
  * temporaries do not allocate and free GPU memory each time.
  *
  * Sizes are rounded up to a class (powers of two below 1 MiB, then multiples of 1 MiB)
- * so a buffer serves any request of its class. A buffer given back is reused only after
- * the work already submitted to the queue is done with it: `giveBack` parks it until
- * `onSubmittedWorkDone`, so a later writer cannot race an earlier reader.
+ * so a buffer serves any request of its class. Two ways back:
+ *  - `returnIdle`: the caller says every command that uses the buffer has been submitted
+ *    (a Recorder's scratch, at its submit). It is reusable at once: the queue runs in
+ *    order, so the next user's work, recorded and submitted later, runs after those reads.
+ *  - a pooled tensor's `release()`: its owner may release it while work that reads it is
+ *    still being recorded, and a queue write by the next owner would then run first; so
+ *    the buffer is parked until `onSubmittedWorkDone`.
  */
 import type { Gpu } from './device';
 import { Tensor, STORAGE_USAGE, checkBindable, paddedByteLength, type DType } from './tensor';
@@ -39,7 +43,7 @@ export class BufferPool {
 	}
 
 	/** A raw buffer of at least `bytes` (a whole size class), for work whose end the caller
-	 * knows: give it back with `returnIdle` once the GPU is done with it. */
+	 * knows: give it back with `returnIdle` once all work using it is submitted. */
 	acquire(bytes: number, what = `a pooled ${bytes}-byte buffer`): GPUBuffer {
 		const size = sizeClass(bytes);
 		checkBindable(this.gpu, size, what);
@@ -50,7 +54,7 @@ export class BufferPool {
 		return buffer;
 	}
 
-	/** Takes back a buffer from `acquire` that no submitted work uses any more. */
+	/** Takes back a buffer from `acquire` that no work still to be submitted uses. */
 	returnIdle(buffer: GPUBuffer): void {
 		this.#liveBytes -= buffer.size;
 		this.#keep(buffer);

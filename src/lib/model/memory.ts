@@ -15,7 +15,8 @@
  * Training activations for Qwen2.5-0.5B (C 896, I 4864, 24 layers) at 8 x 512 tokens:
  * checkpoints 25 x 14.7 MB = 367 MB, one layer's forward ~340 MB (gate, up and the
  * SwiGLU output are 80 MB each), its backward ~330 MB: ~1.05 GB beside 1.98 GB of f32
- * weights. Keeping every layer's activations instead would be ~24 x 340 MB = 8 GB.
+ * weights. Keeping every layer's activations instead (no recompute: `keepActivations`)
+ * is ~24 x 340 MB = 8 GB.
  */
 import { DEFAULT_LOGITS_BUDGET_BYTES } from '../gpu/kernels/logsoftmax';
 import { formatBytes } from '../gpu/tensor';
@@ -31,11 +32,12 @@ import {
 	pooledBytes,
 	specList,
 	streamSpecs,
+	x2Spec,
 	type BatchDims,
 	type Mode,
 	type TensorSpec
 } from './workspace';
-import { estimateScratch, MAX_RECORDERS_ALIVE, type ScratchLimits } from './scratch';
+import { estimateScratch, type ScratchLimits } from './scratch';
 import { projectionShape, weightSpecs } from './weight-spec';
 
 /** The per-buffer limits, and (optionally) the workgroup limits matmul's tile choice reads. */
@@ -52,6 +54,8 @@ export interface MemoryEstimateOptions {
 	/** A batch whose activations to add; omitted: weights and LoRA state only. */
 	batch?: BatchDims;
 	mode?: Mode;
+	/** Training keeps every layer's activations (no recompute in the backward). */
+	keepActivations?: boolean;
 	/** The device's limits: the embedding's chunk size depends on them. */
 	limits?: DeviceLimits;
 	/** Rows per chunk of the embedding / lm_head when known (a model's maxChunkBytes);
@@ -120,9 +124,20 @@ export function estimateModelMemory(
 				streamSpecs(config, batch, mode)
 			)
 		);
-		lines.push(line('one layer\u2019s activations', specList(layerSpecs(config, batch))));
+		const layerActs = specList(layerSpecs(config, batch));
 		const loraActs = specList(loraActSpecs(batch, options.lora));
-		if (loraActs.length) lines.push(line('LoRA activations (x A^T)', loraActs));
+		const keep = mode === 'train' && !!options.keepActivations;
+		if (keep) {
+			const one = line('', [...layerActs, ...loraActs, x2Spec(config, batch)]);
+			lines.push({
+				what: `every layer\u2019s activations, kept for the backward (${config.numLayers} x ${formatBytes(one.bytes)})`,
+				bytes: config.numLayers * one.bytes,
+				largestBuffer: one.largestBuffer
+			});
+		} else {
+			lines.push(line('one layer\u2019s activations', layerActs));
+			if (loraActs.length) lines.push(line('LoRA activations (x A^T)', loraActs));
+		}
 		lines.push(line('head (final norm, log-probs)', specList(headSpecs(config, batch))));
 		if (mode === 'train')
 			lines.push(line('one layer\u2019s backward', specList(backwardSpecs(config, batch))));
@@ -137,6 +152,7 @@ export function estimateModelMemory(
 			B: batch.B,
 			T: batch.T,
 			mode,
+			recompute: !keep,
 			lora: options.lora,
 			limits: options.limits,
 			logitRows,
@@ -144,8 +160,8 @@ export function estimateModelMemory(
 		});
 		lines.push({
 			what:
-				'scratch: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats ' +
-				`(${MAX_RECORDERS_ALIVE} layers in flight)`,
+				'scratch: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats, ' +
+				'uniform pages (reused from layer to layer)',
 			bytes: scratch.bytes,
 			largestBuffer: scratch.largestBuffer
 		});

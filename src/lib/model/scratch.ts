@@ -1,11 +1,14 @@
 /**
  * @file The transient scratch buffers one call of the model makes through Recorder.scratch,
- * worked out before the call (memory.ts adds them to the estimate). They are not pooled:
- * each recorder creates its own and destroys them once the GPU has run its work, so what
- * is alive at once depends on how many recorders are in flight (transformer.ts keeps at
- * most MAX_RECORDERS_ALIVE: one submitted and one being recorded).
+ * worked out before the call (memory.ts adds them to the estimate).
  *
- * Per recorder, by kernel (the sizes the wrappers ask for):
+ * The model's recorders take scratch from its BufferPool (a whole size class each) and
+ * give it back when they submit; the next recorder reuses it. So the pool ends up holding,
+ * for each size class, as many buffers as the hungriest recorder asked for, and the peak
+ * is that sum over classes. The same goes for the uniform pages (uniform-arena.ts): as
+ * many as the recorder with the most dispatches fills.
+ *
+ * Per recorder (one layer, or the LM head), by kernel (the sizes the wrappers ask for):
  *  - matmul split-K partial sums, s x [M, N] per call that splits (matmul.ts chooseSplits);
  *    the largest item on real shapes (SmolLM2-135M at 8 x 512: ~21 MB per layer);
  *  - lora backward: dLoss/d(x A^T) [N, r] per adapter;
@@ -13,7 +16,7 @@
  *  - the LM head (logsoftmax.ts): one chunk of [N, rows] logits, its [N] state (16 B per
  *    token) and entropy, a copy of W's rows when a piece is part of a weight chunk, and
  *    every piece's matmul partial sums (each piece's matmul makes its own).
- * plus every dispatch's uniform buffer (tens of bytes each). Partial sums are counted with matmul's own tile and split choice at the slice count
+ * Partial sums are counted with matmul's own tile and split choice at the slice count
  * before its final recount (which only lowers it), so the figure is an upper bound.
  */
 import type { Gpu } from '../gpu/device';
@@ -23,16 +26,13 @@ import type { LoraConfig } from './lora';
 import type { ModelConfig } from './types';
 import { projectionShape, type ProjectionName } from './weight-spec';
 
-/** Recorders whose scratch can be alive at once: one submitted and not yet finished on
- * the GPU, one being recorded (transformer.ts's Submitter waits for the older one). */
-export const MAX_RECORDERS_ALIVE = 2;
-
 /** The device limits the kernels' choices depend on; missing ones take WebGPU's defaults. */
 export interface ScratchLimits {
 	maxStorageBufferBindingSize: number;
 	maxBufferSize: number;
 	maxComputeInvocationsPerWorkgroup?: number;
 	maxComputeWorkgroupStorageSize?: number;
+	minUniformBufferOffsetAlignment?: number;
 }
 
 export interface ScratchEstimate {
@@ -42,10 +42,8 @@ export interface ScratchEstimate {
 	largestBuffer: number;
 }
 
-/** A dispatch's Params, padded to 16 B: at most 8 scalars for the other kernels, 10 for
- * matmul's (kernel.ts Params.bytes). */
-const UNIFORM_BYTES = 32;
-const MATMUL_UNIFORM_BYTES = 48;
+/** uniform-arena.ts's page size. */
+const UNIFORM_PAGE_BYTES = 65536;
 /** Dispatches of one layer besides matmul: forward rmsnorm x2 (+2 q/k norm), bias x3,
  * rope x2, attention; backward swiglu, rmsnorm x2 (+2), add x2, attention x3, rope x2;
  * rounded up. */
@@ -61,16 +59,14 @@ const PROJECTIONS: ProjectionName[] = [
 	'down_proj'
 ];
 
-/** Counts scratch bytes of the recorded calls. */
+/** Counts the scratch buffers (by size class) and dispatches of one recorder. */
 class Tally {
-	bytes = 0;
-	largest = 0;
+	readonly classes = new Map<number, number>();
+	dispatches = 0;
 	constructor(readonly gpu: Gpu) {}
 	add(bytes: number): void {
-		// The model's recorders take scratch from its BufferPool: a whole size class each.
 		const b = sizeClass(Math.max(4, Math.ceil(bytes / 4) * 4));
-		this.bytes += b;
-		this.largest = Math.max(this.largest, b);
+		this.classes.set(b, (this.classes.get(b) ?? 0) + 1);
 	}
 	/** Split-K partial sums of c [m, n] = op(a) [m, k] op(b) [k, n]. */
 	matmul(m: number, n: number, k: number): void {
@@ -85,16 +81,16 @@ class Tally {
 			bType: 'f32'
 		};
 		if (m === 0 || n === 0) return;
-		this.uniforms(1, MATMUL_UNIFORM_BYTES);
+		this.uniforms(1);
 		const s = chooseSplits(this.gpu, p, chooseTile(this.gpu, p));
 		if (s > 1) {
 			this.add(s * m * n * 4);
 			this.uniforms(1); // the reduce pass
 		}
 	}
-	/** Each dispatch's own uniform buffer (kernel.ts Recorder.dispatch). */
-	uniforms(dispatches: number, bytes = UNIFORM_BYTES): void {
-		this.bytes += dispatches * bytes;
+	/** Dispatches, each with a slot in a uniform page (kernel.ts Recorder.dispatch). */
+	uniforms(dispatches: number): void {
+		this.dispatches += dispatches;
 	}
 }
 
@@ -105,7 +101,8 @@ function limitsGpu(limits: ScratchLimits | undefined): Gpu {
 			maxStorageBufferBindingSize: limits?.maxStorageBufferBindingSize ?? 128 * 2 ** 20,
 			maxBufferSize: limits?.maxBufferSize ?? 256 * 2 ** 20,
 			maxComputeInvocationsPerWorkgroup: limits?.maxComputeInvocationsPerWorkgroup ?? 256,
-			maxComputeWorkgroupStorageSize: limits?.maxComputeWorkgroupStorageSize ?? 16384
+			maxComputeWorkgroupStorageSize: limits?.maxComputeWorkgroupStorageSize ?? 16384,
+			minUniformBufferOffsetAlignment: limits?.minUniformBufferOffsetAlignment ?? 256
 		}
 	} as unknown as Gpu;
 }
@@ -115,6 +112,8 @@ export interface ScratchOptions {
 	B: number;
 	T: number;
 	mode: 'score' | 'train';
+	/** Training: each layer's backward first recomputes its forward (default true). */
+	recompute?: boolean;
 	lora?: LoraConfig;
 	limits?: ScratchLimits;
 	/** Vocabulary rows per logits chunk (logsoftmax.ts's plan). */
@@ -187,20 +186,29 @@ export function estimateScratch(o: ScratchOptions): ScratchEstimate {
 		record(t);
 		return t;
 	};
-	const fwd = tally((t) => forward(t, false));
-	const headFwd = tally((t) => head(t, false));
-	// Forward: layer i+1 recorded while layer i runs; the head after the last layer.
-	let peak = fwd.bytes + Math.max(fwd.bytes, headFwd.bytes);
-	let largest = Math.max(fwd.largest, headFwd.largest);
+	// The recorders of a call: one per layer of the forward, the head's; in training also
+	// the top layer's recompute + backward with the head's backward, and one per layer below.
+	const recorders = [tally((t) => forward(t, false)), tally((t) => head(t, false))];
 	if (o.mode === 'train') {
-		const bwd = tally((t) => {
-			forward(t, true);
+		const layerBackward = (t: Tally) => {
+			if (o.recompute ?? true) forward(t, true);
 			backward(t);
-		});
-		const headBwd = tally((t) => head(t, true));
-		// The head's backward shares a recorder with the top layer's.
-		peak = Math.max(peak, headBwd.bytes + bwd.bytes + bwd.bytes);
-		largest = Math.max(largest, bwd.largest, headBwd.largest);
+		};
+		recorders.push(tally(layerBackward));
+		recorders.push(
+			tally((t) => {
+				head(t, true);
+				layerBackward(t);
+			})
+		);
 	}
-	return { bytes: peak, largestBuffer: largest };
+	const most = new Map<number, number>();
+	for (const t of recorders)
+		for (const [size, count] of t.classes) most.set(size, Math.max(most.get(size) ?? 0, count));
+	const slot = gpu.limits.minUniformBufferOffsetAlignment;
+	const slotsPerPage = Math.floor(UNIFORM_PAGE_BYTES / slot);
+	const pages = Math.max(...recorders.map((t) => Math.ceil(t.dispatches / slotsPerPage)));
+	let bytes = pages * UNIFORM_PAGE_BYTES;
+	for (const [size, count] of most) bytes += size * count;
+	return { bytes, largestBuffer: Math.max(0, ...most.keys()) };
 }

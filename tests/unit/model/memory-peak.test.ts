@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../../src/lib/gpu/device';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel, type ActivationPolicy } from '../../../src/lib/model/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';
@@ -52,14 +52,27 @@ const SMALL: ModelConfig = {
 	headDim: 16
 };
 
-const CASES: { name: string; config: ModelConfig; B: number; T: number; maxChunkBytes?: number }[] =
-	[
-		{ name: 'llama 3 layers, 2 x 32', config: SMALL, B: 2, T: 32 },
-		{ name: 'llama 3 layers, 1 x 7', config: SMALL, B: 1, T: 7 },
-		{ name: 'qwen3 (q/k norm), 3 x 20', config: TINY.qwen3, B: 3, T: 20 },
-		// An untied lm_head in 3 weight chunks: the logits walk several pieces.
-		{ name: 'qwen2 chunked head, 2 x 16', config: TINY.qwen2, B: 2, T: 16, maxChunkBytes: 4096 }
-	];
+const CASES: {
+	name: string;
+	config: ModelConfig;
+	B: number;
+	T: number;
+	maxChunkBytes?: number;
+	activations?: ActivationPolicy;
+}[] = [
+	{ name: 'llama 3 layers, 2 x 32', config: SMALL, B: 2, T: 32 },
+	{
+		name: 'llama 3 layers, 2 x 32, activations kept',
+		config: SMALL,
+		B: 2,
+		T: 32,
+		activations: 'keep'
+	},
+	{ name: 'llama 3 layers, 1 x 7', config: SMALL, B: 1, T: 7 },
+	{ name: 'qwen3 (q/k norm), 3 x 20', config: TINY.qwen3, B: 3, T: 20 },
+	// An untied lm_head in 3 weight chunks: the logits walk several pieces.
+	{ name: 'qwen2 chunked head, 2 x 16', config: TINY.qwen2, B: 2, T: 16, maxChunkBytes: 4096 }
+];
 
 describe('memory estimate vs the peak of live GPU buffers', () => {
 	const gpu = useGpu();
@@ -72,7 +85,7 @@ describe('memory estimate vs the peak of live GPU buffers', () => {
 				g,
 				c.config,
 				MemoryWeightSource.forConfig(c.config, randomWeights(c.config, 3)),
-				{ lora: { rank: 8 }, seed: 1, maxChunkBytes: c.maxChunkBytes }
+				{ lora: { rank: 8 }, seed: 1, maxChunkBytes: c.maxChunkBytes, activations: c.activations }
 			);
 			try {
 				const ids = Array.from({ length: c.B }, (_, b) =>
@@ -82,7 +95,8 @@ describe('memory estimate vs the peak of live GPU buffers', () => {
 				for (const mode of ['train', 'score', 'train'] as const) {
 					await g.device.queue.onSubmittedWorkDone();
 					// The estimate the call itself checks (the pool's kept buffers included).
-					const estimate = model.estimateMemory(c.B, c.T, mode).totalBytes;
+					const keep = model.activationPlan(c.B, c.T) === 'keep';
+					const estimate = model.estimateMemory(c.B, c.T, mode, keep).totalBytes;
 					mem.resetPeak();
 					if (mode === 'train') await model.forwardBackward(ids, dLogprobs);
 					else await model.scoreTokens(ids);
