@@ -200,32 +200,42 @@ async function timeIt(reps: number, warmup: number, fn: () => Promise<unknown>) 
 	};
 }
 
-/** GPU time per kernel name for one forward+backward and one scoring call (profiler.ts). */
-async function profileCalls(
-	gpu: Gpu,
-	m: TransformerModel,
-	batch: Parameters<TransformerModel['forwardBackward']>[0],
-	w: Parameters<TransformerModel['forwardBackward']>[1]
-) {
+type Round = ReturnType<typeof roundReport>;
+function roundReport(r: ReturnType<KernelProfiler['report']>) {
+	return {
+		totalMs: +r.totalMs.toFixed(2),
+		untimed: r.untimed,
+		kernels: r.kernels.map((k) => ({ ...k, totalMs: +k.totalMs.toFixed(3) }))
+	};
+}
+
+/** GPU time per kernel name of one call (profiler.ts). */
+async function profileOne(gpu: Gpu, what: string, call: () => Promise<unknown>): Promise<Round> {
 	const profiler = new KernelProfiler(gpu);
 	try {
-		const round = (r: ReturnType<KernelProfiler['report']>) => ({
-			totalMs: +r.totalMs.toFixed(2),
-			untimed: r.untimed,
-			kernels: r.kernels.map((k) => ({ ...k, totalMs: +k.totalMs.toFixed(3) }))
-		});
-		await m.forwardBackward(batch, w);
-		const train = round(profiler.report());
-		profiler.reset();
-		await m.scoreTokens(batch);
-		const score = round(profiler.report());
-		log(`  profile (GPU ms per kernel, forward+backward):`);
-		for (const k of train.kernels.slice(0, 12)) log(`    ${k.name}: ${k.totalMs} ms in ${k.count}`);
-		return { forwardBackward: train, forward: score };
+		await call();
+		const r = roundReport(profiler.report());
+		log(`  profile (GPU ms per kernel, ${what}): total ${r.totalMs} ms`);
+		for (const k of r.kernels.slice(0, 12)) log(`    ${k.name}: ${k.totalMs} ms in ${k.count}`);
+		return r;
 	} finally {
 		profiler.detach();
 	}
 }
+
+type Batch = Parameters<TransformerModel['forwardBackward']>[0];
+const profileCalls = (
+	gpu: Gpu,
+	m: TransformerModel,
+	batch: Batch,
+	w: Float32Array,
+	activations: 'keep' | 'recompute'
+) =>
+	profileOne(gpu, `forward+backward, ${activations}`, () =>
+		m.forwardBackward(batch, w, { activations })
+	);
+const profileScore = (gpu: Gpu, m: TransformerModel, batch: Batch) =>
+	profileOne(gpu, 'forward', () => m.scoreTokens(batch));
 
 async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 	const { B, T } = BATCH;
@@ -263,14 +273,32 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 		model.lora!.write(params);
 
 		const m = model;
-		mem.resetPeak();
-		const train = await timeIt(REPS, WARMUP, () => m.forwardBackward(batch, w));
-		const trainPeak = mem.state.peak;
-		log(`  forward+backward: median ${train.medianMs} ms (${train.timesMs.join(', ')})`);
+		// 'keep' is what PyTorch's eager mode does (every activation kept); 'recompute' what
+		// it does with gradient checkpointing (each layer's forward redone in the backward).
+		const policies = {} as Record<'keep' | 'recompute', unknown>;
+		for (const activations of ['keep', 'recompute'] as const) {
+			mem.resetPeak();
+			const train = await timeIt(REPS, WARMUP, () => m.forwardBackward(batch, w, { activations }));
+			const peak = mem.state.peak;
+			log(
+				`  forward+backward (${activations}): median ${train.medianMs} ms (${train.timesMs.join(', ')})`
+			);
+			const estimate = m.estimateMemory(B, T, 'train', activations === 'keep');
+			const profile = PROFILE ? await profileCalls(gpu, m, batch, w, activations) : undefined;
+			policies[activations] = {
+				...train,
+				tokensPerSecond: Math.round((B * T) / (train.medianMs / 1000)),
+				peakLiveBytes: peak,
+				estimateBytes: estimate.totalBytes,
+				estimateLines: estimate.lines.map((l) => ({ what: l.what, bytes: l.bytes })),
+				...(profile ? { profile } : {})
+			};
+			// The pool keeps this policy's buffers; the next one starts from a clean slate.
+			m.trimPool();
+		}
 		const score = await timeIt(REPS, WARMUP, () => m.scoreTokens(batch));
 		log(`  forward (score): median ${score.medianMs} ms`);
-		const estimate = m.estimateMemory(B, T, 'train');
-		const profile = PROFILE ? await profileCalls(gpu, m, batch, w) : undefined;
+		const scoreProfile = PROFILE ? await profileScore(gpu, m, batch) : undefined;
 		const errors = gpu.validationErrors.splice(0);
 		return {
 			name,
@@ -278,15 +306,9 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 			batch: { B, T, tokens: B * T },
 			lora: { rank: 8, alpha: 16, targets: m.lora!.config.targetModules },
 			loadSeconds: +loadSeconds.toFixed(2),
-			forwardBackward: { ...train, tokensPerSecond: Math.round((B * T) / (train.medianMs / 1000)) },
-			forward: score,
-			memory: {
-				peakLiveBytes: trainPeak,
-				afterLoadBytes: afterLoad,
-				estimateTrainBytes: estimate.totalBytes,
-				estimateLines: estimate.lines.map((l) => ({ what: l.what, bytes: l.bytes }))
-			},
-			...(profile ? { profile } : {}),
+			forwardBackward: policies,
+			forward: { ...score, ...(scoreProfile ? { profile: scoreProfile } : {}) },
+			memory: { afterLoadBytes: afterLoad },
 			validationErrors: errors.slice(0, 5)
 		};
 	} catch (error) {

@@ -81,11 +81,15 @@ const headsView = (t: Tensor, ctx: LayerContext, heads: number) =>
 const rowsView = (t: Tensor, ctx: LayerContext) =>
 	t.view([t.size / ctx.config.headDim, ctx.config.headDim]);
 
-/**
- * Layer `layer` forward on the residual stream `s` [N, C] in place (x in, x3 out).
- * `stopAfterMlpInput`: stop once m (and down_proj's x A^T) is computed, s then holding x2:
- * what the backward's recompute needs.
- */
+export interface LayerForwardOptions {
+	/** Stop once m (and down_proj's x A^T) is computed, s then holding x2: what the
+	 * backward's recompute needs. */
+	stopAfterMlpInput?: boolean;
+	/** Copy x2 (the stream after attention) here, for a backward without recompute. */
+	saveX2?: Tensor;
+}
+
+/** Layer `layer` forward on the residual stream `s` [N, C] in place (x in, x3 out). */
 export function layerForward(
 	rec: Recorder,
 	ctx: LayerContext,
@@ -94,7 +98,7 @@ export function layerForward(
 	s: Tensor,
 	acts: LayerActs,
 	xa: LoraActs,
-	stopAfterMlpInput = false
+	{ stopAfterMlpInput = false, saveX2 }: LayerForwardOptions = {}
 ): void {
 	const { config } = ctx;
 	const eps = config.rmsNormEps;
@@ -134,6 +138,7 @@ export function layerForward(
 	const att = headsView(acts.att, ctx, Hq);
 	attentionForward(rec, { q, k, v, out: att, lse: acts.lse, lengths: ctx.lengths });
 	linear(rec, ctx, layer, 'o_proj', w, acts.att, s, xa, true);
+	if (saveX2) rec.copy(s.buffer, 0, saveX2.buffer, 0, s.byteLength);
 	rmsNormForward(rec, { x: s, weight: w.postNorm, y: acts.h2, rstd: acts.rstd2, eps });
 	linear(rec, ctx, layer, 'gate_proj', w, acts.h2, acts.gate, xa, false);
 	linear(rec, ctx, layer, 'up_proj', w, acts.h2, acts.up, xa, false);
@@ -152,8 +157,10 @@ export interface LayerBackwardArgs {
 	w: LayerWeights;
 	/** The layer's input x [N, C] (its checkpoint). */
 	x: Tensor;
-	/** The recomputed activations; x2 is in bw.x2. */
+	/** The layer's activations (kept from the forward, or recomputed). */
 	acts: LayerActs;
+	/** The stream after attention, x2 [N, C]. */
+	x2: Tensor;
 	xa: LoraActs;
 	bw: BackwardBuffers;
 	/** Compute dLoss/dx into bw.dS (false for layer 0). */
@@ -164,7 +171,7 @@ export interface LayerBackwardArgs {
 
 /** dLoss/dx3 in bw.dS -> LoRA gradients, and dLoss/dx in bw.dS when needDx. */
 export function layerBackward(rec: Recorder, ctx: LayerContext, args: LayerBackwardArgs): void {
-	const { layer, w, x, acts, xa, bw, needDx, accumulate } = args;
+	const { layer, w, x, x2, acts, xa, bw, needDx, accumulate } = args;
 	const { config } = ctx;
 	const { numHeads: Hq, numKvHeads: Hkv } = config;
 
@@ -202,7 +209,7 @@ export function layerBackward(rec: Recorder, ctx: LayerContext, args: LayerBackw
 	});
 	linearBackward('gate_proj', acts.h2, bw.dgate, bw.dh, false);
 	linearBackward('up_proj', acts.h2, bw.dup, bw.dh, true);
-	rmsNormBackward(rec, { dy: bw.dh, x: bw.x2, weight: w.postNorm, rstd: acts.rstd2, dx: bw.tmp });
+	rmsNormBackward(rec, { dy: bw.dh, x: x2, weight: w.postNorm, rstd: acts.rstd2, dx: bw.tmp });
 	addInPlace(rec, { x: bw.tmp, y: bw.dS }); // dS = dLoss/dx2
 
 	// Attention: x2 = x + o(attention(rope(q), rope(k), v)).

@@ -48,7 +48,6 @@ import { LoraConfigError } from './errors';
 import { layerBackward, layerForward, type LayerContext, type LoraActs } from './layer';
 import { LoraParameters, resolveLoraConfig, type LoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
-import { MAX_RECORDERS_ALIVE } from './scratch';
 import type { ModelConfig, WeightSource } from './types';
 import { uploadWeights, type ModelWeights } from './weights';
 import {
@@ -62,6 +61,7 @@ import {
 	releaseAll,
 	specList,
 	streamSpecs,
+	x2Spec,
 	type Mode
 } from './workspace';
 
@@ -74,11 +74,19 @@ export interface TransformerOptions {
 	/** Total GPU memory the model may use (WebGPU does not report it); calls whose
 	 * estimate exceeds it are refused before anything is allocated. */
 	memoryBudgetBytes?: number;
+	/** Training activations: 'recompute' keeps only each layer's input and recomputes the
+	 * layer's forward in the backward (least memory); 'keep' keeps every layer's activations
+	 * (no recompute: about a quarter less work, and the memory PyTorch's eager mode uses);
+	 * 'auto' (default) keeps them when the estimate with them fits in `memoryBudgetBytes`,
+	 * and recomputes when no budget is given (WebGPU cannot say how much memory there is). */
+	activations?: ActivationPolicy;
 	/** Largest chunk of the embedding / lm_head (tests force chunking with it). */
 	maxChunkBytes?: number;
 	/** Weight upload progress (bytes done, total). */
 	onProgress?(doneBytes: number, totalBytes: number): void;
 }
+
+export type ActivationPolicy = 'auto' | 'keep' | 'recompute';
 
 export interface CallOptions {
 	/** Use the LoRA adapters (default true when the model has them); false: base model. */
@@ -102,15 +110,17 @@ export type LogprobGrad =
 export interface BackwardOptions extends Omit<CallOptions, 'lora'> {
 	/** Add into the LoRA gradients (micro-batch accumulation) instead of overwriting them. */
 	accumulate?: boolean;
+	/** This call's activation policy (default: the model's `activations`). */
+	activations?: ActivationPolicy;
 }
 
 /**
- * Runs work layer by layer: one Recorder per flush. A flush submits without waiting for
- * that work, but waits for the one before it, so at most MAX_RECORDERS_ALIVE recorders
- * (one on the GPU, one being recorded) hold their scratch buffers at once: with every
- * layer queued unwaited, each layer's split-K partial sums stayed alive until the whole
- * pass finished (0.6 GB of the 1.9 GB peak for SmolLM2-135M at 8 x 512). The GPU still
- * has the next layer queued while the JS records the one after.
+ * Runs work layer by layer: one submit per flush, never waiting for the GPU until `done`.
+ * A recorder gives its scratch back to the pool at submit (kernel.ts Recorder), so the
+ * next layer reuses the same buffers and the scratch never piles up over the layers; and
+ * the host records layer i+1 while the GPU runs layer i. (An earlier version waited for
+ * the layer before at each flush, to bound scratch that was freed only when the GPU was
+ * done: on the H200 that wait cost more than the GPU work.)
  */
 class Submitter {
 	#rec: Recorder;
@@ -124,13 +134,12 @@ class Submitter {
 	get rec(): Recorder {
 		return this.#rec;
 	}
-	async flush(): Promise<void> {
+	flush(): void {
 		this.#pending.push(this.#rec.submit());
 		this.#rec = new Recorder(this.gpu, this.pool);
-		while (this.#pending.length > MAX_RECORDERS_ALIVE - 1) await this.#pending.shift();
 	}
 	async done(): Promise<void> {
-		await this.flush();
+		this.flush();
 		await Promise.all(this.#pending.splice(0));
 	}
 }
@@ -148,7 +157,8 @@ export class TransformerModel {
 		readonly lora: LoraParameters | undefined,
 		readonly invFreq: Tensor<'f32'>,
 		readonly attentionScaling: number,
-		readonly memoryBudgetBytes: number | undefined
+		readonly memoryBudgetBytes: number | undefined,
+		readonly activations: ActivationPolicy
 	) {
 		this.#pool = new BufferPool(gpu);
 	}
@@ -182,17 +192,21 @@ export class TransformerModel {
 			lora,
 			invFreq,
 			rope.attentionScaling,
-			options.memoryBudgetBytes
+			options.memoryBudgetBytes,
+			options.activations ?? 'auto'
 		);
 	}
 
-	/** The itemised memory estimate of a call on a batch of B sequences of T tokens. */
-	estimateMemory(B: number, T: number, mode: Mode): MemoryEstimate {
+	/** The itemised memory estimate of a call on a batch of B sequences of T tokens
+	 * (`keepActivations`: a training call that keeps every layer's activations). */
+	estimateMemory(B: number, T: number, mode: Mode, keepActivations = false): MemoryEstimate {
 		const dims = { B, T };
+		const keep = mode === 'train' && keepActivations;
 		const e = estimateModelMemory(this.config, {
 			lora: this.lora?.config,
 			batch: dims,
 			mode,
+			keepActivations: keep,
 			limits: this.gpu.limits,
 			weightChunkRows: this.weights.lmHead.chunks[0]?.rows
 		});
@@ -200,11 +214,19 @@ export class TransformerModel {
 		// after a training one still holds the backward's buffers and the checkpoints.
 		if (`${B}x${T}` !== this.#lastBatchShape) return e;
 		const { liveBytes, freeBytes } = this.#pool.stats;
+		const layer = [
+			...specList(layerSpecs(this.config, dims)),
+			...specList(loraActSpecs(dims, this.lora?.config))
+		];
 		const used = [
 			...specList(inputSpecs(dims)),
 			...streamSpecs(this.config, dims, mode),
-			...specList(layerSpecs(this.config, dims)),
-			...specList(loraActSpecs(dims, this.lora?.config)),
+			...(keep
+				? Array.from({ length: this.config.numLayers }, () => [
+						...layer,
+						x2Spec(this.config, dims)
+					]).flat()
+				: layer),
 			...specList(headSpecs(this.config, dims)),
 			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
 		].reduce((s, spec) => s + pooledBytes(spec), 0);
@@ -222,14 +244,15 @@ export class TransformerModel {
 		this.#checkLive();
 		const batch = toTokenBatch(input);
 		const useLora = options.lora ?? true;
-		const run = await this.#begin(batch, 'score', useLora);
+		const run = await this.#begin(batch, 'score', useLora, false);
 		try {
 			const sub = new Submitter(this.gpu, this.#pool);
 			const stream = run.streams[0];
 			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
+			const { acts, xa } = run.layers[0];
 			for (let i = 0; i < this.config.numLayers; i++) {
-				layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, run.acts, run.xa);
-				await sub.flush();
+				layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, acts, xa);
+				sub.flush();
 			}
 			this.#head(sub.rec, run, stream, options.temperature);
 			await sub.done();
@@ -260,7 +283,8 @@ export class TransformerModel {
 		const given = typeof grad === 'function' ? undefined : fromTargetGrid(batch, grad, 'dLogprobs');
 		const { config, weights } = this;
 		const L = config.numLayers;
-		const run = await this.#begin(batch, 'train', true);
+		const keep = this.activationPlan(batch.B, batch.T, options.activations) === 'keep';
+		const run = await this.#begin(batch, 'train', true, keep);
 		try {
 			const bw = allocate(this.#pool, backwardSpecs(config, batch));
 			run.owned.push(bw);
@@ -272,8 +296,11 @@ export class TransformerModel {
 			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: weights.embed, out: ckpt[0] });
 			for (let i = 0; i < L; i++) {
 				sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);
-				layerForward(sub.rec, run.ctx, i, weights.layers[i], ckpt[i + 1], run.acts, run.xa);
-				await sub.flush();
+				const { acts, xa, x2 } = run.layers[keep ? i : 0];
+				layerForward(sub.rec, run.ctx, i, weights.layers[i], ckpt[i + 1], acts, xa, {
+					saveX2: x2
+				});
+				sub.flush();
 			}
 			this.#head(sub.rec, run, ckpt[L], options.temperature);
 			await sub.done();
@@ -305,25 +332,37 @@ export class TransformerModel {
 				dx: bw.dS
 			});
 			for (let i = L - 1; i >= 0; i--) {
-				sub.rec.copy(ckpt[i].buffer, 0, bw.x2.buffer, 0, bytes);
-				layerForward(sub.rec, run.ctx, i, weights.layers[i], bw.x2, run.acts, run.xa, true);
+				const { acts, xa, x2 } = run.layers[keep ? i : 0];
+				if (!keep) {
+					sub.rec.copy(ckpt[i].buffer, 0, bw.x2.buffer, 0, bytes);
+					layerForward(sub.rec, run.ctx, i, weights.layers[i], bw.x2, acts, xa, {
+						stopAfterMlpInput: true
+					});
+				}
 				layerBackward(sub.rec, run.ctx, {
 					layer: i,
 					w: weights.layers[i],
 					x: ckpt[i],
-					acts: run.acts,
-					xa: run.xa,
+					x2: x2 ?? bw.x2,
+					acts,
+					xa,
 					bw,
 					needDx: i > 0,
 					accumulate: options.accumulate ?? false
 				});
-				await sub.flush();
+				sub.flush();
 			}
 			await sub.done();
 			return { B: batch.B, T: batch.T, logprobs };
 		} finally {
 			run.release();
 		}
+	}
+
+	/** Destroys the buffers the pool keeps between calls (they serve the next call of the
+	 * same batch shape): memory back after a large call. */
+	trimPool(): void {
+		this.#pool.trim();
 	}
 
 	/** Frees the weights, the adapters and the pooled buffers. */
@@ -334,6 +373,19 @@ export class TransformerModel {
 		this.lora?.release();
 		this.invFreq.release();
 		this.#pool.trim();
+	}
+
+	/** What a training call on B x T does with the layers' activations (see `activations`). */
+	activationPlan(
+		B: number,
+		T: number,
+		policy: ActivationPolicy = this.activations
+	): 'keep' | 'recompute' {
+		if (policy !== 'auto') return policy;
+		const budget = this.memoryBudgetBytes;
+		const fits =
+			budget !== undefined && this.estimateMemory(B, T, 'train', true).totalBytes <= budget;
+		return fits ? 'keep' : 'recompute';
 	}
 
 	#checkLive(): void {
@@ -356,7 +408,7 @@ export class TransformerModel {
 	}
 
 	/** Checks memory, uploads the batch and allocates one call's buffers. */
-	async #begin(batch: TokenBatch, mode: Mode, useLora: boolean): Promise<Run> {
+	async #begin(batch: TokenBatch, mode: Mode, useLora: boolean, keep: boolean): Promise<Run> {
 		const { config } = this;
 		const dims = { B: batch.B, T: batch.T };
 		for (let i = 0; i < batch.ids.length; i++)
@@ -368,12 +420,13 @@ export class TransformerModel {
 		// The previous call's buffers return to the pool once the queue is idle (before the
 		// estimate, which counts what the pool keeps).
 		await this.gpu.device.queue.onSubmittedWorkDone();
-		const estimate = this.estimateMemory(batch.B, batch.T, mode);
+		const estimate = this.estimateMemory(batch.B, batch.T, mode, keep);
 		checkModelMemory(
 			estimate,
 			this.gpu.limits,
 			this.memoryBudgetBytes,
-			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens (${mode})`
+			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens (${mode}` +
+				`${keep ? ', keeping every layer\u2019s activations' : ''})`
 		);
 		// Buffers parked in the pool serve the next call of the same B x T (scoring and
 		// training share size classes); another shape gets fresh ones, and the parked ones
@@ -397,10 +450,16 @@ export class TransformerModel {
 				this.#pool.tensor(s.shape, s.dtype)
 			);
 			owned.push(streams);
-			const acts = allocate(this.#pool, layerSpecs(config, dims));
-			owned.push(acts);
-			const xa = allocate(this.#pool, loraActSpecs(dims, lora?.config)) as LoraActs;
-			owned.push(xa);
+			const layers: LayerState[] = [];
+			for (let i = 0; i < (keep ? config.numLayers : 1); i++) {
+				const acts = allocate(this.#pool, layerSpecs(config, dims));
+				owned.push(acts);
+				const xa = allocate(this.#pool, loraActSpecs(dims, lora?.config)) as LoraActs;
+				owned.push(xa);
+				const x2 = keep ? allocate(this.#pool, { x2: x2Spec(config, dims) }) : undefined;
+				if (x2) owned.push(x2);
+				layers.push({ acts, xa, x2: x2?.x2 });
+			}
 			const head = allocate(this.#pool, headSpecs(config, dims));
 			owned.push(head);
 			const ctx: LayerContext = {
@@ -417,8 +476,7 @@ export class TransformerModel {
 				ctx,
 				inputs,
 				streams,
-				acts,
-				xa,
+				layers,
 				head,
 				owned,
 				release: () => owned.forEach((o) => releaseAll(o))
@@ -430,12 +488,19 @@ export class TransformerModel {
 	}
 }
 
+interface LayerState {
+	acts: ReturnType<typeof allocate<ReturnType<typeof layerSpecs>>>;
+	xa: LoraActs;
+	/** The stream after attention, when activations are kept. */
+	x2?: Tensor;
+}
+
 interface Run {
 	ctx: LayerContext;
 	inputs: ReturnType<typeof allocate<ReturnType<typeof inputSpecs>>>;
 	streams: Tensor[];
-	acts: ReturnType<typeof allocate<ReturnType<typeof layerSpecs>>>;
-	xa: LoraActs;
+	/** One layer's activations reused by every layer, or one set per layer (kept). */
+	layers: LayerState[];
 	head: ReturnType<typeof allocate<ReturnType<typeof headSpecs>>>;
 	owned: (Record<string, Tensor | undefined> | Tensor[])[];
 	release(): void;

@@ -9,7 +9,9 @@
  *  - stream: the residual stream; training keeps the input of every layer and of the
  *    final norm ((L + 1) x [N, C]) as checkpoints, and each layer's backward recomputes
  *    that layer's forward from its checkpoint (scoring keeps one [N, C] stream);
- *  - layer: one layer's forward activations (reused by every layer, in order);
+ *  - layer: one layer's forward activations (reused by every layer, in order); a training
+ *    call that keeps activations instead of recomputing them has one set per layer, each
+ *    with x2, the stream after attention (keptLayerSpecs);
  *  - backward: one layer's gradients (reused by every layer);
  *  - head: final norm, log-probabilities and their logsumexp.
  */
@@ -77,6 +79,11 @@ export function layerSpecs(config: ModelConfig, dims: BatchDims) {
 		up: f32(N, I),
 		m: f32(N, I)
 	};
+}
+
+/** The stream after attention x2 [N, C]: the backward's post-attention norm reads it. */
+export function x2Spec(config: ModelConfig, dims: BatchDims): TensorSpec {
+	return f32(dims.B * dims.T, config.hiddenSize);
 }
 
 /** x A^T [N, r] of each targeted projection (the LoRA backward reads it). */

@@ -19,7 +19,7 @@ import { toTokenBatch } from '../../../src/lib/model/batch';
 import { LoraConfigError } from '../../../src/lib/model/errors';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
 import { referenceLoss } from '../../../src/lib/model/reference';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel, type TransformerOptions } from '../../../src/lib/model/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import type { LoraConfig } from '../../../src/lib/model/lora';
 import { useGpu } from '../../helpers/gpu';
@@ -29,10 +29,15 @@ import { trackBuffers } from './track-buffers';
 describe('transformer backward (LoRA gradients)', () => {
 	const gpu = useGpu();
 
-	async function setup(config: ModelConfig, lora: Partial<LoraConfig>, seed: number) {
+	async function setup(
+		config: ModelConfig,
+		lora: Partial<LoraConfig>,
+		seed: number,
+		options: TransformerOptions = {}
+	) {
 		const weights = randomWeights(config, seed);
 		const source = MemoryWeightSource.forConfig(config, weights);
-		const model = await TransformerModel.create(gpu(), config, source, { lora, seed });
+		const model = await TransformerModel.create(gpu(), config, source, { ...options, lora, seed });
 		const rng = new Rng(seed + 100);
 		const params = await model.lora!.read();
 		for (const [name, v] of params)
@@ -174,6 +179,54 @@ describe('transformer backward (LoRA gradients)', () => {
 		for (const [name, v] of await model.lora!.readGrads())
 			expect(Array.from(v), name).toEqual(Array.from(once.get(name)!));
 		model.release();
+	});
+
+	for (const [name, config] of [
+		['Qwen3 (q/k norm)', TINY.qwen3],
+		['Qwen2 (biases, untied)', TINY.qwen2]
+	] as const)
+		it(`${name}: keeping every layer's activations gives the gradients of recomputing them`, async () => {
+			const seqs = randomSequences(config.vocabSize, [7, 4, 6], 5);
+			const batch = toTokenBatch(seqs);
+			const g = new Rng(9).normals(batch.B * (batch.T - 1));
+			const results = [];
+			for (const activations of ['recompute', 'keep'] as const) {
+				const { model } = await setup(config, { rank: 4 }, 3, { activations });
+				expect(model.activationPlan(batch.B, batch.T)).toBe(activations);
+				const { logprobs } = await model.forwardBackward(seqs, g);
+				results.push({ logprobs, grads: await model.lora!.readGrads() });
+				model.release();
+			}
+			const [recomputed, kept] = results;
+			// The same kernels on the same inputs: equal up to f32 rounding (observed: exactly).
+			expect(kept.logprobs).toBeAllclose(recomputed.logprobs, { atol: 1e-6, rtol: 1e-6 });
+			for (const [pname, v] of recomputed.grads) {
+				const scale = v.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+				expect(scale, pname).toBeGreaterThan(1e-6);
+				expect(kept.grads.get(pname)!, pname).toBeAllclose(v, { atol: 1e-6 * scale, rtol: 1e-5 });
+			}
+		});
+
+	it("'auto' keeps activations only when they fit in the memory budget", async () => {
+		const config = TINY.llama;
+		const [B, T] = [2, 6];
+		const probe = await setup(config, { rank: 2 }, 1);
+		const keepBytes = probe.model.estimateMemory(B, T, 'train', true).totalBytes;
+		const recomputeBytes = probe.model.estimateMemory(B, T, 'train', false).totalBytes;
+		// Nothing given: WebGPU cannot say how much memory there is, so recompute.
+		expect(probe.model.activationPlan(B, T)).toBe('recompute');
+		probe.model.release();
+		expect(keepBytes).toBeGreaterThan(recomputeBytes);
+		for (const [budget, plan] of [
+			[keepBytes, 'keep'],
+			[keepBytes - 1, 'recompute']
+		] as const) {
+			const { model } = await setup(config, { rank: 2 }, 1, { memoryBudgetBytes: budget });
+			expect(model.activationPlan(B, T), `budget ${budget}`).toBe(plan);
+			const seqs = randomSequences(config.vocabSize, [T, T - 2], 2);
+			await model.forwardBackward(seqs, new Float32Array(B * (T - 1)).fill(0.5));
+			model.release();
+		}
 	});
 
 	it('one AdamW step on the gradients lowers the loss', async () => {
