@@ -5,7 +5,10 @@
 import { ADAMW_SELFTEST } from './adamw';
 import { ADD_SELFTEST } from './add';
 import { ATTENTION_SELFTEST } from './attention';
+import { COPY_SELFTEST } from './copy';
+import { DECODE_ATTENTION_SELFTEST } from './decode-attention';
 import { EMBEDDING_SELFTEST } from './embedding';
+import { KV_CACHE_SELFTEST } from './kv-cache';
 import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
 import { LORA_SELFTEST } from './lora';
 import { MATMUL_SELFTEST } from './matmul';
@@ -26,5 +29,8 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...LOGSOFTMAX_SELFTEST,
 	...LORA_SELFTEST,
 	...SAMPLING_SELFTEST,
-	...ADD_SELFTEST
+	...ADD_SELFTEST,
+	...KV_CACHE_SELFTEST,
+	...DECODE_ATTENTION_SELFTEST,
+	...COPY_SELFTEST
 ];

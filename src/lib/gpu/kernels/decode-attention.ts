@@ -1,0 +1,130 @@
+/**
+ * @file Decode attention (see decode-attention.wgsl.ts): one query per sequence against
+ * its own KV cache, each sequence at its own position. q, out [B, Hq, D] (or
+ * [B, 1, Hq, D]); k, v caches [B, S, Hkv, D]; positions u32 [B]: sequence b attends keys
+ * 0..positions[b] (capped at S). Two dispatches (split, combine); the partial states live
+ * in the recorder's scratch buffers, every element written by the split pass before the
+ * combine reads it.
+ */
+import { assertShape, OverLimitError } from '../errors';
+import { Params, type KernelSource, type Recorder } from '../kernel';
+import type { Tensor } from '../tensor';
+import {
+	DECODE_COMBINE,
+	DECODE_MAX_HEAD_DIM,
+	DECODE_WG,
+	decodeGroupFits,
+	decodeSplitWgsl
+} from './decode-attention.wgsl';
+
+export interface DecodeAttentionArgs {
+	/** [B, Hq, D] or [B, 1, Hq, D], f32, after RoPE. */
+	q: Tensor;
+	/** The caches [B, S, Hkv, D], f32. */
+	k: Tensor;
+	v: Tensor;
+	/** u32 [B]: each query's position; keys 0..positions[b] are attended. */
+	positions: Tensor;
+	/** Written: q's shape. */
+	out: Tensor;
+	/** Multiplies q . k; default 1 / sqrt(D). */
+	scale?: number;
+	/** Key ranges reduced in parallel per (sequence, kv head); default from `decodeSplitPlan`. */
+	splits?: number;
+}
+
+/** Workgroups that keep a GPU busy: two per SM of the H200 (132 SMs), as matmul's split-K
+ * target. */
+const TARGET_WORKGROUPS = 264;
+
+export interface DecodeSplitPlan {
+	/** Key ranges per (sequence, kv head). */
+	splits: number;
+	/** Keys per range: whole tiles of DECODE_WG. */
+	splitKeys: number;
+}
+
+/** How the S cache slots of B sequences over Hkv kv heads are split: enough workgroups to
+ * fill the GPU (or `asked` splits), each split whole tiles of DECODE_WG keys, none empty. */
+export function decodeSplitPlan(
+	B: number,
+	Hkv: number,
+	S: number,
+	asked?: number
+): DecodeSplitPlan {
+	const tiles = Math.max(1, Math.ceil(S / DECODE_WG));
+	const want = asked ?? Math.ceil(TARGET_WORKGROUPS / Math.max(1, B * Hkv));
+	const perSplit = Math.ceil(tiles / Math.max(1, Math.min(tiles, Math.floor(want))));
+	return { splits: Math.ceil(tiles / perSplit), splitKeys: perSplit * DECODE_WG };
+}
+
+const splitKernels = new Map<string, KernelSource>();
+function splitKernel(D: number, G: number): KernelSource {
+	const name = `decode-attention.split.d${D}.g${G}`;
+	let k = splitKernels.get(name);
+	if (!k) splitKernels.set(name, (k = { name, code: decodeSplitWgsl(D, G) }));
+	return k;
+}
+const COMBINE: KernelSource = { name: 'decode-attention.combine', code: DECODE_COMBINE };
+
+/** out = softmax(scale q k^T over keys 0..positions[b]) v, per sequence and head. */
+export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void {
+	const { q, k, v, positions, out } = args;
+	const what = 'decode attention';
+	assertShape(
+		k.shape.length === 4 &&
+			k.dtype === 'f32' &&
+			v.dtype === 'f32' &&
+			v.shape.length === 4 &&
+			v.shape.every((d, i) => d === k.shape[i]),
+		() =>
+			`${what}: k and v caches must be f32 [B, S, Hkv, D] of one shape; got k ${k.dtype} ` +
+			`[${k.shape}], v ${v.dtype} [${v.shape}]`
+	);
+	const [B, S, Hkv, D] = k.shape;
+	const qs = q.shape;
+	const Hq = qs[qs.length - 2];
+	assertShape(
+		q.dtype === 'f32' &&
+			(qs.length === 3 || (qs.length === 4 && qs[1] === 1)) &&
+			qs[0] === B &&
+			qs[qs.length - 1] === D &&
+			Hq > 0 &&
+			Hq % Hkv === 0,
+		() =>
+			`${what}: q must be f32 [${B}, Hq, ${D}] (or [${B}, 1, Hq, ${D}]) with Hq a multiple of ` +
+			`${Hkv} kv heads, for caches [${k.shape}]; got ${q.dtype} [${qs}]`
+	);
+	assertShape(
+		out.dtype === 'f32' && out.size === q.size && out.buffer !== q.buffer,
+		() => `${what}: out must be an f32 tensor of q's size [${qs}], not q; got [${out.shape}]`
+	);
+	assertShape(
+		positions.dtype === 'u32' && positions.size === B,
+		() => `${what}: positions must be u32 [${B}]; got ${positions.dtype} [${positions.shape}]`
+	);
+	const G = Hq / Hkv;
+	if (D < 1 || D > DECODE_MAX_HEAD_DIM || !decodeGroupFits(D, G))
+		throw new OverLimitError(
+			`${what}: head size ${D} with ${G} query heads per kv head does not fit one ` +
+				`workgroup (D <= ${DECODE_MAX_HEAD_DIM} and 4 G (D + ${DECODE_WG}) <= 16384 bytes)`
+		);
+	if (B * S * Hkv * D >= 2 ** 32)
+		throw new OverLimitError(`${what}: a [${k.shape}] cache exceeds a u32 index`);
+	const scale = args.scale ?? 1 / Math.sqrt(D);
+	if (!Number.isFinite(scale)) throw new RangeError(`${what}: scale must be finite, got ${scale}`);
+	if (args.splits !== undefined && !(Number.isInteger(args.splits) && args.splits >= 1))
+		throw new RangeError(`${what}: splits must be a positive integer, got ${args.splits}`);
+	if (B === 0 || S === 0) return;
+	const { splits, splitKeys } = decodeSplitPlan(B, Hkv, S, args.splits);
+	const rows = B * Hq;
+	const partO = rec.scratch(rows * splits * D * 4);
+	const partMl = rec.scratch(rows * splits * 8);
+	rec.dispatch(
+		splitKernel(D, G),
+		[q, k, v, positions, partO, partMl],
+		B * Hkv * splits,
+		new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale)
+	);
+	rec.dispatch(COMBINE, [partO, partMl, out], rows, new Params().u32(rows).u32(splits).u32(D));
+}

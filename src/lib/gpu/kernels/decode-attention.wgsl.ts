@@ -1,0 +1,189 @@
+/**
+ * @file Attention of one new query per sequence over that sequence's KV cache, for
+ * token-by-token decoding, flash-decoding style (Dao et al., 2023): a decode step has
+ * B * Hq query rows, far too few to fill a GPU one row per workgroup, so the keys of each
+ * sequence are split into `splits` ranges, each range is reduced by its own workgroup to
+ * a partial softmax state, and a second pass merges the partial states.
+ *
+ *  - split pass: one workgroup per (b, kv head, split). The G = Hq / Hkv query heads that
+ *    read the kv head are handled together, so each key and value row is read once for
+ *    all of them. Keys stream in tiles of WG, one key per invocation: its G scores go to
+ *    workgroup memory, every invocation folds the tile into the running max m and sum l
+ *    of each head (online softmax), and invocation c accumulates output columns c,
+ *    c + WG, ... Writes (m, l) and the unnormalised sum acc = sum_j exp(s_j - m) v_j.
+ *  - combine pass: one workgroup per (b, query head): M = max_i m_i,
+ *    out = sum_i exp(m_i - M) acc_i / sum_i exp(m_i - M) l_i.
+ *
+ * Sequence b's query sits at position positions[b] and sees keys 0..positions[b]
+ * (min(positions[b] + 1, S) keys: the cache holds that step's own key already). Splits
+ * wholly past a sequence's keys write the empty state (m = NEG_BIG, l = 0, acc = 0),
+ * whose merge weight exp(NEG_BIG - M) is 0. Split 0 always holds key 0, so M is a real
+ * score.
+ *
+ * Layouts, row-major: q, out [B, Hq, D]; k, v [B, S, Hkv, D]; positions u32 [B]; partial
+ * states part_o [B, Hq, splits, D] and part_ml [B, Hq, splits] x (m, l). Query head h
+ * reads kv head h / G.
+ *
+ * D and G are WGSL constants (private per-head arrays), one pipeline per pair.
+ *
+ * Versions: v1 (this one), scalar f32 loads. Every private array is set explicitly before
+ * use: a `var s: array<f32, G>;` declared inside the tile loop, which WGSL zero-fills on
+ * every iteration, kept the previous tile's scores on SwiftShader (Dawn, npm webgpu 0.6.2),
+ * an error of up to 0.8 once a split spanned two tiles. Each invocation reads its key row whole
+ * (D contiguous floats), values are read coalesced (consecutive columns per invocation).
+ * Not yet measured on a GPU: at the context lengths of RL rollouts (hundreds of tokens)
+ * a decode step's time is the weights' GEMVs, not this.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+/** Invocations per workgroup, and keys per tile of the split pass. 64: two NVIDIA warps
+ * or one AMD wave. */
+export const DECODE_WG = 64;
+
+/** The WebGPU default maxComputeWorkgroupStorageSize: every device grants it. */
+const WORKGROUP_BYTES = 16384;
+
+/** Largest head size: the split pass keeps G * ceil(D / WG) accumulators per invocation. */
+export const DECODE_MAX_HEAD_DIM = 256;
+
+/** Whether G query heads of size D fit the split pass's workgroup memory (q of the G
+ * heads and a tile of G x WG scores). */
+export function decodeGroupFits(D: number, G: number): boolean {
+	return 4 * G * (D + DECODE_WG) <= WORKGROUP_BYTES;
+}
+
+const COMMON = /* wgsl */ `
+const WG: u32 = ${DECODE_WG}u;
+// The running max starts here: exp(NEG_BIG - m) is 0 for any real score m, with no inf.
+const NEG_BIG: f32 = -1e30;
+${LINEAR_WORKGROUP_WGSL}`;
+
+/** The split pass for head size D and G query heads per kv head. */
+export function decodeSplitWgsl(D: number, G: number): string {
+	const cpi = Math.ceil(D / DECODE_WG);
+	return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> q: array<f32>;                 // [B, Hq, D]
+@group(0) @binding(1) var<storage, read> k: array<f32>;                 // [B, S, Hkv, D]
+@group(0) @binding(2) var<storage, read> v: array<f32>;                 // [B, S, Hkv, D]
+@group(0) @binding(3) var<storage, read> positions: array<u32>;         // [B]
+@group(0) @binding(4) var<storage, read_write> part_o: array<f32>;      // [B, Hq, splits, D]
+@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>; // [B, Hq, splits]
+struct Params { B: u32, S: u32, Hkv: u32, splits: u32, split_keys: u32, scale: f32 }
+@group(0) @binding(6) var<uniform> p: Params;
+${COMMON}
+const D: u32 = ${D}u;
+const G: u32 = ${G}u;     // query heads per kv head
+const CPI: u32 = ${cpi}u;  // output columns per invocation: lid, lid + WG, ...
+
+var<workgroup> qs: array<f32, G * D>;   // the G query rows, times scale
+var<workgroup> sc: array<f32, G * WG>;  // a tile's scores, then its exp(s - m)
+var<workgroup> n_shared: u32;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let wg = linear_workgroup(wid, nwg);
+  if (wg >= p.B * p.Hkv * p.splits) { return; }
+  let split = wg % p.splits;
+  let g = (wg / p.splits) % p.Hkv;
+  let b = wg / (p.splits * p.Hkv);
+  let Hq = p.Hkv * G;
+  let q0 = (b * Hq + g * G) * D; // the G heads of kv head g are contiguous in q
+  for (var i = lid; i < G * D; i += WG) { qs[i] = q[q0 + i] * p.scale; }
+  if (lid == 0u) { n_shared = min(positions[b] + 1u, p.S); }
+  let n = workgroupUniformLoad(&n_shared); // also the barrier after qs is filled
+  let k0 = split * p.split_keys;
+  let k1 = min(k0 + p.split_keys, n);
+
+  var m: array<f32, G>;
+  var l: array<f32, G>;
+  var acc: array<f32, G * CPI>;
+  for (var h = 0u; h < G; h++) { m[h] = NEG_BIG; l[h] = 0.0; }
+  for (var i = 0u; i < G * CPI; i++) { acc[i] = 0.0; }
+
+  for (var t0 = k0; t0 < k1; t0 += WG) {
+    // Scores of this invocation's key for the G heads.
+    let j = t0 + lid;
+    var s: array<f32, G>;
+    for (var h = 0u; h < G; h++) { s[h] = 0.0; } // zeroed by hand: see the file's "Versions"
+    if (j < k1) {
+      let kb = ((b * p.S + j) * p.Hkv + g) * D;
+      for (var d = 0u; d < D; d++) {
+        let kd = k[kb + d];
+        for (var h = 0u; h < G; h++) { s[h] += qs[h * D + d] * kd; }
+      }
+    } else {
+      for (var h = 0u; h < G; h++) { s[h] = NEG_BIG; }
+    }
+    for (var h = 0u; h < G; h++) { sc[h * WG + lid] = s[h]; }
+    workgroupBarrier();
+    // New running max per head (every invocation the same), and the old terms' factor.
+    let cnt = min(WG, k1 - t0);
+    var corr: array<f32, G>;
+    for (var h = 0u; h < G; h++) {
+      var mt = m[h];
+      for (var i = 0u; i < cnt; i++) { mt = max(mt, sc[h * WG + i]); }
+      corr[h] = exp(m[h] - mt);
+      m[h] = mt;
+    }
+    workgroupBarrier();
+    for (var h = 0u; h < G; h++) { sc[h * WG + lid] = exp(sc[h * WG + lid] - m[h]); }
+    workgroupBarrier();
+    for (var h = 0u; h < G; h++) {
+      l[h] *= corr[h];
+      for (var c = 0u; c < CPI; c++) { acc[h * CPI + c] *= corr[h]; }
+    }
+    for (var i = 0u; i < cnt; i++) {
+      let vb = ((b * p.S + t0 + i) * p.Hkv + g) * D;
+      for (var c = 0u; c < CPI; c++) {
+        let col = lid + c * WG;
+        if (col < D) {
+          let vv = v[vb + col];
+          for (var h = 0u; h < G; h++) { acc[h * CPI + c] += sc[h * WG + i] * vv; }
+        }
+      }
+      for (var h = 0u; h < G; h++) { l[h] += sc[h * WG + i]; }
+    }
+    workgroupBarrier(); // the next tile overwrites sc
+  }
+
+  for (var h = 0u; h < G; h++) {
+    let row = (b * Hq + g * G + h) * p.splits + split;
+    for (var c = 0u; c < CPI; c++) {
+      let col = lid + c * WG;
+      if (col < D) { part_o[row * D + col] = acc[h * CPI + c]; }
+    }
+    if (lid == 0u) { part_ml[row] = vec2<f32>(m[h], l[h]); }
+  }
+}`;
+}
+
+/** The combine pass: one workgroup per query row (b, h). */
+export const DECODE_COMBINE = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> part_o: array<f32>;         // [B, Hq, splits, D]
+@group(0) @binding(1) var<storage, read> part_ml: array<vec2<f32>>;  // [B, Hq, splits]
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;      // [B, Hq, D]
+struct Params { rows: u32, splits: u32, D: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = linear_workgroup(wid, nwg);
+  if (row >= p.rows) { return; }
+  let base = row * p.splits;
+  var mx = NEG_BIG;
+  for (var i = 0u; i < p.splits; i++) { mx = max(mx, part_ml[base + i].x); }
+  var den = 0.0;
+  for (var i = 0u; i < p.splits; i++) {
+    let ml = part_ml[base + i];
+    den += exp(ml.x - mx) * ml.y;
+  }
+  for (var col = lid; col < p.D; col += WG) {
+    var num = 0.0;
+    for (var i = 0u; i < p.splits; i++) {
+      num += exp(part_ml[base + i].x - mx) * part_o[(base + i) * p.D + col];
+    }
+    out[row * p.D + col] = num / den;
+  }
+}`;

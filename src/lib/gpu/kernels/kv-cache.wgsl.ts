@@ -1,0 +1,57 @@
+/**
+ * @file The KV cache's two bookkeeping kernels for token-by-token decoding:
+ *  - append: each sequence's new key and value rows [B, Hkv * D] go to slot positions[b] of
+ *    its own cache rows [B, S, Hkv * D] (k and v in one dispatch). A slot >= S is skipped,
+ *    so a position run past the cache (a finished sequence still riding in the batch)
+ *    never writes out of bounds;
+ *  - advance: positions[b] += 1 for every row, so the next decode step writes (and its
+ *    RoPE rotates) one position further without the host touching the buffer.
+ * Positions live on the GPU, so a recorded decode step is the same commands every step.
+ *
+ * Versions: one f32 per invocation, 256 per workgroup (the portable maximum). Memory bound
+ * and tiny (B * Hkv * D values per layer and step); nothing else tried.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export const KV_WG = 256;
+
+const COMMON = /* wgsl */ `
+const WG: u32 = ${KV_WG}u;
+${LINEAR_WORKGROUP_WGSL}`;
+
+/** k_cache[b, positions[b], :] = k[b, :]; the same for v. */
+export const KV_APPEND = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> k: array<f32>;               // [B, W], W = Hkv * D
+@group(0) @binding(1) var<storage, read> v: array<f32>;               // [B, W]
+@group(0) @binding(2) var<storage, read> positions: array<u32>;       // [B]
+@group(0) @binding(3) var<storage, read_write> k_cache: array<f32>;   // [B, S, W]
+@group(0) @binding(4) var<storage, read_write> v_cache: array<f32>;   // [B, S, W]
+struct Params { B: u32, S: u32, W: u32 }
+@group(0) @binding(5) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_workgroup(wid, nwg) * WG + lid;
+  if (i >= p.B * p.W) { return; }
+  let b = i / p.W;
+  let pos = positions[b];
+  if (pos >= p.S) { return; }
+  let at = (b * p.S + pos) * p.W + i % p.W;
+  k_cache[at] = k[i];
+  v_cache[at] = v[i];
+}`;
+
+/** positions[b] += 1. */
+export const KV_ADVANCE = /* wgsl */ `
+@group(0) @binding(0) var<storage, read_write> positions: array<u32>; // [B]
+struct Params { B: u32 }
+@group(0) @binding(1) var<uniform> p: Params;
+${COMMON}
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let b = linear_workgroup(wid, nwg) * WG + lid;
+  if (b >= p.B) { return; }
+  positions[b] = positions[b] + 1u;
+}`;

@@ -1,0 +1,18 @@
+/**
+ * @file CPU reference for the column-block copy.
+ */
+
+/** dst [R, m] with src [R, n] written at columns offset..offset+n-1. */
+export function copyColumnsRef(
+	src: ArrayLike<number>,
+	dst: ArrayLike<number>,
+	rows: number,
+	offset: number
+): Float64Array {
+	const n = src.length / rows;
+	const m = dst.length / rows;
+	const out = Float64Array.from(dst);
+	for (let r = 0; r < rows; r++)
+		for (let c = 0; c < n; c++) out[r * m + offset + c] = src[r * n + c];
+	return out;
+}
