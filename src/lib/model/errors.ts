@@ -23,7 +23,9 @@ export type ModelErrorKind =
 	| 'corrupt-checkpoint'
 	| 'unsupported-dtype'
 	| 'download-failed'
-	| 'incomplete-download';
+	| 'incomplete-download'
+	| 'context-length'
+	| 'generation-options';
 
 export class ModelError extends Error {
 	constructor(
@@ -268,5 +270,31 @@ export class IncompleteDownloadError extends ModelError {
 				'Nothing was cached; retry the load.'
 		);
 		this.name = 'IncompleteDownloadError';
+	}
+}
+
+/** A prompt longer than the context window a generation may use. */
+export class ContextLengthError extends ModelError {
+	constructor(
+		readonly promptTokens: number,
+		readonly contextTokens: number,
+		readonly index: number
+	) {
+		super(
+			'context-length',
+			`Prompt ${index} has ${promptTokens} tokens, more than the context window of ` +
+				`${contextTokens} tokens (max_position_embeddings, or the generator's maxContext). ` +
+				'Shorten the prompt.'
+		);
+		this.name = 'ContextLengthError';
+	}
+}
+
+/** Generation options or prompts that cannot be run (an empty prompt, max tokens < 1, a
+ * top_p outside (0, 1], ...). */
+export class GenerationOptionsError extends ModelError {
+	constructor(message: string) {
+		super('generation-options', message);
+		this.name = 'GenerationOptionsError';
 	}
 }
