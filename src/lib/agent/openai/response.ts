@@ -1,0 +1,130 @@
+/**
+ * @file Response objects in OpenAI's schema (the `openai` package's own types): a
+ * `chat.completion`, its streamed `chat.completion.chunk`s, and `GET /v1/models`.
+ *
+ * TabRL's extension: every choice (and, in a stream, each choice's last chunk, the one
+ * with its finish_reason) carries `tabrl: {prompt_ids, ids, logprobs}`: the prompt's token
+ * ids as the model read them, the sampled token ids (an end token or the tokens of a stop
+ * string included: exactly what was sampled), and the sampling policy's logprob of each
+ * (log_softmax(logits / temperature)[id], from the engine; a value that is not finite is
+ * written null by JSON). Training reads these instead of re-tokenizing text. OpenAI clients
+ * ignore the extra field (the openai package passes it through untouched).
+ */
+import type {
+	ChatCompletion,
+	ChatCompletionChunk,
+	ChatCompletionMessageFunctionToolCall,
+	ChatCompletionTokenLogprob
+} from 'openai/resources/chat/completions';
+import type { CompletionUsage } from 'openai/resources/completions';
+import type { ParsedToolCall } from './tool-calls';
+
+/** The token-level record of a choice that training needs. */
+export interface TabrlChoiceTokens {
+	prompt_ids: number[];
+	ids: number[];
+	logprobs: number[];
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
+
+export type TabrlChoice = ChatCompletion.Choice & { tabrl: TabrlChoiceTokens };
+export type TabrlChatCompletion = Omit<ChatCompletion, 'choices'> & { choices: TabrlChoice[] };
+export type TabrlChunkChoice = ChatCompletionChunk.Choice & { tabrl?: TabrlChoiceTokens };
+export type TabrlChatCompletionChunk = Omit<ChatCompletionChunk, 'choices'> & {
+	choices: TabrlChunkChoice[];
+};
+
+/** Identity of one completion, shared by all its chunks. */
+export interface CompletionMeta {
+	id: string;
+	/** Unix seconds. */
+	created: number;
+	model: string;
+}
+
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** `n` random letters and digits (crypto.getRandomValues: Node 20 and browsers). */
+export function randomId(n: number): string {
+	const bytes = crypto.getRandomValues(new Uint8Array(n));
+	// 256 % 62 != 0 biases a few characters slightly; ids need uniqueness, not uniformity.
+	return Array.from(bytes, (b) => ALPHANUMERIC[b % ALPHANUMERIC.length]).join('');
+}
+
+export function newCompletionMeta(model: string, now = Date.now()): CompletionMeta {
+	return { id: `chatcmpl-${randomId(29)}`, created: Math.floor(now / 1000), model };
+}
+
+/** OpenAI tool calls with fresh ids (`call_` + 24 characters, as OpenAI's). */
+export function toOpenAIToolCalls(
+	calls: readonly ParsedToolCall[]
+): ChatCompletionMessageFunctionToolCall[] {
+	return calls.map((c) => ({
+		id: `call_${randomId(24)}`,
+		type: 'function',
+		function: { name: c.name, arguments: c.arguments }
+	}));
+}
+
+/** Everything one choice ended with. */
+export interface ChoiceResult {
+	index: number;
+	/** Content released by the decoder (all of it). */
+	content: string;
+	toolCalls: ChatCompletionMessageFunctionToolCall[];
+	finishReason: FinishReason;
+	/** OpenAI logprob entries, or null when not asked for. */
+	logprobs: ChatCompletionTokenLogprob[] | null;
+	tabrl: TabrlChoiceTokens;
+}
+
+export function buildChoice(r: ChoiceResult): TabrlChoice {
+	const message: ChatCompletion.Choice['message'] = {
+		role: 'assistant',
+		// OpenAI sends null content with tool calls and nothing else.
+		content: r.content === '' && r.toolCalls.length ? null : r.content,
+		refusal: null
+	};
+	if (r.toolCalls.length) message.tool_calls = r.toolCalls;
+	return {
+		index: r.index,
+		message,
+		logprobs: r.logprobs ? { content: r.logprobs, refusal: null } : null,
+		finish_reason: r.finishReason,
+		tabrl: r.tabrl
+	};
+}
+
+export function buildUsage(promptTokens: number, completionTokens: number): CompletionUsage {
+	return {
+		prompt_tokens: promptTokens,
+		completion_tokens: completionTokens,
+		total_tokens: promptTokens + completionTokens
+	};
+}
+
+export function buildCompletion(
+	meta: CompletionMeta,
+	choices: TabrlChoice[],
+	usage: CompletionUsage
+): TabrlChatCompletion {
+	return { ...meta, object: 'chat.completion', choices, usage };
+}
+
+/** A chunk; `usage` is null on every chunk but the extra last one when include_usage is on. */
+export function buildChunk(
+	meta: CompletionMeta,
+	choices: TabrlChunkChoice[],
+	usage: CompletionUsage | null = null
+): TabrlChatCompletionChunk {
+	return { ...meta, object: 'chat.completion.chunk', choices, usage };
+}
+
+/** `GET /v1/models`: the one model this server serves. */
+export function buildModelList(model: string, created: number) {
+	return {
+		object: 'list' as const,
+		data: [{ id: model, object: 'model' as const, created, owned_by: 'tabrl' }]
+	};
+}
