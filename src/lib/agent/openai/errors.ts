@@ -48,7 +48,8 @@ const BAD_INPUT_KINDS: Record<string, { param: string | null; code: string | nul
 	'chat-template': { param: 'messages', code: null },
 	'no-chat-template': { param: 'messages', code: null },
 	tokenizer: { param: 'messages', code: null },
-	'context-length': { param: 'messages', code: 'context_length_exceeded' }
+	'context-length': { param: 'messages', code: 'context_length_exceeded' },
+	'generation-options': { param: null, code: null }
 };
 
 /**

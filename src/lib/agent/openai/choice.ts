@@ -1,0 +1,149 @@
+/**
+ * @file One choice's text as its tokens arrive: ids -> text pieces (the tokenizer's
+ * DecodeStream, special tokens skipped, so an end token like <|im_end|> writes nothing) ->
+ * stop strings (stop-strings.ts) -> tool-call blocks (tool-calls.ts, when the request has
+ * tools). The same decoder serves a streamed request (each push's delta becomes a chunk)
+ * and a plain one (the deltas are summed), so the two give the same answer by construction.
+ *
+ * OpenAI logprob entries: one per sampled token, in order, the end token and any token
+ * past a stop string included (they were sampled; training needs them). `token` is the
+ * token's own text; `bytes` its exact bytes: the UTF-8 of that text, or, when the token is
+ * a piece of a multi-byte character (its text alone is U+FFFD), the raw bytes of a
+ * byte-level BPE token (GPT-2's byte map, as Qwen and Llama 3 use), else null. A logprob
+ * that is not finite is written -9999 (as OpenAI writes the logprob of an impossible token).
+ */
+import type { ChatCompletionTokenLogprob } from 'openai/resources/chat/completions';
+import type { DecodeStream } from '../../model/decode-stream';
+import { bytesToUnicode } from '../../model/tiny-tokenizer';
+import { StopStringMatcher } from './stop-strings';
+import { ToolCallStream, type ParsedToolCall } from './tool-calls';
+
+/** What the decoder needs of a Tokenizer (src/lib/model/tokenizer.ts). */
+export interface TextDecoding {
+	decode(ids: readonly number[], opts?: { skipSpecialTokens?: boolean }): string;
+	decodeStream(opts?: { skipSpecialTokens?: boolean }): DecodeStream;
+	idToToken(id: number): string | undefined;
+}
+
+export interface ChoiceOptions {
+	stop: readonly string[];
+	/** Parse <tool_call> blocks out of the content. */
+	parseTools: boolean;
+	/** Build OpenAI logprob entries. */
+	logprobs: boolean;
+}
+
+/** What one step (or the end) adds to a choice. */
+export interface ChoiceDelta {
+	content: string;
+	calls: ParsedToolCall[];
+	logprobs: ChatCompletionTokenLogprob[];
+}
+
+/** OpenAI's stand-in for a logprob of minus infinity. */
+const LOGPROB_FLOOR = -9999;
+
+let byteOf: Map<string, number> | undefined;
+function byteLevelBytes(token: string): number[] | null {
+	if (!byteOf) byteOf = new Map(bytesToUnicode().map((c, b) => [c, b]));
+	const out: number[] = [];
+	for (const ch of token) {
+		const b = byteOf.get(ch);
+		if (b === undefined) return null;
+		out.push(b);
+	}
+	return out;
+}
+
+const utf8 = new TextEncoder();
+
+/** The OpenAI logprob entry of one sampled token. */
+export function tokenLogprob(
+	tokenizer: TextDecoding,
+	id: number,
+	logprob: number
+): ChatCompletionTokenLogprob {
+	const token = tokenizer.decode([id]);
+	let bytes: number[] | null = Array.from(utf8.encode(token));
+	if (token.includes('\uFFFD')) {
+		const raw = tokenizer.idToToken(id);
+		bytes = raw === undefined ? null : byteLevelBytes(raw);
+	}
+	return {
+		token,
+		bytes,
+		logprob: Number.isFinite(logprob) ? logprob : LOGPROB_FLOOR,
+		top_logprobs: []
+	};
+}
+
+export class ChoiceDecoder {
+	private readonly text: DecodeStream;
+	private readonly stops: StopStringMatcher;
+	private readonly tools: ToolCallStream | null;
+	/** Every id pushed, in order. */
+	readonly ids: number[] = [];
+	readonly logprobs: number[] = [];
+	/** The OpenAI logprob entries made so far (when asked for). */
+	readonly logprobEntries: ChatCompletionTokenLogprob[] = [];
+	/** All content released so far. */
+	content = '';
+	readonly calls: ParsedToolCall[] = [];
+	private ended = false;
+
+	constructor(
+		private readonly tokenizer: TextDecoding,
+		private readonly options: ChoiceOptions
+	) {
+		this.text = tokenizer.decodeStream({ skipSpecialTokens: true });
+		this.stops = new StopStringMatcher(options.stop);
+		this.tools = options.parseTools ? new ToolCallStream() : null;
+	}
+
+	/** A stop string was found: the sequence should stop now. */
+	get stoppedByString(): boolean {
+		return this.stops.stopped;
+	}
+
+	private release(text: string, delta: ChoiceDelta): void {
+		if (this.tools) {
+			const out = this.tools.push(text);
+			delta.content += out.content;
+			delta.calls.push(...out.calls);
+		} else delta.content += text;
+	}
+
+	private record(delta: ChoiceDelta): ChoiceDelta {
+		this.content += delta.content;
+		this.calls.push(...delta.calls);
+		this.logprobEntries.push(...delta.logprobs);
+		return delta;
+	}
+
+	/** Adds one sampled token. */
+	push(id: number, logprob: number): ChoiceDelta {
+		const delta: ChoiceDelta = { content: '', calls: [], logprobs: [] };
+		this.ids.push(id);
+		this.logprobs.push(logprob);
+		if (this.options.logprobs) delta.logprobs.push(tokenLogprob(this.tokenizer, id, logprob));
+		if (!this.stops.stopped) this.release(this.stops.push(this.text.push(id)).text, delta);
+		return this.record(delta);
+	}
+
+	/** The sequence has ended: releases whatever was held back. */
+	finish(): ChoiceDelta {
+		const delta: ChoiceDelta = { content: '', calls: [], logprobs: [] };
+		if (this.ended) return delta;
+		this.ended = true;
+		if (!this.stops.stopped) {
+			const last = this.stops.push(this.text.flush());
+			this.release(last.text + this.stops.end(), delta);
+		}
+		if (this.tools) {
+			const out = this.tools.end();
+			delta.content += out.content;
+			delta.calls.push(...out.calls);
+		}
+		return this.record(delta);
+	}
+}
