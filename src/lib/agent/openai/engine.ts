@@ -38,6 +38,8 @@ export interface EngineSequence {
 
 /** A generation engine: one call decodes all `prompts` together. */
 export interface ChatEngine {
+	/** The context window (prompt + new tokens) a sequence may use. */
+	readonly contextLength?: number;
 	generate(
 		prompts: readonly (readonly number[])[],
 		options: EngineOptions

@@ -1,0 +1,98 @@
+/**
+ * @file `openaiClient()`: the official `openai` package's client, served by the local
+ * engine. Its `fetch` option is replaced by `localFetch`, which hands each request to a
+ * ChatService in this process (no network, no server: the browser tab and Node alike), so
+ * agent code is ordinary OpenAI-client code:
+ *
+ *   const client = openaiClient({ engine, tokenizer, model: 'qwen3-0.6b', contextLength });
+ *   const r = await client.chat.completions.create({ model: 'qwen3-0.6b', messages });
+ *   r.choices[0].message.content;  // OpenAI's schema
+ *   (r.choices[0] as TabrlChoice).tabrl;  // {prompt_ids, ids, logprobs} for training
+ *
+ * Errors come back as the HTTP statuses a server would send, so the client raises its own
+ * APIError subclasses (BadRequestError for 400, NotFoundError for 404, ...). The client does
+ * not retry (maxRetries 0: a local failure does not heal by waiting) and sends a placeholder
+ * API key (nothing checks it); dangerouslyAllowBrowser is set because there is no secret.
+ */
+import OpenAI from 'openai';
+import { ChatService, type ChatServiceOptions, type ServiceResponse } from './service';
+
+/** The origin the client is pointed at; nothing listens there, requests stay in process. */
+export const LOCAL_BASE_URL = 'http://tabrl.local/v1';
+
+function sseResponse(frames: AsyncIterable<string>, abort: AbortController): Response {
+	const encoder = new TextEncoder();
+	const iterator = frames[Symbol.asyncIterator]();
+	const body = new ReadableStream<Uint8Array>({
+		async pull(controller) {
+			const { value, done } = await iterator.next();
+			if (done) controller.close();
+			else controller.enqueue(encoder.encode(value));
+		},
+		async cancel() {
+			// The reader went away (break out of the stream, or an abort): stop decoding.
+			abort.abort();
+			await iterator.return?.();
+		}
+	});
+	return new Response(body, {
+		status: 200,
+		headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
+	});
+}
+
+function toResponse(r: ServiceResponse, abort: AbortController): Response {
+	if ('sse' in r) return sseResponse(r.sse, abort);
+	return new Response(JSON.stringify(r.json), {
+		status: r.status,
+		// A server-side failure is not worth retrying: say so (the client obeys this header).
+		headers: { 'content-type': 'application/json', 'x-should-retry': 'false' }
+	});
+}
+
+async function bodyText(input: RequestInfo | URL, init?: RequestInit): Promise<string | undefined> {
+	const body = init?.body;
+	if (typeof body === 'string') return body;
+	if (body !== undefined && body !== null) return new Response(body).text();
+	if (input instanceof Request) return input.text();
+	return undefined;
+}
+
+/** A `fetch` that answers from `service` in this process. */
+export function localFetch(service: ChatService): typeof fetch {
+	return async (input, init) => {
+		const url = new URL(
+			typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
+		);
+		const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+		// One controller per request: the caller's signal, or the body stream being dropped.
+		const abort = new AbortController();
+		const outer = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+		if (outer?.aborted) throw outer.reason;
+		outer?.addEventListener('abort', () => abort.abort(outer.reason), { once: true });
+		const response = await service.handle({
+			method,
+			path: url.pathname,
+			body: await bodyText(input, init),
+			signal: abort.signal
+		});
+		return toResponse(response, abort);
+	};
+}
+
+export type OpenAIClientOptions = ChatServiceOptions | { service: ChatService };
+
+/**
+ * An `openai` client whose requests the local engine serves. Give the engine options (a
+ * new ChatService is made) or a ChatService to share one scheduler between clients.
+ */
+export function openaiClient(options: OpenAIClientOptions): OpenAI {
+	const service = 'service' in options ? options.service : new ChatService(options);
+	return new OpenAI({
+		apiKey: 'tabrl-local',
+		baseURL: LOCAL_BASE_URL,
+		fetch: localFetch(service),
+		maxRetries: 0,
+		dangerouslyAllowBrowser: true
+	});
+}

@@ -1,0 +1,375 @@
+/**
+ * @file The OpenAI-compatible chat service over a local engine: validates a request
+ * (request.ts), builds its prompt (prompt.ts), decodes its n choices through the batching
+ * scheduler (scheduler.ts) with one ChoiceDecoder each (choice.ts), and answers with
+ * OpenAI's objects (response.ts): a whole `chat.completion`, or `chat.completion.chunk`s.
+ * Transport-free: the in-process fetch (client.ts) and the Node HTTP server
+ * (http-server.ts) both go through `handle`, so they answer alike.
+ *
+ * Streaming follows OpenAI: a first chunk per choice with `{role: 'assistant', content: ''}`,
+ * then a chunk per token that adds text, tool calls or (when asked) logprobs, then a chunk
+ * per choice with an empty delta and its finish_reason (and TabRL's `tabrl` tokens), then,
+ * with stream_options.include_usage, one chunk with no choices and the usage; the SSE
+ * stream ends with `data: [DONE]`. Tool calls arrive whole, one delta each (OpenAI may
+ * split arguments over several deltas; clients that accumulate deltas see the same).
+ */
+import type { ChatEngine, EngineSequence } from './engine';
+import { ChoiceDecoder, type ChoiceDelta, type TextDecoding } from './choice';
+import { OpenAIApiError, toApiError, invalidRequest } from './errors';
+import { buildPrompt, type ChatEncoding } from './prompt';
+import {
+	DEFAULT_LIMITS,
+	parseChatCompletionRequest,
+	type ChatRequest,
+	type RequestLimits
+} from './request';
+import {
+	buildChoice,
+	buildChunk,
+	buildCompletion,
+	buildModelList,
+	buildUsage,
+	newCompletionMeta,
+	toOpenAIToolCalls,
+	type CompletionMeta,
+	type FinishReason,
+	type TabrlChatCompletion,
+	type TabrlChatCompletionChunk,
+	type TabrlChunkChoice
+} from './response';
+import { BatchScheduler, type SchedulerOptions } from './scheduler';
+
+/** What the service needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it). */
+export type ServiceTokenizer = ChatEncoding & TextDecoding;
+
+export interface ChatServiceOptions {
+	engine: ChatEngine;
+	tokenizer: ServiceTokenizer;
+	/** The model name requests must give (and GET /v1/models lists). */
+	model: string;
+	/** Prompt + new tokens at most (default and cap: the engine's contextLength). */
+	contextLength?: number;
+	limits?: RequestLimits;
+	scheduler?: SchedulerOptions;
+}
+
+/** A transport-free request: method, path (e.g. '/v1/models'), body text. */
+export interface ServiceRequest {
+	method: string;
+	path: string;
+	body?: string;
+	signal?: AbortSignal;
+}
+
+/** A JSON answer, or (200 only) a stream of SSE frames (`data: ...\n\n`). */
+export type ServiceResponse =
+	{ status: number; json: unknown } | { status: 200; sse: AsyncIterable<string> };
+
+/** A validated request ready to decode. */
+interface Prepared {
+	request: ChatRequest;
+	promptIds: number[];
+	maxTokens: number;
+	meta: CompletionMeta;
+}
+
+/** A small async queue: the engine's callbacks push, the stream's reader pulls. */
+class ChunkQueue<T> {
+	private items: T[] = [];
+	private wake: (() => void) | null = null;
+	private closed = false;
+	private error: unknown = undefined;
+
+	push(item: T): void {
+		this.items.push(item);
+		this.wake?.();
+	}
+	close(error?: unknown): void {
+		this.closed = true;
+		this.error = error;
+		this.wake?.();
+	}
+	async *drain(): AsyncGenerator<T> {
+		for (;;) {
+			if (this.items.length) {
+				yield this.items.shift()!;
+				continue;
+			}
+			if (this.closed) {
+				if (this.error !== undefined) throw this.error;
+				return;
+			}
+			await new Promise<void>((resolve) => (this.wake = resolve));
+			this.wake = null;
+		}
+	}
+}
+
+export class ChatService {
+	readonly scheduler: BatchScheduler;
+	readonly model: string;
+	/** When the service started (GET /v1/models' `created`). */
+	private readonly created = Math.floor(Date.now() / 1000);
+
+	/** Prompt + new tokens at most. */
+	readonly contextLength: number;
+
+	constructor(private readonly options: ChatServiceOptions) {
+		this.model = options.model;
+		// The smaller of the two when both are known: the engine cannot go past its own.
+		const context = Math.min(
+			options.contextLength ?? Infinity,
+			options.engine.contextLength ?? Infinity
+		);
+		if (!Number.isInteger(context) || context < 2)
+			throw new RangeError(
+				`ChatService: give contextLength (an integer >= 2; the engine says ${context})`
+			);
+		this.contextLength = context;
+		this.scheduler = new BatchScheduler(options.engine, options.scheduler);
+	}
+
+	listModels() {
+		return buildModelList(this.model, this.created);
+	}
+
+	/** Validation, model check, prompt: everything that can fail before decoding. */
+	private prepare(body: unknown): Prepared {
+		const request = parseChatCompletionRequest(body, this.options.limits ?? DEFAULT_LIMITS);
+		if (request.model !== this.model)
+			throw new OpenAIApiError(
+				404,
+				`The model \`${request.model}\` does not exist. This server serves \`${this.model}\`.`,
+				'invalid_request_error',
+				'model',
+				'model_not_found'
+			);
+		const prompt = buildPrompt(this.options.tokenizer, request, this.contextLength);
+		return {
+			request,
+			promptIds: prompt.ids,
+			maxTokens: prompt.maxTokens,
+			meta: newCompletionMeta(this.model)
+		};
+	}
+
+	private decoders(p: Prepared): ChoiceDecoder[] {
+		const parseTools = p.request.tools !== undefined && p.request.tools.length > 0;
+		return Array.from(
+			{ length: p.request.n },
+			() =>
+				new ChoiceDecoder(this.options.tokenizer, {
+					stop: p.request.stop,
+					parseTools,
+					logprobs: p.request.logprobs
+				})
+		);
+	}
+
+	/** Decodes the n choices; `onDelta` sees every delta as it is made. */
+	private async decode(
+		p: Prepared,
+		decoders: ChoiceDecoder[],
+		signal: AbortSignal | undefined,
+		onDelta?: (i: number, delta: ChoiceDelta) => void
+	): Promise<EngineSequence[]> {
+		const { request } = p;
+		const results = await this.scheduler.submit({
+			prompts: Array.from({ length: request.n }, () => p.promptIds),
+			params: {
+				temperature: request.temperature,
+				topP: request.topP,
+				topK: request.topK,
+				seed: request.seed,
+				maxTokens: p.maxTokens
+			},
+			signal,
+			onToken: (i, id, logprob) => {
+				const delta = decoders[i].push(id, logprob);
+				onDelta?.(i, delta);
+				return decoders[i].stoppedByString;
+			}
+		});
+		// Tokens the engine did not report step by step (if any), then the end of the text.
+		results.forEach((r, i) => {
+			const d = decoders[i];
+			const seen = d.ids.length;
+			const deltas = r.ids.slice(seen).map((id, k) => d.push(id, r.logprobs[seen + k]));
+			deltas.push(d.finish());
+			for (const delta of deltas) onDelta?.(i, delta);
+		});
+		return results;
+	}
+
+	private finishReason(d: ChoiceDecoder, r: EngineSequence): FinishReason {
+		if (d.stoppedByString) return d.calls.length ? 'tool_calls' : 'stop';
+		if (r.finishReason === 'length') return 'length';
+		return d.calls.length ? 'tool_calls' : 'stop';
+	}
+
+	private usage(p: Prepared, results: EngineSequence[]) {
+		const completion = results.reduce((s, r) => s + r.ids.length, 0);
+		return buildUsage(p.promptIds.length, completion);
+	}
+
+	private static tokens(r: EngineSequence) {
+		return { prompt_ids: [...r.promptIds], ids: [...r.ids], logprobs: [...r.logprobs] };
+	}
+
+	/** A whole chat.completion (request.stream is ignored). */
+	async createCompletion(body: unknown, signal?: AbortSignal): Promise<TabrlChatCompletion> {
+		return this.complete(this.prepare(body), signal);
+	}
+
+	private async complete(p: Prepared, signal?: AbortSignal): Promise<TabrlChatCompletion> {
+		const decoders = this.decoders(p);
+		const results = await this.decode(p, decoders, signal);
+		const choices = results.map((r, i) => {
+			const d = decoders[i];
+			return buildChoice({
+				index: i,
+				content: d.content,
+				toolCalls: toOpenAIToolCalls(d.calls),
+				finishReason: this.finishReason(d, r),
+				logprobs: p.request.logprobs ? d.logprobEntries : null,
+				tabrl: ChatService.tokens(r)
+			});
+		});
+		return buildCompletion(p.meta, choices, this.usage(p, results));
+	}
+
+	/**
+	 * The chunks of a streamed completion. Validation errors throw here, before the first
+	 * chunk; an engine error after that ends the iteration with that error.
+	 */
+	streamCompletion(body: unknown, signal?: AbortSignal): AsyncIterable<TabrlChatCompletionChunk> {
+		return this.stream(this.prepare(body), signal);
+	}
+
+	private stream(p: Prepared, signal?: AbortSignal): AsyncIterable<TabrlChatCompletionChunk> {
+		const decoders = this.decoders(p);
+		const queue = new ChunkQueue<TabrlChatCompletionChunk>();
+		const { meta, request } = p;
+		const toolIndex = decoders.map(() => 0);
+		const choiceChunk = (c: TabrlChunkChoice) => queue.push(buildChunk(meta, [c]));
+		for (let i = 0; i < request.n; i++)
+			choiceChunk({
+				index: i,
+				delta: { role: 'assistant', content: '' },
+				logprobs: null,
+				finish_reason: null
+			});
+		const onDelta = (i: number, d: ChoiceDelta) => {
+			if (d.content === '' && d.calls.length === 0 && d.logprobs.length === 0) return;
+			const delta: TabrlChunkChoice['delta'] = {};
+			if (d.content !== '') delta.content = d.content;
+			if (d.calls.length)
+				delta.tool_calls = toOpenAIToolCalls(d.calls).map((c) => ({ index: toolIndex[i]++, ...c }));
+			choiceChunk({
+				index: i,
+				delta,
+				logprobs: d.logprobs.length ? { content: d.logprobs, refusal: null } : null,
+				finish_reason: null
+			});
+		};
+		this.decode(p, decoders, signal, onDelta).then(
+			(results) => {
+				results.forEach((r, i) =>
+					choiceChunk({
+						index: i,
+						delta: {},
+						logprobs: null,
+						finish_reason: this.finishReason(decoders[i], r),
+						tabrl: ChatService.tokens(r)
+					})
+				);
+				if (request.includeUsage) queue.push(buildChunk(meta, [], this.usage(p, results)));
+				queue.close();
+			},
+			(error) => queue.close(error ?? new Error('generation failed'))
+		);
+		return queue.drain();
+	}
+
+	/** Routes one request: POST /v1/chat/completions, GET /v1/models[/{id}]. */
+	async handle(req: ServiceRequest): Promise<ServiceResponse> {
+		try {
+			return await this.route(req);
+		} catch (error) {
+			const e = toApiError(error);
+			return { status: e.status, json: e.toBody() };
+		}
+	}
+
+	private async route(req: ServiceRequest): Promise<ServiceResponse> {
+		const path = req.path.replace(/\/+$/, '');
+		const method = req.method.toUpperCase();
+		const allow = (m: string) => {
+			if (method !== m)
+				throw new OpenAIApiError(
+					405,
+					`Method ${method} is not allowed on ${path}; use ${m}.`,
+					'invalid_request_error',
+					null,
+					'method_not_allowed'
+				);
+		};
+		if (path === '/v1/chat/completions') {
+			allow('POST');
+			const p = this.prepare(parseJsonBody(req.body));
+			if (!p.request.stream) return { status: 200, json: await this.complete(p, req.signal) };
+			return { status: 200, sse: sseFrames(this.stream(p, req.signal)) };
+		}
+		if (path === '/v1/models') {
+			allow('GET');
+			return { status: 200, json: this.listModels() };
+		}
+		if (path.startsWith('/v1/models/')) {
+			allow('GET');
+			const id = decodeURIComponent(path.slice('/v1/models/'.length));
+			const model = this.listModels().data.find((m) => m.id === id);
+			if (!model)
+				throw new OpenAIApiError(
+					404,
+					`The model \`${id}\` does not exist. This server serves \`${this.model}\`.`,
+					'invalid_request_error',
+					'model',
+					'model_not_found'
+				);
+			return { status: 200, json: model };
+		}
+		throw new OpenAIApiError(
+			404,
+			`Invalid URL (${method} ${req.path}): this server answers POST /v1/chat/completions and GET /v1/models.`,
+			'invalid_request_error',
+			null,
+			'unknown_url'
+		);
+	}
+}
+
+function parseJsonBody(body: string | undefined): unknown {
+	if (body === undefined || body.trim() === '')
+		throw invalidRequest('The request has no body: send a JSON object.', null, 'invalid_json');
+	try {
+		return JSON.parse(body);
+	} catch (error) {
+		throw invalidRequest(
+			`We could not parse the JSON body of your request (${(error as Error).message}). ` +
+				'Send valid JSON with Content-Type: application/json.',
+			null,
+			'invalid_json'
+		);
+	}
+}
+
+/** Chunks as SSE frames, ending with `data: [DONE]`, or with an error frame on failure. */
+export async function* sseFrames(chunks: AsyncIterable<unknown>): AsyncGenerator<string> {
+	try {
+		for await (const chunk of chunks) yield `data: ${JSON.stringify(chunk)}\n\n`;
+	} catch (error) {
+		yield `data: ${JSON.stringify(toApiError(error).toBody())}\n\n`;
+		return;
+	}
+	yield 'data: [DONE]\n\n';
+}
