@@ -12,8 +12,10 @@
  *  - tiled f32: the path that always works. vec4 global access when M, N, K are multiples
  *    of 4, scalar otherwise. Split-K (a second pass sums the slices) when the output has
  *    too few tiles to fill the GPU and K is long (the dW = dY^T X products).
- *  - tiled with f16 operands (`shader-f16`): f16 storage, f32 arithmetic. Halves the bytes
- *    read; no faster than f32 on the H200 (the f32 kernel is not memory bound).
+ *  - tiled with f16 operands: f16 storage, f32 arithmetic. Halves the bytes read (and the
+ *    memory of f16 weights); no faster than f32 on the H200 (the f32 kernel is not memory
+ *    bound). With `shader-f16` the operands are array<f16>; without it (Chrome on Linux,
+ *    SwiftShader) the same bytes are read as u32 words and widened with unpack2x16float.
  *  - subgroup-matrix (`chromium-experimental-subgroup-matrix`, f16 operands, f32
  *    accumulation: tensor cores): 16x16x16 fragments, 4 subgroups per workgroup, tiles
  *    staged through workgroup memory. Taken for f16 operands when the shape is a
@@ -47,7 +49,7 @@
  *  scalar stores per vec4); staging it [m][k] with padded rows is the next thing to try.
  */
 import type { Gpu } from '../device';
-import { MissingFeatureError, OverLimitError, ShapeMismatchError, assertShape } from '../errors';
+import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
 import {
@@ -357,8 +359,6 @@ export function matmulTiled(
 ): void {
 	const gpu = rec.gpu;
 	const p = problem ?? matmulProblem(args);
-	if ((p.aType === 'f16' || p.bType === 'f16') && !gpu.caps.f16)
-		throw new MissingFeatureError('shader-f16', 'matmul with f16 operands');
 	const shapeProblem = tileShapeProblem(tile);
 	if (shapeProblem) throw new ShapeMismatchError(`matmul tile: ${shapeProblem}`);
 	if (!fits(gpu, tile))
@@ -375,7 +375,8 @@ export function matmulTiled(
 		transB: args.transB ?? false,
 		vec4: p.m % 4 === 0 && p.n % 4 === 0 && p.k % 4 === 0,
 		aType: p.aType,
-		bType: p.bType
+		bType: p.bType,
+		packedF16: (p.aType === 'f16' || p.bType === 'f16') && !gpu.caps.f16
 	};
 	let s = Math.max(1, Math.floor(splits ?? chooseSplits(gpu, p, tile)));
 	// Slices are whole BK steps; recount so none is empty.

@@ -45,13 +45,43 @@ export interface TiledVariant extends TileShape {
 	vec4: boolean;
 	aType: OperandType;
 	bType: OperandType;
+	/** f16 operands read as u32 words and widened with unpack2x16float: the same bytes as
+	 * array<f16>, on devices without `shader-f16`. */
+	packedF16?: boolean;
 }
 
 export function variantName(v: TiledVariant): string {
 	return (
 		`matmul.tiled.${v.aType}${v.bType}.${v.transA ? 'T' : 'N'}${v.transB ? 'T' : 'N'}` +
-		`.${v.bm}x${v.bn}x${v.bk}.${v.tm}x${v.tn}.${v.vec4 ? 'v4' : 'v1'}.${v.doubleBuffer ? 'db' : 'sb'}`
+		`.${v.bm}x${v.bn}x${v.bk}.${v.tm}x${v.tn}.${v.vec4 ? 'v4' : 'v1'}.${v.doubleBuffer ? 'db' : 'sb'}` +
+		(v.packedF16 ? '.pk' : '')
 	);
+}
+
+/** An operand's binding type and its `load_<name>(element index)` (W = 4: the vec4 that
+ * starts at that index, a multiple of 4). */
+function operandAccess(name: 'a' | 'b', type: OperandType, W: number, packed: boolean) {
+	if (type === 'f16' && packed) {
+		// Two halves per u32 word, element 2i in the low bits (little-endian, as array<f16>).
+		if (W === 4)
+			return {
+				binding: 'array<vec2<u32>>',
+				load: `fn load_${name}(i: u32) -> vec4<f32> { let w = ${name}[i / 4u]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }`
+			};
+		return {
+			binding: 'array<u32>',
+			load: `fn load_${name}(i: u32) -> f32 { return unpack2x16float(${name}[i / 2u])[i % 2u]; }`
+		};
+	}
+	if (W === 4)
+		return {
+			binding: `array<vec4<${type}>>`,
+			load: `fn load_${name}(i: u32) -> vec4<f32> { return vec4<f32>(${name}[i / 4u]); }`
+		};
+	return {
+		binding: `array<${type}>`,
+		load: `fn load_${name}(i: u32) -> f32 { return f32(${name}[i]); }`
+	};
 }
 
 export function threadsOf(t: TileShape): number {
@@ -97,7 +127,6 @@ function staging(
 	const contiguousK = name === 'a' ? !v.transA : v.transB;
 	const regType = W === 4 ? 'vec4<f32>' : 'f32';
 	const zero = W === 4 ? 'vec4<f32>(0.0)' : '0.0';
-	const cast = W === 4 ? 'vec4<f32>' : 'f32';
 	// Extent of the tile along the contiguous dim and along the strided one.
 	const contExtent = contiguousK ? v.bk : other;
 	const chunksPerLine = contExtent / W;
@@ -124,7 +153,7 @@ function staging(
 			`      let line = ${lineOrigin} + v / ${chunksPerLine}u;\n` +
 			`      let col = ${contOrigin} + (v % ${chunksPerLine}u) * ${W}u;\n` +
 			`      if (line < ${lineLimit} && col < ${contLimit}) {\n` +
-			`        ${r} = ${cast}(${name}[(${off} + line * ${ld} + col)${W === 4 ? ' / 4u' : ''}]);\n` +
+			`        ${r} = load_${name}(${off} + line * ${ld} + col);\n` +
 			`      } else { ${r} = ${zero}; }\n` +
 			`    }\n`;
 		// Position inside the tile: line index and contiguous offset.
@@ -162,7 +191,8 @@ export function tiledMatmulWgsl(v: TiledVariant): string {
 	const gn = v.tn / 4; // column groups of 4 per invocation
 	const nbuf = v.doubleBuffer ? 2 : 1;
 	const W = v.vec4 ? 4 : 1;
-	const elem = (t: OperandType) => (W === 4 ? `vec4<${t}>` : t);
+	const opA = operandAccess('a', v.aType, W, !!v.packedF16);
+	const opB = operandAccess('b', v.bType, W, !!v.packedF16);
 	const A = staging('a', 'As', v, v.bm, threads);
 	const B = staging('b', 'Bs', v, v.bn, threads);
 	const qa = v.bm / 4;
@@ -252,13 +282,16 @@ ${compute}
     workgroupBarrier();
   }`;
 
-	return /* wgsl */ `${v.aType === 'f16' || v.bType === 'f16' ? 'enable f16;' : ''}
+	const nativeF16 = (v.aType === 'f16' || v.bType === 'f16') && !v.packedF16;
+	return /* wgsl */ `${nativeF16 ? 'enable f16;' : ''}
 // ${variantName(v)}: C = alpha * ${v.transA ? 'A^T' : 'A'} @ ${v.transB ? 'B^T' : 'B'} + beta * C
 // Tile ${v.bm}x${v.bn}, depth ${v.bk}, ${v.tm}x${v.tn} per invocation: chosen by measurement (matmul.ts).
 const BK: u32 = ${v.bk}u;
-@group(0) @binding(0) var<storage, read> a: array<${elem(v.aType)}>;        // ${shapeA}, row-major
-@group(0) @binding(1) var<storage, read> b: array<${elem(v.bType)}>;        // ${shapeB}, row-major
-@group(0) @binding(2) var<storage, read_write> c: array<${elem('f32')}>;  // [Bt, M, N] (or [Bt * splits, M, N]), row-major
+@group(0) @binding(0) var<storage, read> a: ${opA.binding};        // ${shapeA} ${v.aType}, row-major
+@group(0) @binding(1) var<storage, read> b: ${opB.binding};        // ${shapeB} ${v.bType}, row-major
+@group(0) @binding(2) var<storage, read_write> c: array<${W === 4 ? 'vec4<f32>' : 'f32'}>;  // [Bt, M, N] (or [Bt * splits, M, N]), row-major
+${opA.load}
+${opB.load}
 // strideA / strideB: elements between batches (0 when the operand is shared by all).
 // splits > 1 (split-K): c is a scratch [Bt * splits, M, N] of partial sums over kChunk-deep
 // slices of K, summed by MATMUL_SPLITK_REDUCE; alpha = 1 and beta = 0 then.
