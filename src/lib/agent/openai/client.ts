@@ -11,10 +11,11 @@
  *
  * Errors come back as the HTTP statuses a server would send, so the client raises its own
  * APIError subclasses (BadRequestError for 400, NotFoundError for 404, ...). The client does
- * not retry (maxRetries 0: a local failure does not heal by waiting) and sends a placeholder
+ * not retry by default (maxRetries 0: a local failure does not heal by waiting); the
+ * client's other options (timeout, default headers, ...) pass through. It sends a placeholder
  * API key (nothing checks it); dangerouslyAllowBrowser is set because there is no secret.
  */
-import OpenAI from 'openai';
+import OpenAI, { type ClientOptions } from 'openai';
 import { ChatService, type ChatServiceOptions, type ServiceResponse } from './service';
 
 /** The origin the client is pointed at; nothing listens there, requests stay in process. */
@@ -82,17 +83,27 @@ export function localFetch(service: ChatService): typeof fetch {
 
 export type OpenAIClientOptions = ChatServiceOptions | { service: ChatService };
 
+/** The client's own options that still apply to a local client (timeout, headers, ...). */
+export type LocalClientOptions = Omit<
+	ClientOptions,
+	'apiKey' | 'baseURL' | 'fetch' | 'dangerouslyAllowBrowser'
+>;
+
 /**
  * An `openai` client whose requests the local engine serves. Give the engine options (a
  * new ChatService is made) or a ChatService to share one scheduler between clients.
  */
-export function openaiClient(options: OpenAIClientOptions): OpenAI {
+export function openaiClient(
+	options: OpenAIClientOptions,
+	clientOptions: LocalClientOptions = {}
+): OpenAI {
 	const service = 'service' in options ? options.service : new ChatService(options);
 	return new OpenAI({
+		maxRetries: 0,
+		...clientOptions,
 		apiKey: 'tabrl-local',
 		baseURL: LOCAL_BASE_URL,
 		fetch: localFetch(service),
-		maxRetries: 0,
 		dangerouslyAllowBrowser: true
 	});
 }
