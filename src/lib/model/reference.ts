@@ -146,3 +146,18 @@ export function referenceLoss(
 	for (let i = 0; i < lp.length; i++) if (!Number.isNaN(lp[i])) s += g[i] * lp[i];
 	return s;
 }
+
+/** Logits [n, V] of every position of one sequence (temperature 1): row t scores the token
+ * after ids[t]. Generation tests take the argmax and log-softmax of the last row. */
+export function referenceLogits(
+	config: ModelConfig,
+	weights: Weights,
+	ids: ArrayLike<number>,
+	lora?: ReferenceLora
+): Float64Array {
+	const head = weights.get(
+		config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight'
+	)!;
+	const h = sequenceHidden(config, weights, ids, lora);
+	return logitsRef(h, head, ids.length, config.hiddenSize, config.vocabSize);
+}

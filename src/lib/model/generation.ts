@@ -1,0 +1,591 @@
+/**
+ * @file Batched text generation on the GPU with a KV cache: the N prompts of a call are
+ * prefilled, then decoded together one token per sequence per step, sampled on the GPU
+ * (temperature, top-k, top-p, greedy; Philox keyed per sequence), with the model's
+ * current LoRA adapters (the policy being trained).
+ *
+ *   const gen = new Generator(model);
+ *   const [a, b] = await gen.generate([[1, 2, 3], [4, 5]], { maxTokens: 64, seed: 7 });
+ *   a.ids, a.logprobs, a.finishReason   // new tokens, their sampling logprobs, 'stop' | 'length'
+ *
+ * Prefill: prompts in groups of at most PREFILL_TOKENS padded tokens, each group a
+ * right-padded batch through layer.ts's layerForward (the training forward), whose
+ * post-RoPE k and v of each sequence are copied into the cache slots 0..len-1, and whose
+ * last real row per sequence becomes the sequence's hidden state for the first sample.
+ *
+ * Decode: every step is the same GPU commands (captured-commands.ts), recorded once per
+ * batch shape: the embedding of the tokens the last step sampled (read on the GPU), every
+ * layer (decode-layer.ts: attention over each sequence's own cache length), the final
+ * norm, the logits [B, V] and the sampler; token ids, positions and the cache live on the
+ * GPU. Per step the host writes the sampler's step counter, submits, and reads back the
+ * B token ids and logprobs (one 8 B-per-sequence readback). The host stays one step
+ * ahead: step s + 1 is submitted before step s's ids are read, since it needs nothing
+ * from the host; a sequence that finished at step s rides along in step s + 1 (its result
+ * ignored; its cache writes stay inside its own rows), and when the last one finishes
+ * that one extra step is wasted.
+ *
+ * Reproducibility: sequence i of a call (its index in `prompts`) samples with the Philox
+ * key derived from (seed, i) at counter = the token's index, so a call repeats exactly
+ * and a sequence's draws do not depend on its neighbours (its logits may still differ in
+ * the last bits with the batch size: matmul's split-K choice depends on the row count).
+ *
+ * Memory: the call's estimate (generation-memory.ts) is checked against the model's
+ * budget and the device's per-buffer limits before anything is allocated
+ * (ModelTooLargeError, with the numbers). The KV cache and the step's buffers are kept for
+ * the next call of the same batch size and a similar length (SLOT_GRANULE); `release()`
+ * frees them.
+ */
+import { ShapeMismatchError } from '../gpu/errors';
+import { Recorder, type Params } from '../gpu/kernel';
+import { copyColumns } from '../gpu/kernels/copy';
+import { embeddingForward } from '../gpu/kernels/embedding';
+import { advancePositions } from '../gpu/kernels/kv-cache';
+import { matmul } from '../gpu/kernels/matmul';
+import { rmsNormForward } from '../gpu/kernels/rmsnorm';
+import { sampleTokens, type SampleTokensArgs } from '../gpu/kernels/sampling';
+import { BufferPool } from '../gpu/pool';
+import { createTensor, Tensor, writeTensor } from '../gpu/tensor';
+import { CapturedCommands } from './captured-commands';
+import { decodeActSpecs, decodeLayerForward, type DecodeActs } from './decode-layer';
+import { ContextLengthError, GenerationOptionsError } from './errors';
+import { estimateGenerationMemory } from './generation-memory';
+import { KvCache } from './kv-cache';
+import { layerForward, type LayerContext } from './layer';
+import { checkModelMemory } from './memory';
+import type { TransformerModel } from './transformer';
+import { layerSpecs, loraActSpecs, type TensorSpec } from './workspace';
+
+export interface GenerateOptions {
+	/** New tokens per sequence at most (finish 'length' when reached). */
+	maxTokens: number;
+	/** Default 1; <= 0 is greedy. */
+	temperature?: number;
+	/** Default 1 (off). */
+	topP?: number;
+	/** Default 0 (off). */
+	topK?: number;
+	/** Makes sampling reproducible: sequence i of the call samples with a key derived from
+	 * (seed, i), so the same call repeats exactly and a sequence does not depend on its
+	 * batch neighbours. Default: a random seed. */
+	seed?: number;
+	/** Token ids that end a sequence (finish 'stop', the stop token kept in ids). Default:
+	 * the model config's eosTokenIds (generation_config.json). */
+	stopTokenIds?: readonly number[];
+	/** Ignore stop token ids (benchmarks). */
+	ignoreEos?: boolean;
+	/** Called after every decode step with the tokens that step produced, for streaming and
+	 * stop strings; it returns the indices of sequences to stop now (finish 'stop'), or nothing. */
+	onStep?: (tokens: readonly StepToken[]) => readonly number[] | void;
+	signal?: AbortSignal;
+}
+
+export interface StepToken {
+	index: number;
+	id: number;
+	logprob: number;
+}
+
+export interface GeneratedSequence {
+	promptIds: number[];
+	/** New tokens only. */
+	ids: number[];
+	/** The sampling policy's logprob of each new token (log_softmax(logits / T)[id]). */
+	logprobs: number[];
+	finishReason: 'stop' | 'length';
+}
+
+export interface GeneratorOptions {
+	/** Sequences decoded together at most; a call with more runs them in rounds of this
+	 * many (seeds and indices stay those of the whole call). Default 64. */
+	maxBatch?: number;
+	/** Context window (prompt + new tokens) at most; default and cap: the model's
+	 * max_position_embeddings. */
+	maxContext?: number;
+}
+
+const DEFAULT_MAX_BATCH = 64;
+/** Padded tokens per prefill group at most: bounds the prefill's activations (one layer's
+ * gate, up and SwiGLU output are 3 x 4096 x I f32: 240 MB for Qwen2.5-0.5B). */
+const PREFILL_TOKENS = 4096;
+/** Cache slots per sequence are allocated in multiples of this, so calls of similar
+ * lengths share one cache and one recorded step. */
+const SLOT_GRANULE = 256;
+const MAP_READ = 0x0001;
+const COPY_DST = 0x0008;
+
+/** 32-bit finaliser of MurmurHash3: a bijection that mixes every input bit into the output. */
+function fmix32(h: number): number {
+	h ^= h >>> 16;
+	h = Math.imul(h, 0x85ebca6b);
+	h ^= h >>> 13;
+	h = Math.imul(h, 0xc2b2ae35);
+	return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The u32 Philox key of sequence `index` of a call with `seed` (any safe integer). */
+export function sequenceSeed(seed: number, index: number): number {
+	const lo = seed >>> 0;
+	const hi = Math.floor(seed / 2 ** 32) >>> 0;
+	return fmix32(fmix32(fmix32(lo) ^ hi) ^ Math.imul(index + 1, 0x9e3779b1));
+}
+
+function randomSeed(): number {
+	const c = (globalThis as { crypto?: Crypto }).crypto;
+	if (c?.getRandomValues) return c.getRandomValues(new Uint32Array(1))[0];
+	return Math.floor(Math.random() * 2 ** 32);
+}
+
+interface Resolved {
+	maxTokens: number;
+	temperature: number;
+	topP: number;
+	topK: number;
+	seed: number;
+	stop: Set<number>;
+}
+
+function resolveOptions(o: GenerateOptions, eos: readonly number[], vocab: number): Resolved {
+	const bad = (what: string) => {
+		throw new GenerationOptionsError(what);
+	};
+	if (!(Number.isInteger(o.maxTokens) && o.maxTokens >= 1))
+		bad(`maxTokens must be a positive integer, got ${o.maxTokens}`);
+	const temperature = o.temperature ?? 1;
+	if (!Number.isFinite(temperature)) bad(`temperature must be a finite number, got ${temperature}`);
+	const topP = o.topP ?? 1;
+	if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${topP}`);
+	const topK = o.topK ?? 0;
+	if (!(Number.isInteger(topK) && topK >= 0 && topK < 2 ** 32))
+		bad(`topK must be a non-negative integer (0: off), got ${topK}`);
+	const seed = o.seed ?? randomSeed();
+	if (!Number.isSafeInteger(seed)) bad(`seed must be an integer, got ${seed}`);
+	const stopIds = o.ignoreEos ? [] : (o.stopTokenIds ?? eos);
+	for (const id of stopIds)
+		if (!(Number.isInteger(id) && id >= 0 && id < vocab))
+			bad(`stop token id ${id} is outside the vocabulary [0, ${vocab})`);
+	return { maxTokens: o.maxTokens, temperature, topP, topK, seed, stop: new Set(stopIds) };
+}
+
+/** Groups of consecutive prompts whose padded size stays within PREFILL_TOKENS. */
+function prefillGroups(lengths: readonly number[]): { start: number; count: number; T: number }[] {
+	const groups: { start: number; count: number; T: number }[] = [];
+	for (let b = 0; b < lengths.length; b++) {
+		const g = groups.at(-1);
+		const T = g ? Math.max(g.T, lengths[b]) : lengths[b];
+		if (g && (g.count + 1) * T <= PREFILL_TOKENS) {
+			g.count++;
+			g.T = T;
+		} else groups.push({ start: b, count: 1, T: lengths[b] });
+	}
+	return groups;
+}
+
+/** The GPU state of decoding B sequences with S cache slots each, and its recorded step. */
+class DecodeSession {
+	readonly cache: KvCache;
+	readonly #owned: Tensor[] = [];
+	/** The step's tokens' residual stream [B, C]. */
+	readonly x: Tensor;
+	readonly positions: Tensor;
+	readonly tokens: Tensor;
+	readonly sampled: Tensor;
+	readonly temperature: Tensor;
+	readonly topK: Tensor;
+	readonly topP: Tensor;
+	readonly seeds: Tensor;
+	readonly #staging: GPUBuffer[] = [];
+	#body?: CapturedCommands;
+	#head?: CapturedCommands;
+	#samplerIndex = 0;
+	#samplerArgs?: SampleTokensArgs;
+
+	constructor(
+		readonly model: TransformerModel,
+		readonly B: number,
+		readonly S: number
+	) {
+		const { gpu, config, weights } = model;
+		this.cache = new KvCache(gpu, config, B, S);
+		try {
+			const t = <D extends 'f32' | 'u32'>(shape: number[], dtype: D) => {
+				const x = createTensor(gpu, shape, dtype);
+				this.#owned.push(x);
+				return x;
+			};
+			const C = config.hiddenSize;
+			const V = config.vocabSize;
+			this.x = t([B, C], 'f32');
+			this.positions = t([B], 'u32');
+			this.tokens = t([B], 'u32');
+			this.sampled = t([B], 'f32');
+			this.temperature = t([B], 'f32');
+			this.topK = t([B], 'u32');
+			this.topP = t([B], 'f32');
+			this.seeds = t([B], 'u32');
+			for (let i = 0; i < 2; i++)
+				this.#staging.push(gpu.device.createBuffer({ size: 8 * B, usage: MAP_READ | COPY_DST }));
+			const hf = t([B, C], 'f32');
+			const rstdF = t([B], 'f32');
+			const logits = t([B, V], 'f32');
+			const chunks = weights.lmHead.chunks;
+			const maxRows = Math.max(...chunks.map((c) => c.rows));
+			const chunkLogits = chunks.length > 1 ? t([B, maxRows], 'f32') : undefined;
+			const specs = decodeActSpecs(config, B, model.lora?.config.rank ?? 0);
+			const acts = {} as Record<string, Tensor | undefined>;
+			for (const [k, s] of Object.entries(specs)) acts[k] = s ? t(s.shape, 'f32') : undefined;
+
+			// The head: final norm, logits, sampler (step 0 here; setParams moves it on).
+			const head = (this.#head = new CapturedCommands(gpu));
+			let rec = head.recorder;
+			const eps = config.rmsNormEps;
+			rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
+			for (const c of chunks) {
+				if (!chunkLogits) {
+					matmul(rec, { a: hf, b: c.tensor, c: logits, transB: true });
+					continue;
+				}
+				const z = new Tensor(gpu, chunkLogits.buffer, [B, c.rows], 'f32', { giveBack: () => {} });
+				matmul(rec, { a: hf, b: c.tensor, c: z, transB: true });
+				copyColumns(rec, { src: z, dst: logits, offset: c.rowOffset });
+			}
+			this.#samplerArgs = {
+				logits,
+				temperature: this.temperature,
+				topK: this.topK,
+				topP: this.topP,
+				seeds: this.seeds,
+				tokens: this.tokens,
+				logprobs: this.sampled,
+				step: 0
+			};
+			this.#samplerIndex = head.nextDispatch;
+			sampleTokens(rec, this.#samplerArgs);
+			head.finish();
+
+			// The body: embed the last sampled tokens, every layer, advance the positions.
+			const body = (this.#body = new CapturedCommands(gpu));
+			rec = body.recorder;
+			embeddingForward(rec, { ids: this.tokens, weight: weights.embed, out: this.x });
+			const ctx = {
+				config,
+				B,
+				positions: this.positions,
+				invFreq: model.invFreq,
+				attentionScaling: model.attentionScaling,
+				lora: model.lora
+			};
+			for (let l = 0; l < config.numLayers; l++) {
+				const cache = { k: this.cache.k[l], v: this.cache.v[l] };
+				body.scope(() =>
+					decodeLayerForward(rec, ctx, l, weights.layers[l], this.x, acts as DecodeActs, cache)
+				);
+			}
+			advancePositions(rec, { positions: this.positions });
+			body.finish();
+		} catch (error) {
+			this.release();
+			throw error;
+		}
+	}
+
+	/** Encodes and submits step `step` (0: the head only, after a prefill) with the
+	 * readback of its ids and logprobs into staging buffer step % 2. */
+	submitStep(step: number): void {
+		const gpu = this.model.gpu;
+		let params: Params | undefined;
+		const probe = {
+			gpu,
+			dispatch: (_k: unknown, _b: unknown, _w: unknown, p: Params) => (params = p)
+		} as unknown as Recorder;
+		sampleTokens(probe, { ...this.#samplerArgs!, step });
+		this.#head!.setParams(this.#samplerIndex, params!);
+		const encoder = gpu.device.createCommandEncoder();
+		if (step > 0) this.#body!.encode(encoder);
+		this.#head!.encode(encoder);
+		const staging = this.#staging[step % 2];
+		encoder.copyBufferToBuffer(this.tokens.buffer, 0, staging, 0, 4 * this.B);
+		encoder.copyBufferToBuffer(this.sampled.buffer, 0, staging, 4 * this.B, 4 * this.B);
+		gpu.device.queue.submit([encoder.finish()]);
+	}
+
+	/** Waits for step `step` and returns its ids and logprobs [B]. */
+	async readStep(step: number): Promise<{ ids: Uint32Array; logprobs: Float32Array }> {
+		const staging = this.#staging[step % 2];
+		await staging.mapAsync(MAP_READ);
+		const data = staging.getMappedRange().slice(0);
+		staging.unmap();
+		return {
+			ids: new Uint32Array(data, 0, this.B),
+			logprobs: new Float32Array(data, 4 * this.B, this.B)
+		};
+	}
+
+	/** Dispatches per decode step (body + head), for benchmarks. */
+	get dispatchesPerStep(): number {
+		return (this.#body?.dispatchCount ?? 0) + (this.#head?.dispatchCount ?? 0);
+	}
+
+	release(): void {
+		this.#body?.release();
+		this.#head?.release();
+		for (const t of this.#owned) t.release();
+		for (const b of this.#staging) b.destroy();
+		this.cache.release();
+	}
+}
+
+/** Decodes with the model's current LoRA adapters (the policy being trained). */
+export class Generator {
+	readonly #model: TransformerModel;
+	readonly #maxBatch: number;
+	readonly #context: number;
+	readonly #pool: BufferPool;
+	#session: DecodeSession | undefined;
+	/** Calls run one at a time, in order. */
+	#queue: Promise<unknown> = Promise.resolve();
+	#released = false;
+
+	constructor(model: TransformerModel, options: GeneratorOptions = {}) {
+		const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
+		if (!(Number.isInteger(maxBatch) && maxBatch >= 1))
+			throw new GenerationOptionsError(`maxBatch must be a positive integer, got ${maxBatch}`);
+		const limit = model.config.maxPositionEmbeddings;
+		const maxContext = options.maxContext ?? limit;
+		if (!(Number.isInteger(maxContext) && maxContext >= 1))
+			throw new GenerationOptionsError(`maxContext must be a positive integer, got ${maxContext}`);
+		this.#model = model;
+		this.#maxBatch = maxBatch;
+		this.#context = Math.min(maxContext, limit);
+		this.#pool = new BufferPool(model.gpu);
+	}
+
+	/** The kept decode session's shape and recorded step (undefined before a call). */
+	get session(): { batch: number; slots: number; dispatchesPerStep: number } | undefined {
+		const s = this.#session;
+		return s && { batch: s.B, slots: s.S, dispatchesPerStep: s.dispatchesPerStep };
+	}
+
+	/** The context window (prompt + new tokens) a sequence may use. */
+	get contextLength(): number {
+		return this.#context;
+	}
+
+	/** Generates for every prompt; results in the prompts' order. */
+	generate(
+		prompts: readonly (readonly number[])[],
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		const run = this.#queue.then(() => this.#generate(prompts, options));
+		this.#queue = run.catch(() => undefined);
+		return run;
+	}
+
+	/** Frees the KV cache and the step's buffers (the model stays the caller's). */
+	release(): void {
+		this.#released = true;
+		this.#session?.release();
+		this.#session = undefined;
+		this.#pool.trim();
+	}
+
+	async #generate(
+		prompts: readonly (readonly number[])[],
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		this.#checkLive();
+		const { config } = this.#model;
+		const o = resolveOptions(options, config.eosTokenIds, config.vocabSize);
+		prompts.forEach((p, i) => {
+			if (p.length === 0)
+				throw new GenerationOptionsError(`prompt ${i} is empty: give at least one token`);
+			if (p.length > this.#context) throw new ContextLengthError(p.length, this.#context, i);
+			for (let t = 0; t < p.length; t++)
+				if (!(Number.isInteger(p[t]) && p[t] >= 0 && p[t] < config.vocabSize))
+					throw new ShapeMismatchError(
+						`token id ${p[t]} at [${i}, ${t}] is outside the vocabulary [0, ` +
+							`${config.vocabSize}); check that the tokenizer belongs to this model`
+					);
+		});
+		options.signal?.throwIfAborted();
+		const out: GeneratedSequence[] = [];
+		for (let start = 0; start < prompts.length; start += this.#maxBatch) {
+			const batch = prompts.slice(start, start + this.#maxBatch);
+			out.push(...(await this.#generateBatch(batch, start, o, options)));
+		}
+		return out;
+	}
+
+	async #generateBatch(
+		prompts: readonly (readonly number[])[],
+		base: number,
+		o: Resolved,
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		const B = prompts.length;
+		const lengths = prompts.map((p) => p.length);
+		const budget = lengths.map((n) => Math.min(o.maxTokens, this.#context - n));
+		const results: GeneratedSequence[] = prompts.map((p) => ({
+			promptIds: [...p],
+			ids: [],
+			logprobs: [],
+			finishReason: 'length'
+		}));
+		const active = budget.map((n) => n > 0);
+		const steps = Math.max(...budget);
+		if (steps === 0) return results;
+		// Slots: the prompt, then every new token but the last (it is never fed back).
+		const need = Math.max(...lengths.map((n, b) => n + Math.max(0, budget[b] - 1)));
+		const session = this.#sessionFor(B, need, lengths);
+		const seeds = prompts.map((_, b) => sequenceSeed(o.seed, base + b));
+		writeTensor(session.temperature, new Float32Array(B).fill(o.temperature));
+		writeTensor(session.topK, new Uint32Array(B).fill(o.topK));
+		writeTensor(session.topP, new Float32Array(B).fill(o.topP));
+		writeTensor(session.seeds, seeds);
+		writeTensor(session.positions, lengths);
+		await this.#prefill(session, prompts);
+
+		session.submitStep(0);
+		for (let s = 0; s < steps; s++) {
+			if (s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1);
+			const { ids, logprobs } = await session.readStep(s);
+			this.#checkLive();
+			options.signal?.throwIfAborted();
+			const tokens: StepToken[] = [];
+			for (let b = 0; b < B; b++) {
+				if (!active[b]) continue;
+				const r = results[b];
+				r.ids.push(ids[b]);
+				r.logprobs.push(logprobs[b]);
+				tokens.push({ index: base + b, id: ids[b], logprob: logprobs[b] });
+				if (o.stop.has(ids[b])) [active[b], r.finishReason] = [false, 'stop'];
+				else if (r.ids.length >= budget[b]) [active[b], r.finishReason] = [false, 'length'];
+			}
+			const stopNow = tokens.length ? options.onStep?.(tokens) : undefined;
+			for (const index of stopNow ?? []) {
+				const b = index - base;
+				if (!tokens.some((t) => t.index === index)) continue; // not one of this step's
+				active[b] = false;
+				results[b].finishReason = 'stop';
+			}
+			if (!active.some(Boolean)) break;
+		}
+		return results;
+	}
+
+	/** The session for B sequences needing `need` slots: the kept one when it fits, else a
+	 * new one, after the memory check. */
+	#sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
+		const S = Math.ceil(need / SLOT_GRANULE) * SLOT_GRANULE;
+		const kept = this.#session;
+		const model = this.#model;
+		const groups = prefillGroups(lengths);
+		const prefill = groups.reduce(
+			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
+			{ B: 0, T: 0 }
+		);
+		const reuse = kept && kept.B === B && kept.S >= need && kept.S <= 2 * S;
+		if (!reuse) {
+			kept?.release();
+			this.#session = undefined;
+		}
+		const estimate = estimateGenerationMemory(model.gpu, model.config, {
+			B,
+			S: reuse ? kept.S : S,
+			prefill,
+			lora: model.lora?.config,
+			weightChunkRows: model.weights.lmHead.chunks[0].rows
+		});
+		checkModelMemory(
+			estimate,
+			model.gpu.limits,
+			model.memoryBudgetBytes,
+			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
+				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
+		);
+		if (reuse) return kept;
+		this.#session = new DecodeSession(model, B, S);
+		return this.#session;
+	}
+
+	/** Runs the prompts through the layers, fills the cache and the last hidden states. */
+	async #prefill(session: DecodeSession, prompts: readonly (readonly number[])[]): Promise<void> {
+		const model = this.#model;
+		const { gpu, config, weights } = model;
+		const C = config.hiddenSize;
+		const kvRow = 4 * config.numKvHeads * config.headDim;
+		for (const g of prefillGroups(prompts.map((p) => p.length))) {
+			const dims = { B: g.count, T: g.T };
+			const owned: Tensor[] = [];
+			const make = (spec: TensorSpec) => {
+				const t = createTensor(gpu, spec.shape, spec.dtype);
+				owned.push(t);
+				return t;
+			};
+			const makeAll = <S extends Record<string, TensorSpec | undefined>>(specs: S) => {
+				const out = {} as Record<string, Tensor | undefined>;
+				for (const [k, spec] of Object.entries(specs)) out[k] = spec ? make(spec) : undefined;
+				return out as { [K in keyof S]: S[K] extends TensorSpec ? Tensor : Tensor | undefined };
+			};
+			try {
+				const ids = make({ shape: [g.count * g.T], dtype: 'u32' });
+				const lengths = make({ shape: [g.count], dtype: 'u32' });
+				const positions = make({ shape: [g.T], dtype: 'u32' });
+				const stream = make({ shape: [g.count * g.T, C], dtype: 'f32' });
+				const acts = makeAll(layerSpecs(config, dims));
+				const xa = makeAll(loraActSpecs(dims, model.lora?.config));
+				const padded = new Uint32Array(g.count * g.T);
+				const lens = new Uint32Array(g.count);
+				for (let i = 0; i < g.count; i++) {
+					padded.set(prompts[g.start + i], i * g.T);
+					lens[i] = prompts[g.start + i].length;
+				}
+				writeTensor(ids, padded);
+				writeTensor(lengths, lens);
+				writeTensor(
+					positions,
+					Uint32Array.from({ length: g.T }, (_, t) => t)
+				);
+				const ctx: LayerContext = {
+					config,
+					B: g.count,
+					T: g.T,
+					lengths,
+					positions,
+					invFreq: model.invFreq,
+					attentionScaling: model.attentionScaling,
+					lora: model.lora
+				};
+				const pending: Promise<void>[] = [];
+				let rec = new Recorder(gpu, this.#pool);
+				embeddingForward(rec, { ids, weight: weights.embed, out: stream });
+				for (let l = 0; l < config.numLayers; l++) {
+					layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
+					for (let i = 0; i < g.count; i++) {
+						const from = i * g.T * kvRow;
+						const to = (g.start + i) * session.S * kvRow;
+						const bytes = lens[i] * kvRow;
+						rec.copy(acts.k.buffer, from, session.cache.k[l].buffer, to, bytes);
+						rec.copy(acts.v.buffer, from, session.cache.v[l].buffer, to, bytes);
+					}
+					// One command buffer per layer, at most two in flight (as transformer.ts).
+					pending.push(rec.submit());
+					rec = new Recorder(gpu, this.#pool);
+					while (pending.length > 1) await pending.shift();
+				}
+				for (let i = 0; i < g.count; i++) {
+					const last = (i * g.T + lens[i] - 1) * C * 4;
+					rec.copy(stream.buffer, last, session.x.buffer, (g.start + i) * C * 4, C * 4);
+				}
+				pending.push(rec.submit());
+				await Promise.all(pending);
+			} finally {
+				for (const t of owned) t.release();
+			}
+		}
+		this.#pool.trim();
+	}
+
+	#checkLive(): void {
+		if (this.#released) throw new Error('Generator: used after release()');
+	}
+}
