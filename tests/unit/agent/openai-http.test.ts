@@ -1,0 +1,194 @@
+/**
+ * The OpenAI-compatible HTTP server (http-server.ts) on loopback, driven by the official
+ * `openai` client and by plain fetch, over the REAL engine on a tiny random Llama
+ * (openai-setup.ts); and `cli serve` as a child process. Few tokens per request.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatEngine, EngineSequence } from '../../../src/lib/agent/openai/engine';
+import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
+import type { TabrlChatCompletion } from '../../../src/lib/agent/openai/response';
+import { ChatService } from '../../../src/lib/agent/openai/service';
+import { useGpu } from '../../helpers/gpu';
+import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
+
+const ROOT = join(import.meta.dirname, '../../..');
+const USER = [{ role: 'user' as const, content: 'hello there' }];
+
+describe('OpenAI-compatible HTTP server on the real engine', () => {
+	const gpu = useGpu();
+	let chat: TinyChat;
+	let http: ChatHttpServer;
+	let client: OpenAI;
+	/** Every engine call's results, in order (the real engine, observed). */
+	const calls: EngineSequence[][] = [];
+
+	beforeAll(async () => {
+		chat = await tinyChat(gpu());
+		const observed: ChatEngine = {
+			contextLength: chat.generator.contextLength,
+			generate: async (prompts, options) => {
+				const r = await chat.generator.generate(prompts, options);
+				calls.push(r);
+				return r;
+			}
+		};
+		const service = new ChatService({
+			engine: observed,
+			tokenizer: chat.tokenizer,
+			model: MODEL_NAME,
+			scheduler: { stopTokenIds: chat.config.eosTokenIds }
+		});
+		http = await listenChatServer(service, { port: 0 });
+		client = new OpenAI({ baseURL: `${http.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+	});
+	afterAll(async () => {
+		await http?.close();
+		await chat?.release();
+	});
+
+	it('listens on loopback and lists the model', async () => {
+		expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+		const list = await client.models.list();
+		expect(list.data).toEqual([
+			{ id: MODEL_NAME, object: 'model', created: expect.any(Number), owned_by: 'tabrl' }
+		]);
+	});
+
+	it('answers a completion, and streams the same answer for the same seed', async () => {
+		const body = { model: MODEL_NAME, messages: USER, max_tokens: 4, temperature: 1, seed: 5 };
+		const whole = (await client.chat.completions.create(body)) as unknown as TabrlChatCompletion;
+		expect(whole.object).toBe('chat.completion');
+		expect(whole.choices[0].tabrl.ids.length).toBeGreaterThan(0);
+		let content = '';
+		let finish: string | null = null;
+		const stream = await client.chat.completions.create({ ...body, stream: true });
+		for await (const chunk of stream) {
+			content += chunk.choices[0]?.delta.content ?? '';
+			finish = chunk.choices[0]?.finish_reason ?? finish;
+		}
+		expect(content).toBe(whole.choices[0].message.content);
+		expect(finish).toBe(whole.choices[0].finish_reason);
+	});
+
+	it('sends server-sent events ending with data: [DONE]', async () => {
+		const res = await fetch(`${http.url}/v1/chat/completions`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ model: MODEL_NAME, messages: USER, max_tokens: 2, stream: true })
+		});
+		expect(res.status).toBe(200);
+		expect(res.headers.get('content-type')).toBe('text/event-stream');
+		const frames = (await res.text()).split('\n\n').filter((f) => f !== '');
+		for (const f of frames) expect(f.startsWith('data: ')).toBe(true);
+		expect(frames.at(-1)).toBe('data: [DONE]');
+		const chunks = frames.slice(0, -1).map((f) => JSON.parse(f.slice(6)));
+		expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+		expect(chunks.at(-1).choices[0].finish_reason).toMatch(/^(stop|length)$/);
+	});
+
+	it('raises BadRequestError and NotFoundError through the client', async () => {
+		const bad = await client.chat.completions
+			.create({ model: MODEL_NAME, messages: USER, n: 0 })
+			.catch((e: unknown) => e);
+		expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+		expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('n');
+		const missing = await client.chat.completions
+			.create({ model: 'nope', messages: USER })
+			.catch((e: unknown) => e);
+		expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+	});
+
+	it('answers bad JSON 400, unknown routes 404, wrong methods 405, with OpenAI error bodies', async () => {
+		const send = async (method: string, path: string, body?: string) => {
+			const res = await fetch(`${http.url}${path}`, { method, body });
+			return { status: res.status, json: (await res.json()) as { error: Record<string, unknown> } };
+		};
+		const shape = {
+			message: expect.any(String),
+			type: 'invalid_request_error',
+			param: null,
+			code: expect.any(String)
+		};
+		for (const [method, path, body, status, code] of [
+			['POST', '/v1/chat/completions', '{"model": ', 400, 'invalid_json'],
+			['POST', '/v1/chat/completions', '', 400, 'invalid_json'],
+			['GET', '/v1/nothing', undefined, 404, 'unknown_url'],
+			['POST', '/v2/chat/completions', '{}', 404, 'unknown_url'],
+			['GET', '/v1/chat/completions', undefined, 405, 'method_not_allowed'],
+			['POST', '/v1/models', '{}', 405, 'method_not_allowed']
+		] as const) {
+			const r = await send(method, path, body);
+			expect(r.status, `${method} ${path}`).toBe(status);
+			expect(r.json.error).toEqual({ ...shape, code });
+		}
+		const model = await send('GET', '/v1/models/other');
+		expect(model.status).toBe(404);
+		expect(model.json.error.code).toBe('model_not_found');
+	});
+
+	it('stops decoding a stream whose client went away', async () => {
+		const controller = new AbortController();
+		const stream = await client.chat.completions.create(
+			{ model: MODEL_NAME, messages: USER, max_tokens: 120, stream: true },
+			{ signal: controller.signal }
+		);
+		let chunks = 0;
+		for await (const chunk of stream) {
+			void chunk;
+			if (++chunks === 3) controller.abort();
+		}
+		// The server is still answering, and the engine call it was in ended early.
+		const after = await client.chat.completions.create({
+			model: MODEL_NAME,
+			messages: USER,
+			max_tokens: 1
+		});
+		expect(after.choices).toHaveLength(1);
+		const aborted = calls.at(-2)!;
+		expect(aborted).toHaveLength(1);
+		const ends = new Set(chat.config.eosTokenIds);
+		const ended = aborted[0].ids.some((id) => ends.has(id));
+		// Stopped soon after the abort (it came after 2 tokens; the server may have been a
+		// few steps ahead, more on a loaded machine), not at 120.
+		if (!ended) expect(aborted[0].ids.length).toBeLessThan(60);
+	});
+
+	it('`cli serve` prints one JSON line when listening, serves, and exits 0 on SIGTERM', async () => {
+		const child = spawn(
+			join(ROOT, 'node_modules/.bin/tsx'),
+			[join(ROOT, 'scripts/cli.ts'), 'serve', '--model', chat.dir, '--port', '0', '--name', 'tiny'],
+			{ cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }
+		);
+		let stderr = '';
+		child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+		const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+		const lines = createInterface({ input: child.stdout });
+		const received: string[] = [];
+		const first = await new Promise<string>((resolve, reject) => {
+			lines.on('line', (l) => {
+				received.push(l);
+				if (received.length === 1) resolve(l);
+			});
+			void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+		});
+		const { listening, model } = JSON.parse(first) as { listening: string; model: string };
+		expect(listening).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+		expect(model).toBe('tiny');
+		const remote = new OpenAI({ baseURL: `${listening}/v1`, apiKey: 'unused', maxRetries: 0 });
+		expect((await remote.models.list()).data.map((m) => m.id)).toEqual(['tiny']);
+		const r = await remote.chat.completions.create({
+			model: 'tiny',
+			messages: USER,
+			max_tokens: 2
+		});
+		expect(r.choices[0].message.role).toBe('assistant');
+		child.kill('SIGTERM');
+		expect(await exited).toBe(0);
+		expect(received).toHaveLength(1);
+		expect(stderr).toBe('');
+	});
+});
