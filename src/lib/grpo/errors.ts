@@ -1,0 +1,81 @@
+/**
+ * @file Typed errors of the GRPO layer. Like gpu/errors.ts and model/errors.ts: each says
+ * what is wrong and what to do, and carries a `kind` string that survives structured
+ * cloning across the worker boundary (class identity does not), so callers switch on it.
+ *
+ * Add a kind to the union and a class below; do not rename existing ones.
+ */
+
+export type GrpoErrorKind =
+	'non-finite-reward' | 'missing-logprobs' | 'invalid-sequence' | 'invalid-batch' | 'grpo-config';
+
+export class GrpoError extends Error {
+	constructor(
+		readonly kind: GrpoErrorKind,
+		message: string
+	) {
+		super(message);
+		this.name = 'GrpoError';
+	}
+}
+
+/** A reward is NaN or infinite: the group's advantages would be NaN for every member. */
+export class NonFiniteRewardError extends GrpoError {
+	constructor(
+		readonly index: number,
+		readonly reward: number
+	) {
+		super(
+			'non-finite-reward',
+			`Reward ${reward} of trajectory ${index} in its group is not a finite number. ` +
+				'Check the reward function: every trajectory needs a finite reward before training.'
+		);
+		this.name = 'NonFiniteRewardError';
+	}
+}
+
+/** A trained token has no rollout logprob, so its importance ratio cannot be formed.
+ * `sequence`: the input index (packing) or the batch row (loss); `position`: the token's
+ * index in its sequence. */
+export class MissingLogprobsError extends GrpoError {
+	constructor(
+		readonly sequence: number,
+		readonly position: number
+	) {
+		super(
+			'missing-logprobs',
+			`Sequence ${sequence} has no rollout logprob for its trained token at position ${position}. ` +
+				'Sample with logprobs (every choice of the local engine carries them), or set ' +
+				'allowMissingLogprobs to treat such tokens as on-policy (ratio 1).'
+		);
+		this.name = 'MissingLogprobsError';
+	}
+}
+
+/** A TrainSequence is malformed: lengths disagree, an id is not a token id, a flag is
+ * set on the first token (which no position predicts), a non-finite advantage. */
+export class InvalidSequenceError extends GrpoError {
+	constructor(
+		readonly sequence: number,
+		detail: string
+	) {
+		super('invalid-sequence', `Train sequence ${sequence}: ${detail}`);
+		this.name = 'InvalidSequenceError';
+	}
+}
+
+/** A loss batch is inconsistent (grid sizes, a non-finite new logprob at a trained token). */
+export class InvalidBatchError extends GrpoError {
+	constructor(detail: string) {
+		super('invalid-batch', `GRPO loss batch: ${detail}`);
+		this.name = 'InvalidBatchError';
+	}
+}
+
+/** A configuration value is out of range or inconsistent. */
+export class GrpoConfigError extends GrpoError {
+	constructor(detail: string) {
+		super('grpo-config', `GRPO config: ${detail}`);
+		this.name = 'GrpoConfigError';
+	}
+}
