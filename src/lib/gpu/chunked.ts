@@ -2,12 +2,21 @@
  * @file A [R, C] matrix too large for one storage binding (the f32 embedding of a
  * 151936 x 896 vocabulary is 545 MB; many devices bind at most 128 MiB or 1 GiB), kept
  * as row chunks, each its own Tensor and within the device's limits. Kernels that
- * read such a matrix loop over the chunks, passing each chunk's `rowOffset`.
+ * read such a matrix loop over the chunks, passing each chunk's `rowOffset`. Any dtype;
+ * an f16 matrix (a model's f16 embedding) gets twice the rows per chunk, and can be
+ * uploaded from raw f16 bits as a checkpoint stores them (`uploadChunkedF16Bits`).
  *
  * Ownership: the ChunkedMatrix owns its chunks; `release()` releases them all.
  */
 import type { Gpu } from './device';
-import { BYTES_PER_ELEMENT, Tensor, createTensor, writeTensor, type DType } from './tensor';
+import {
+	BYTES_PER_ELEMENT,
+	Tensor,
+	createTensor,
+	writeF16Bits,
+	writeTensor,
+	type DType
+} from './tensor';
 
 export interface MatrixChunk<D extends DType = DType> {
 	/** Rows [rowOffset, rowOffset + rows) of the whole matrix. */
@@ -79,6 +88,27 @@ export function uploadChunkedMatrix<D extends DType>(
 			? data.subarray(start, end)
 			: Array.prototype.slice.call(data, start, end);
 		writeTensor(c.tensor, part);
+	}
+	return m;
+}
+
+/** Uploads raw f16 bits [rows, cols], row-major, into f16 chunks (as writeF16Bits). */
+export function uploadChunkedF16Bits(
+	gpu: Gpu,
+	bits: Uint16Array,
+	rows: number,
+	cols: number,
+	maxBytes?: number
+): ChunkedMatrix<'f16'> {
+	const m = createChunkedMatrix(gpu, rows, cols, 'f16', maxBytes);
+	try {
+		for (const c of m.chunks) {
+			const start = c.rowOffset * cols;
+			writeF16Bits(c.tensor, bits.subarray(start, start + c.rows * cols));
+		}
+	} catch (error) {
+		m.release();
+		throw error;
 	}
 	return m;
 }

@@ -151,6 +151,20 @@ export function writeTensor(t: Tensor, data: ArrayLike<number>): void {
 	t.gpu.device.queue.writeBuffer(t.buffer, 0, bytes, 0, Math.ceil(t.byteLength / 4) * 4);
 }
 
+/** Writes raw f16 bits (e.g. a checkpoint's, as stored) into an f16 tensor: no rounding
+ * pass on the host, the bytes are what array<f16> (or two halves per u32 word) reads. */
+export function writeF16Bits(t: Tensor<'f16'>, bits: Uint16Array): void {
+	if (t.dtype !== 'f16' || bits.length !== t.size)
+		throw new ShapeMismatchError(
+			`${bits.length} f16 values do not fill a [${t.shape}] ${t.dtype} tensor`
+		);
+	// writeBuffer needs a size and a source offset that are multiples of 4 bytes.
+	const aligned = bits.length % 2 === 0 && bits.byteOffset % 4 === 0;
+	const src = aligned ? bits : new Uint16Array(bits.length + (bits.length % 2));
+	if (!aligned) src.set(bits);
+	t.gpu.device.queue.writeBuffer(t.buffer, 0, src.buffer, src.byteOffset, src.byteLength);
+}
+
 /** Copies a tensor back to the host (waits for all submitted work on the queue). */
 export async function readTensor<D extends DType>(t: Tensor<D>): Promise<TypedArrayOf<D>> {
 	const raw = await readBufferBytes(t.gpu, t.buffer, 0, Math.ceil(t.byteLength / 4) * 4);

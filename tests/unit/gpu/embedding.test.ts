@@ -26,7 +26,13 @@ describe('embedding', () => {
 			{ tokens: 65, vocab: 9, cols: 1100, chunkRows: 4, ids: 'few', badIds: 3 },
 			{ tokens: 2000, vocab: 3000, cols: 128, ids: 'random' },
 			// Near the brief's largest batch: 8192 tokens, Qwen2.5's hidden size, 3 chunks.
-			{ tokens: 8192, vocab: 600, cols: 896, chunkRows: 250, ids: 'random', values: 'dyadic' }
+			{ tokens: 8192, vocab: 600, cols: 896, chunkRows: 250, ids: 'random', values: 'dyadic' },
+			// f16 W (two halves per u32 word): C = 1, odd rows straddling words, a plain tensor
+			// of odd size, chunks of an odd element count, and a realistic width.
+			{ tokens: 9, vocab: 5, cols: 1, ids: 'random', badIds: 1, weight: 'f16' },
+			{ tokens: 300, vocab: 50, cols: 37, chunkRows: 7, ids: 'random', weight: 'f16' },
+			{ tokens: 65, vocab: 9, cols: 3, ids: 'few', badIds: 2, weight: 'f16' },
+			{ tokens: 777, vocab: 1000, cols: 64, chunkRows: 300, ids: 'few', badIds: 5, weight: 'f16' }
 		]),
 		gpu
 	);
@@ -85,6 +91,8 @@ describe('embedding', () => {
 		const w3 = createTensor(g, [2, 5, 8], 'f32');
 		const wc = createChunkedMatrix(g, 10, 8, 'f32', 3 * 8 * 4);
 		const wcU = createChunkedMatrix(g, 10, 8, 'u32', 3 * 8 * 4);
+		const wcH = createChunkedMatrix(g, 10, 8, 'f16', 3 * 8 * 2);
+		const wH = createTensor(g, [10, 8], 'f16');
 		const out = createTensor(g, [4, 8], 'f32');
 		const outBad = createTensor(g, [4, 7], 'f32');
 		const status = createTensor(g, [1], 'u32');
@@ -102,10 +110,16 @@ describe('embedding', () => {
 			{ ids: idsF, dy: out, dWeight: wc },
 			{ ids, dy: outBad, dWeight: w },
 			{ ids, dy: out, dWeight: w3 },
-			{ ids, dy: out, dWeight: w, status: statusBad }
+			{ ids, dy: out, dWeight: w, status: statusBad },
+			// dW is f32 only: f16 W is for the lookup.
+			{ ids, dy: out, dWeight: wcH },
+			{ ids, dy: out, dWeight: wH }
 		];
 		for (const args of bwd) expect(() => embeddingBackward(rec, args)).toThrow(ShapeMismatchError);
 		embeddingForward(rec, { ids, weight: wc, out, status }); // valid
-		for (const t of [ids, idsF, w, w3, wc, wcU, out, outBad, status, statusBad]) t.release();
+		embeddingForward(rec, { ids, weight: wcH, out }); // valid: an f16 W
+		embeddingForward(rec, { ids, weight: wH, out }); // valid
+		for (const t of [ids, idsF, w, w3, wc, wcU, wcH, wH, out, outBad, status, statusBad])
+			t.release();
 	});
 });

@@ -1,6 +1,8 @@
 /**
  * @file Embedding lookup and its gradient over a weight W [V, C] kept as a ChunkedMatrix
  * (row chunks, chunked.ts) or as one Tensor. Token ids are u32 [N] (any shape of N ids).
+ * The lookup reads W as f32 or f16 (a model's f16 weights; out is f32 either way, the
+ * values exact); the gradient dW is f32.
  *
  * Out-of-range ids: ids that come from the host should go through `uploadTokenIds`,
  * which rejects any id outside [0, V) with a ShapeMismatchError before anything runs.
@@ -17,34 +19,43 @@ import { uploadTensor, type Tensor } from '../tensor';
 import {
 	EMBEDDING_BACKWARD,
 	EMBEDDING_FORWARD,
+	EMBEDDING_FORWARD_F16,
 	EMBEDDING_LINK,
 	EMBEDDING_WG
 } from './embedding.wgsl';
 
 const FORWARD = { name: 'embedding.forward', code: EMBEDDING_FORWARD };
+const FORWARD_F16 = { name: 'embedding.forward.f16', code: EMBEDDING_FORWARD_F16 };
 const LINK = { name: 'embedding.link', code: EMBEDDING_LINK };
 const BACKWARD = { name: 'embedding.backward', code: EMBEDDING_BACKWARD };
 
-/** A [V, C] f32 matrix: row chunks, or one tensor. */
-export type EmbeddingMatrix = ChunkedMatrix<'f32'> | Tensor;
+/** A [V, C] matrix (f32; f16 for the lookup's W): row chunks, or one tensor. */
+export type EmbeddingMatrix = ChunkedMatrix<'f32' | 'f16'> | Tensor;
 
 interface Matrix {
 	rows: number;
 	cols: number;
+	dtype: string;
 	chunks: readonly MatrixChunk[];
 }
 
-function asMatrix(m: EmbeddingMatrix, what: string): Matrix {
+/** `dtypes`: what the caller accepts (the lookup f32 or f16, the gradient f32). */
+function asMatrix(m: EmbeddingMatrix, what: string, dtypes: readonly string[]): Matrix {
+	const allowed = dtypes.join(' or ');
 	if (m instanceof ChunkedMatrix) {
-		assertShape(m.dtype === 'f32', () => `${what} must be f32; got a ${m.dtype} ChunkedMatrix`);
+		assertShape(
+			dtypes.includes(m.dtype),
+			() => `${what} must be ${allowed}; got a ${m.dtype} ChunkedMatrix`
+		);
 		return m;
 	}
 	assertShape(
-		m.shape.length === 2 && m.dtype === 'f32',
-		() => `${what} must be an f32 [V, C] tensor or ChunkedMatrix; got ${m.dtype} [${m.shape}]`
+		m.shape.length === 2 && dtypes.includes(m.dtype),
+		() =>
+			`${what} must be an ${allowed} [V, C] tensor or ChunkedMatrix; got ${m.dtype} [${m.shape}]`
 	);
 	const [rows, cols] = m.shape;
-	return { rows, cols, chunks: [{ rowOffset: 0, rows, tensor: m }] };
+	return { rows, cols, dtype: m.dtype, chunks: [{ rowOffset: 0, rows, tensor: m }] };
 }
 
 /** Checks host token ids against the vocabulary and uploads them as u32 [N] (the caller
@@ -93,14 +104,15 @@ function chunkParams(n: number, m: Matrix, c: MatrixChunk, first: boolean): Para
 		.u32(first ? 1 : 0);
 }
 
-/** out [N, C] = weight[ids]; rows of ids >= V are zero (and counted in `status`). */
+/** out [N, C] = weight[ids] (weight f32 or f16, out f32); rows of ids >= V are zero (and
+ * counted in `status`). */
 export function embeddingForward(
 	rec: Recorder,
 	args: { ids: Tensor; weight: EmbeddingMatrix; out: Tensor; status?: Tensor }
 ): void {
 	const what = 'embedding';
 	const n = checkIds(args.ids, what);
-	const m = asMatrix(args.weight, `${what}: weight`);
+	const m = asMatrix(args.weight, `${what}: weight`, ['f32', 'f16']);
 	checkRows(n, m.cols, args.out, 'out', what);
 	checkStatus(args.status, what);
 	if (n * m.cols === 0) return;
@@ -108,7 +120,8 @@ export function embeddingForward(
 	const workgroups = Math.ceil((n * m.cols) / EMBEDDING_WG);
 	m.chunks.forEach((c, i) => {
 		const bindings = [args.ids, c.tensor, args.out, status];
-		rec.dispatch(FORWARD, bindings, workgroups, chunkParams(n, m, c, i === 0));
+		const kernel = m.dtype === 'f16' ? FORWARD_F16 : FORWARD;
+		rec.dispatch(kernel, bindings, workgroups, chunkParams(n, m, c, i === 0));
 	});
 }
 
@@ -120,7 +133,7 @@ export function embeddingBackward(
 ): void {
 	const what = 'embedding backward';
 	const n = checkIds(args.ids, what);
-	const m = asMatrix(args.dWeight, `${what}: dWeight`);
+	const m = asMatrix(args.dWeight, `${what}: dWeight`, ['f32']);
 	checkRows(n, m.cols, args.dy, 'dy', what);
 	checkStatus(args.status, what);
 	if (n * m.cols === 0) return;

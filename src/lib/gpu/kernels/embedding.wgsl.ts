@@ -17,6 +17,9 @@
  * invocation in parallel over ids held in cache), the sums read each dy element once
  * plus the list for every column; an id repeated k times is a chain of k dependent loads.
  *
+ * W may be f16 for the forward (a model's f16 weights): read as packed u32 words, see
+ * `EmbeddingWeightType`; the gradient dW is f32 only.
+ *
  * Versions: (1) one workgroup per token, a tile of 256 tokens' matches as a bit mask in
  * workgroup memory, then the first occurrence summing the set bits: correct, but three
  * barriers per tile and a workgroup per token per chunk; SwiftShader took 28 s at
@@ -36,16 +39,38 @@ const PARAMS = /* wgsl */ `
 // first_chunk = 1 on the dispatch that handles (and counts) ids >= vocab.
 struct Params { n: u32, cols: u32, row_offset: u32, rows: u32, vocab: u32, first_chunk: u32 }`;
 
+/** How the forward reads W: f32, or f16 as u32 words of two halves widened with
+ * unpack2x16float (element 2i in the low half, little-endian: the bytes array<f16> would
+ * read). The packed read works on every device, `shader-f16` or not, so one f16 path
+ * serves all and is the one CI runs (SwiftShader has no shader-f16); a gather moves one
+ * word per two elements either way, so native f16 would gain nothing here. */
+export type EmbeddingWeightType = 'f32' | 'f16';
+
+function weightAccess(type: EmbeddingWeightType): { binding: string; load: string } {
+	if (type === 'f16')
+		return {
+			binding: 'array<u32>;              // [rows, C] f16, two per word',
+			load: 'fn load_w(i: u32) -> f32 { return unpack2x16float(w[i / 2u])[i % 2u]; }'
+		};
+	return {
+		binding: 'array<f32>;                // [rows, C], a chunk of W',
+		load: 'fn load_w(i: u32) -> f32 { return w[i]; }'
+	};
+}
+
 /** out[t, c] = W[ids[t], c] for ids in this chunk; one invocation per element of out. */
-export const EMBEDDING_FORWARD = /* wgsl */ `
+export function embeddingForwardWgsl(type: EmbeddingWeightType): string {
+	const w = weightAccess(type);
+	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> ids: array<u32>;              // [N]
-@group(0) @binding(1) var<storage, read> w: array<f32>;                // [rows, C], a chunk of W
+@group(0) @binding(1) var<storage, read> w: ${w.binding}
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;        // [N, C]
 @group(0) @binding(3) var<storage, read_write> status: array<atomic<u32>>; // [1]: += bad ids
 ${PARAMS}
 @group(0) @binding(4) var<uniform> p: Params;
 const WG: u32 = ${EMBEDDING_WG}u;
 ${LINEAR_WORKGROUP_WGSL}
+${w.load}
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -62,8 +87,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   if (id < p.row_offset || id - p.row_offset >= p.rows) { return; }
-  out[k] = w[(id - p.row_offset) * p.cols + c];
+  out[k] = load_w((id - p.row_offset) * p.cols + c);
 }`;
+}
+
+export const EMBEDDING_FORWARD = embeddingForwardWgsl('f32');
+export const EMBEDDING_FORWARD_F16 = embeddingForwardWgsl('f16');
 
 /** Marks the end of a token list in `links`. */
 export const END = 0xffffffff;

@@ -8,12 +8,15 @@
  * 'dyadic' values (multiples of 2^-8 in [-2, 2]) every partial sum is exact in f32 for
  * N < 2^14, so the gradient must match exactly: a missed or doubled token shows.
  * status counts bad ids once in the forward and once in the backward.
+ * With an f16 W (`weight: 'f16'`, the lookup only; dW stays f32) the reference reads the
+ * f16-rounded values, and the lookup, a copy of values f32 holds exactly, must match exactly.
  */
 import { ChunkedMatrix, uploadChunkedMatrix } from '../chunked';
 import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { embeddingBackward, embeddingForward, type EmbeddingMatrix } from '../kernels/embedding';
 import { embeddingBackwardRef, embeddingRef } from '../reference/embedding';
+import { roundToF16 } from '../half';
 import { Rng } from '../reference/random';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
@@ -30,6 +33,8 @@ export interface EmbeddingCaseSpec {
 	/** How many tokens get an id >= vocab. */
 	badIds?: number;
 	values?: 'normal' | 'dyadic';
+	/** W's dtype for the lookup (default f32); dW is f32 either way. */
+	weight?: 'f32' | 'f16';
 }
 
 export function embeddingCases(specs: EmbeddingCaseSpec[]): KernelCase[] {
@@ -38,7 +43,8 @@ export function embeddingCases(specs: EmbeddingCaseSpec[]): KernelCase[] {
 		name:
 			`forward+backward N=${spec.tokens} V=${spec.vocab} C=${spec.cols} ` +
 			(spec.chunkRows ? `chunks=${Math.ceil(spec.vocab / spec.chunkRows)} ` : 'tensor ') +
-			`ids=${spec.ids}${spec.badIds ? ` bad=${spec.badIds}` : ''} ${spec.values ?? 'normal'}`,
+			`ids=${spec.ids}${spec.badIds ? ` bad=${spec.badIds}` : ''} ${spec.values ?? 'normal'}` +
+			(spec.weight === 'f16' ? ' W f16' : ''),
 		run: (gpu: Gpu) => runCase(gpu, spec)
 	}));
 }
@@ -55,9 +61,9 @@ export function embeddingIds(spec: EmbeddingCaseSpec, rng: Rng): Uint32Array {
 	return ids;
 }
 
-/** Reads a [V, C] matrix, chunked or not, into one row-major array. */
+/** Reads a [V, C] matrix, chunked or not, into one row-major array (f16 widened). */
 export async function readMatrix(m: EmbeddingMatrix): Promise<Float32Array> {
-	if (!(m instanceof ChunkedMatrix)) return readTensor(m as Tensor<'f32'>);
+	if (!(m instanceof ChunkedMatrix)) return readTensor(m as Tensor<'f32' | 'f16'>);
 	const out = new Float32Array(m.rows * m.cols);
 	for (const c of m.chunks) out.set(await readTensor(c.tensor), c.rowOffset * m.cols);
 	return out;
@@ -73,15 +79,20 @@ async function runCase(gpu: Gpu, spec: EmbeddingCaseSpec): Promise<Comparison[]>
 	const dw0 = values(vocab * cols);
 	const dyh = values(tokens * cols);
 	const idsh = embeddingIds(spec, rng);
-	const matrix = (data: Float32Array): EmbeddingMatrix =>
-		chunkRows
-			? uploadChunkedMatrix(gpu, data, vocab, cols, 'f32', chunkRows * cols * 4)
-			: uploadTensor(gpu, data, [vocab, cols], 'f32');
+	const matrix = (data: Float32Array, dtype: 'f32' | 'f16'): EmbeddingMatrix => {
+		const bytes = dtype === 'f16' ? 2 : 4;
+		return chunkRows
+			? uploadChunkedMatrix(gpu, data, vocab, cols, dtype, chunkRows * cols * bytes)
+			: uploadTensor(gpu, data, [vocab, cols], dtype);
+	};
+	const wDtype = spec.weight ?? 'f32';
+	// What the lookup reads: the f16-rounded values when W is f16.
+	const wRead = wDtype === 'f16' ? roundToF16(wh) : wh;
 	const owned: { release(): void }[] = [];
 	const keep = <T extends { release(): void }>(x: T) => (owned.push(x), x);
 	try {
-		const weight = keep(matrix(wh));
-		const dWeight = keep(matrix(dw0));
+		const weight = keep(matrix(wh, wDtype));
+		const dWeight = keep(matrix(dw0, 'f32'));
 		const ids = keep(uploadTensor(gpu, idsh, [tokens], 'u32'));
 		const dy = keep(uploadTensor(gpu, dyh, [tokens, cols], 'f32'));
 		// Filled with junk: rows of bad ids must be written as zeros, not left alone.
@@ -100,7 +111,7 @@ async function runCase(gpu: Gpu, spec: EmbeddingCaseSpec): Promise<Comparison[]>
 			{
 				label: 'out',
 				actual: await readTensor(out),
-				expected: embeddingRef(wh, idsh, vocab, cols),
+				expected: embeddingRef(wRead, idsh, vocab, cols),
 				atol: 0,
 				rtol: 0
 			},
@@ -117,8 +128,10 @@ async function runCase(gpu: Gpu, spec: EmbeddingCaseSpec): Promise<Comparison[]>
 	}
 }
 
-/** The self-test's sizes: 4 chunks with repeats and bad ids, and a plain tensor. */
+/** The self-test's sizes: 4 chunks with repeats and bad ids, a plain tensor, and an f16 W
+ * of odd width in chunks (rows straddle u32 words). */
 export const EMBEDDING_SELFTEST = embeddingCases([
 	{ tokens: 37, vocab: 50, cols: 24, chunkRows: 13, ids: 'few', badIds: 2, values: 'dyadic' },
-	{ tokens: 300, vocab: 1000, cols: 64, ids: 'random' }
+	{ tokens: 300, vocab: 1000, cols: 64, ids: 'random' },
+	{ tokens: 40, vocab: 30, cols: 7, chunkRows: 9, ids: 'random', badIds: 1, weight: 'f16' }
 ]);
