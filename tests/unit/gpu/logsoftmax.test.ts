@@ -38,7 +38,25 @@ describe('logsoftmax', () => {
 			{ n: 40, c: 64, v: 1000, chunkRows: 97, logitStd: 25, temperature: 0.5 },
 			// Chunks wider than the workgroup (256): each invocation folds several logits.
 			{ n: 16, c: 32, v: 2000, chunkRows: 700, logitStd: 25 },
-			{ n: 96, c: 128, v: 3001, chunkRows: 1024, maxBytes: 1500 * 128 * 4 }
+			{ n: 96, c: 128, v: 3001, chunkRows: 1024, maxBytes: 1500 * 128 * 4 },
+			// f16 W (matmul reads it as u32 words here: SwiftShader has no shader-f16).
+			{ n: 5, c: 24, v: 100, chunkRows: 32, weight: 'f16' },
+			// Even C: 30-row f16 chunks, each split into 20 + 10 (copies); N = 21 keeps matmul off its vec4 variants (compiled once more for nothing here).
+			{
+				n: 21,
+				c: 16,
+				v: 77,
+				chunkRows: 20,
+				maxBytes: 30 * 16 * 2,
+				temperature: 0.7,
+				weight: 'f16'
+			},
+			// Odd C: chunkRows 7 is walked as 6 (and 1 as 2), the last piece's copy rounded up.
+			{ n: 6, c: 5, v: 41, chunkRows: 7, maxBytes: 17 * 5 * 2, weight: 'f16' },
+			{ n: 3, c: 5, v: 9, chunkRows: 1, maxBytes: 5 * 5 * 2, weight: 'f16' },
+			{ n: 3, c: 7, v: 13, chunkRows: 1, weight: 'f16' },
+			{ n: 1, c: 3, v: 1, weight: 'f16' },
+			{ n: 40, c: 64, v: 1000, chunkRows: 97, logitStd: 25, weight: 'f16' }
 		]),
 		gpu
 	);
@@ -163,6 +181,8 @@ describe('logsoftmax', () => {
 		const h = createTensor(g, [4, 8], 'f32');
 		const w = createTensor(g, [10, 8], 'f32');
 		const wBad = createTensor(g, [10, 7], 'f32');
+		const wU = createTensor(g, [10, 8], 'u32');
+		const hH = createTensor(g, [4, 8], 'f16');
 		const targets = createTensor(g, [4], 'u32');
 		const targetsBad = createTensor(g, [3], 'u32');
 		const targetsF = createTensor(g, [4], 'f32');
@@ -174,6 +194,8 @@ describe('logsoftmax', () => {
 				logSoftmaxGatherForward(rec, { h, weight: w, targets, logprobs: out, lse: out, ...o })
 			);
 		await expect(fwd({ weight: wBad })).rejects.toThrow(ShapeMismatchError);
+		await expect(fwd({ weight: wU })).rejects.toThrow(ShapeMismatchError); // f32 or f16 only
+		await expect(fwd({ h: hH })).rejects.toThrow(ShapeMismatchError); // h is f32
 		await expect(fwd({ targets: targetsBad })).rejects.toThrow(ShapeMismatchError);
 		await expect(fwd({ targets: targetsF })).rejects.toThrow(ShapeMismatchError);
 		await expect(fwd({ logprobs: outBad })).rejects.toThrow(ShapeMismatchError);
@@ -185,6 +207,7 @@ describe('logsoftmax', () => {
 				logSoftmaxGatherBackward(rec, { h, weight: w, targets, g: out, lse: out, dh: dhBad })
 			)
 		).rejects.toThrow(ShapeMismatchError);
-		for (const t of [h, w, wBad, targets, targetsBad, targetsF, out, outBad, dhBad]) t.release();
+		for (const t of [h, w, wBad, wU, hH, targets, targetsBad, targetsF, out, outBad, dhBad])
+			t.release();
 	});
 });

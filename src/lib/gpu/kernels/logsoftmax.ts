@@ -6,13 +6,18 @@
  * saved logsumexp and accumulates dh; W is frozen, so there is no dW.
  *
  * The LM head may be a plain [V, C] Tensor or a ChunkedMatrix (a vocabulary over one
- * binding). A piece of W smaller than its chunk is copied into a scratch buffer, because
- * matmul binds whole tensors.
+ * binding), f32 or f16 (a model's f16 weights: matmul reads f16 operands on every device,
+ * arithmetic in f32). A piece of W smaller than its chunk is copied into a scratch buffer,
+ * because matmul binds whole tensors. copyBufferToBuffer needs offsets and sizes that are
+ * multiples of 4 bytes: an f16 row of odd width C is 2C bytes, so for an f16 W of odd C
+ * the pieces are an even number of rows (chunkRows rounded down to even, 1 up to 2): every
+ * piece then starts on a 4-byte boundary, and the last piece's copy is rounded up to 4
+ * bytes, which stays inside its source (buffers are padded to 4 bytes, tensor.ts).
  */
 import { ChunkedMatrix } from '../chunked';
 import { assertShape } from '../errors';
 import { Params, type Recorder } from '../kernel';
-import { Tensor } from '../tensor';
+import { BYTES_PER_ELEMENT, Tensor } from '../tensor';
 import { matmul } from './matmul';
 import { LOGSOFTMAX_CHUNK_BACKWARD, LOGSOFTMAX_CHUNK_FORWARD } from './logsoftmax.wgsl';
 
@@ -28,7 +33,7 @@ export const DEFAULT_LOGITS_BUDGET_BYTES = 64 * 2 ** 20;
 export interface LogSoftmaxCommon {
 	/** Hidden states [N, C] (leading dims are flattened), f32. */
 	h: Tensor;
-	/** LM head [V, C], f32: a Tensor or a ChunkedMatrix. */
+	/** LM head [V, C], f32 or f16: a Tensor or a ChunkedMatrix. */
 	weight: Tensor | ChunkedMatrix;
 	/** Chosen token ids [N], u32 (or non-negative i32), each < V. Not checked on the GPU. */
 	targets: Tensor;
@@ -84,6 +89,9 @@ interface Plan {
 	c: number;
 	v: number;
 	chunkRows: number;
+	/** W's dtype, and bytes per element of it. */
+	wType: 'f32' | 'f16';
+	wBytes: number;
 	pieces: VocabPiece[];
 }
 
@@ -106,12 +114,13 @@ function plan(rec: Recorder, args: LogSoftmaxCommon, what: string): Plan {
 	);
 	assertShape(
 		h.dtype === 'f32' &&
-			weight.dtype === 'f32' &&
+			(weight.dtype === 'f32' || weight.dtype === 'f16') &&
 			(targets.dtype === 'u32' || targets.dtype === 'i32'),
 		() =>
-			`${what}: h and weight must be f32 and targets u32; got ${h.dtype}, ${weight.dtype}, ` +
-			`${targets.dtype}`
+			`${what}: h must be f32, weight f32 or f16 and targets u32; got ${h.dtype}, ` +
+			`${weight.dtype}, ${targets.dtype}`
 	);
+	const wType = weight.dtype;
 	const t = args.temperature ?? 1;
 	if (!(t > 0 && Number.isFinite(t)))
 		throw new RangeError(`${what}: temperature must be positive and finite, got ${t}`);
@@ -127,7 +136,9 @@ function plan(rec: Recorder, args: LogSoftmaxCommon, what: string): Plan {
 	const asked = args.chunkRows ?? budgetRows;
 	if (!(Number.isInteger(asked) && asked > 0))
 		throw new RangeError(`${what}: chunkRows must be a positive integer, got ${asked}`);
-	const chunkRows = Math.min(asked, budgetRows, v);
+	let chunkRows = Math.min(asked, budgetRows, v);
+	// Whole 4-byte words per piece of an f16 W of odd width (see the file comment).
+	if (wType === 'f16' && c % 2 === 1) chunkRows = Math.min(v, Math.max(2, chunkRows & ~1));
 
 	const sources =
 		weight instanceof ChunkedMatrix
@@ -140,7 +151,7 @@ function plan(rec: Recorder, args: LogSoftmaxCommon, what: string): Plan {
 			pieces.push({ source: s.source, localOffset: r, rowOffset: s.rowOffset + r, rows });
 		}
 	}
-	return { n, c, v, chunkRows, pieces };
+	return { n, c, v, chunkRows, wType, wBytes: BYTES_PER_ELEMENT[wType], pieces };
 }
 
 /** Returns, for a piece, a [rows, C] tensor of W: the source itself when the piece is all
@@ -152,9 +163,12 @@ function pieceLoader(rec: Recorder, p: Plan): (piece: VocabPiece) => Tensor {
 		if (piece.localOffset === 0 && piece.rows === piece.source.shape[0]) {
 			return piece.source.view([piece.rows, p.c]);
 		}
-		wBuffer ??= rec.scratch(p.chunkRows * p.c * 4);
-		rec.copy(piece.source.buffer, piece.localOffset * p.c * 4, wBuffer, 0, piece.rows * p.c * 4);
-		return new Tensor(rec.gpu, wBuffer, [piece.rows, p.c], 'f32', NO_OWNER);
+		const bytes = p.wBytes;
+		// A multiple of 4 for f32, and for f16 with an even C or an even chunkRows (plan).
+		wBuffer ??= rec.scratch(Math.ceil((p.chunkRows * p.c * bytes) / 4) * 4);
+		const size = Math.ceil((piece.rows * p.c * bytes) / 4) * 4;
+		rec.copy(piece.source.buffer, piece.localOffset * p.c * bytes, wBuffer, 0, size);
+		return new Tensor(rec.gpu, wBuffer, [piece.rows, p.c], p.wType, NO_OWNER);
 	};
 }
 

@@ -5,6 +5,8 @@
  * the largest logit, not to the (possibly tiny) logprob; the online softmax adds f32
  * rounding of the same order. Absolute tolerances are therefore scaled by the case's
  * largest |logit| (or, for dh, its largest entry); see the two functions below.
+ * With an f16 W (`weight: 'f16'`) the reference takes the f16-rounded W: the kernels read
+ * exactly those values and compute in f32, so the same tolerances apply.
  */
 import { uploadChunkedMatrix, type ChunkedMatrix } from '../chunked';
 import type { Gpu } from '../device';
@@ -16,6 +18,7 @@ import {
 	logSoftmaxGatherBackwardRef,
 	logSoftmaxGatherRef
 } from '../reference/logsoftmax';
+import { roundToF16 } from '../half';
 import { Rng } from '../reference/random';
 import { Tensor, createTensor, readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
@@ -53,6 +56,8 @@ export interface LogSoftmaxSize {
 	logitsBudgetBytes?: number;
 	/** Standard deviation of the logits (default 3; ~40 reaches logits of ±100). */
 	logitStd?: number;
+	/** W's dtype (default f32). */
+	weight?: 'f32' | 'f16';
 }
 
 /** Host inputs for one case; targets hit 0, V-1 and both sides of every piece border. */
@@ -93,6 +98,7 @@ function describe(s: LogSoftmaxSize): string {
 	if (s.temperature) parts.push(`T=${s.temperature}`);
 	if (s.logitsBudgetBytes) parts.push(`logits budget ${s.logitsBudgetBytes} B`);
 	if (s.logitStd) parts.push(`logit std ${s.logitStd}`);
+	if (s.weight === 'f16') parts.push('W f16');
 	return parts.join(' ');
 }
 
@@ -104,11 +110,15 @@ export function logSoftmaxCases(sizes: LogSoftmaxSize[]): KernelCase[] {
 			const { n, c, v, chunkRows, maxBytes, temperature, logitsBudgetBytes } = size;
 			const owned: { release(): void }[] = [];
 			try {
-				const { h: hh, weight: wh, g: gh, targetsFor } = logSoftmaxInputs(size);
+				const inputs = logSoftmaxInputs(size);
+				const { h: hh, g: gh, targetsFor } = inputs;
+				const wType = size.weight ?? 'f32';
+				// The values the kernels read: f16-rounded for an f16 W.
+				const wh = wType === 'f16' ? roundToF16(inputs.weight) : inputs.weight;
 				let weight: Tensor | ChunkedMatrix;
 				let starts: number[];
 				if (maxBytes) {
-					const m = uploadChunkedMatrix(gpu, wh, v, c, 'f32', maxBytes);
+					const m = uploadChunkedMatrix(gpu, wh, v, c, wType, maxBytes);
 					weight = m;
 					starts = pieceStarts(
 						m.chunks.map((k) => k.rowOffset),
@@ -116,7 +126,7 @@ export function logSoftmaxCases(sizes: LogSoftmaxSize[]): KernelCase[] {
 						chunkRows ?? budgetRows(logitsBudgetBytes, n)
 					);
 				} else {
-					weight = uploadTensor(gpu, wh, [v, c], 'f32');
+					weight = uploadTensor(gpu, wh, [v, c], wType);
 					starts = pieceStarts([0], [v], chunkRows ?? budgetRows(logitsBudgetBytes, n));
 				}
 				owned.push(weight);
@@ -152,8 +162,10 @@ export function logSoftmaxCases(sizes: LogSoftmaxSize[]): KernelCase[] {
 	}));
 }
 
-/** The in-browser self-test: several chunks with V not a multiple, and a chunked W. */
+/** The in-browser self-test: several chunks with V not a multiple, a chunked W, and an
+ * f16 W of odd width whose pieces are copies. */
 export const LOGSOFTMAX_SELFTEST = logSoftmaxCases([
 	{ n: 5, c: 24, v: 100, chunkRows: 32 },
-	{ n: 3, c: 16, v: 77, chunkRows: 20, maxBytes: 30 * 16 * 4, temperature: 0.7 }
+	{ n: 3, c: 16, v: 77, chunkRows: 20, maxBytes: 30 * 16 * 4, temperature: 0.7 },
+	{ n: 4, c: 15, v: 61, chunkRows: 10, maxBytes: 25 * 15 * 2, weight: 'f16' }
 ]);
