@@ -1,0 +1,186 @@
+/**
+ * @file Train sequences -> right-padded token batches on the model's logprobs grid, split
+ * into micro-batches by a token budget.
+ *
+ * A TrainSequence carries per-token data aligned with its ids: `trained[i]` and
+ * `rolloutLogprobs[i]` belong to token ids[i]. The model's grid is shifted by one:
+ * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), so token i's flag and rollout
+ * logprob land at grid column i - 1 (`[B, T - 1]`). The first token is predicted by nothing
+ * and cannot be trained.
+ *
+ * One sequence per row (no packing of several sequences into one row, which would need
+ * an attention mask between them). Sequences are sorted by length, longest first, and
+ * cut greedily into micro-batches whose padded size B x T stays within `tokenBudget`;
+ * a sequence alone over the budget still gets a micro-batch of its own.
+ *
+ * Dropped, with a warning, as ART does (src/art/preprocessing/tokenize.py
+ * `tokenize_sft_batch` and pack.py skip results longer than the sequence length): a
+ * sequence longer than `maxSeqLen`, and one with no trained token (ART's "no unique
+ * completion tokens"). Malformed input is an InvalidSequenceError instead.
+ */
+import { InvalidSequenceError, MissingLogprobsError, GrpoConfigError } from './errors';
+
+export interface TrainSequence {
+	/** Every token of the sequence: prompt, the model's turns, tool results. [n] */
+	ids: readonly number[];
+	/** [n]: true where ids[i] was produced by the trained model and is trained. */
+	trained: ArrayLike<boolean | number>;
+	/** [n]: the logprob ids[i] had when it was sampled; null or NaN where there is none.
+	 * May be omitted for SFT. */
+	rolloutLogprobs?: ArrayLike<number | null>;
+	/** The trajectory's advantage (0 for SFT). */
+	advantage: number;
+	/** The group it came from (metrics only). */
+	groupId?: number | string;
+}
+
+export interface PackOptions {
+	/** Longest sequence the model takes (its context); longer ones are dropped. */
+	maxSeqLen: number;
+	/** Padded tokens (B x T) per micro-batch; default: everything in one micro-batch. */
+	tokenBudget?: number;
+	/** Rows per micro-batch at most; default unlimited. */
+	maxRows?: number;
+	/** Throw MissingLogprobsError for a trained token without a rollout logprob (GRPO);
+	 * default false (SFT needs none). */
+	requireLogprobs?: boolean;
+}
+
+export interface PackedMicroBatch {
+	B: number;
+	T: number;
+	/** What TransformerModel takes: ids [B, T] right-padded with 0, lengths [B]. */
+	tokens: { ids: Uint32Array; lengths: Uint32Array; seqLen: number };
+	/** [B, T - 1]: 1 where the target token is trained. */
+	mask: Uint8Array;
+	/** [B, T - 1]: rollout logprob of the target token; NaN where there is none. */
+	rolloutLogprobs: Float64Array;
+	/** [B]. */
+	advantages: Float64Array;
+	/** [B]: trained tokens per row. */
+	trainedTokens: number[];
+	/** [B]: index of each row's sequence in the input. */
+	sequenceIndex: number[];
+}
+
+export type DropReason = 'too-long' | 'no-trained-tokens';
+
+export interface PackResult {
+	microBatches: PackedMicroBatch[];
+	dropped: { index: number; reason: DropReason; length: number }[];
+	/** One line per kind of drop, for the user. */
+	warnings: string[];
+}
+
+/** Checks one sequence; returns its trained-token count. */
+function checkSequence(s: TrainSequence, index: number, requireLogprobs: boolean): number {
+	const n = s.ids.length;
+	const bad = (detail: string) => new InvalidSequenceError(index, detail);
+	if (n === 0) throw bad('has no tokens');
+	if (s.trained.length !== n)
+		throw bad(`trained has ${s.trained.length} flags for ${n} ids; one per token is needed`);
+	if (s.rolloutLogprobs && s.rolloutLogprobs.length !== n)
+		throw bad(`rolloutLogprobs has ${s.rolloutLogprobs.length} values for ${n} ids`);
+	if (!Number.isFinite(s.advantage)) throw bad(`advantage is ${s.advantage}`);
+	if (s.trained[0]) throw bad('its first token is marked trained, but no position predicts it');
+	let count = 0;
+	for (let i = 0; i < n; i++) {
+		const id = s.ids[i];
+		if (!(Number.isInteger(id) && id >= 0 && id < 2 ** 32))
+			throw bad(`id ${id} at ${i} is not a token id`);
+		if (!s.trained[i]) continue;
+		count++;
+		const lp = s.rolloutLogprobs?.[i];
+		const missing = lp === null || lp === undefined || Number.isNaN(lp);
+		if (!missing && !Number.isFinite(lp)) throw bad(`rollout logprob at ${i} is ${lp}`);
+		if (missing && requireLogprobs) throw new MissingLogprobsError(index, i);
+	}
+	return count;
+}
+
+/** Packs sequences into micro-batches (see the file comment). */
+export function packSequences(
+	sequences: readonly TrainSequence[],
+	options: PackOptions
+): PackResult {
+	const { maxSeqLen } = options;
+	const budget = options.tokenBudget ?? Infinity;
+	const maxRows = options.maxRows ?? Infinity;
+	if (!(Number.isInteger(maxSeqLen) && maxSeqLen >= 2))
+		throw new GrpoConfigError(`maxSeqLen must be an integer >= 2; got ${maxSeqLen}.`);
+	if (!(budget >= 1)) throw new GrpoConfigError(`tokenBudget must be >= 1; got ${budget}.`);
+	if (!(maxRows >= 1)) throw new GrpoConfigError(`maxRows must be >= 1; got ${maxRows}.`);
+
+	const dropped: PackResult['dropped'] = [];
+	const kept: { index: number; count: number }[] = [];
+	sequences.forEach((s, index) => {
+		const count = checkSequence(s, index, options.requireLogprobs ?? false);
+		const length = s.ids.length;
+		if (length > maxSeqLen) dropped.push({ index, reason: 'too-long', length });
+		else if (count === 0) dropped.push({ index, reason: 'no-trained-tokens', length });
+		else kept.push({ index, count });
+	});
+	const warnings: string[] = [];
+	const tooLong = dropped.filter((d) => d.reason === 'too-long').length;
+	if (tooLong)
+		warnings.push(
+			`Dropped ${tooLong}/${sequences.length} sequences longer than the context ` +
+				`(${maxSeqLen} tokens).`
+		);
+	const empty = dropped.filter((d) => d.reason === 'no-trained-tokens').length;
+	if (empty) warnings.push(`Dropped ${empty}/${sequences.length} sequences with no trained token.`);
+
+	// Longest first (stable), so each micro-batch pads to its first row's length.
+	kept.sort((a, b) => sequences[b.index].ids.length - sequences[a.index].ids.length);
+	const groups: (typeof kept)[] = [];
+	for (const k of kept) {
+		const cur = groups.at(-1);
+		const T = cur ? sequences[cur[0].index].ids.length : 0;
+		if (cur && cur.length < maxRows && (cur.length + 1) * T <= budget) cur.push(k);
+		else groups.push([k]);
+	}
+	const microBatches = groups.map((rows) => buildMicroBatch(sequences, rows));
+	return { microBatches, dropped, warnings };
+}
+
+function buildMicroBatch(
+	sequences: readonly TrainSequence[],
+	rows: { index: number; count: number }[]
+): PackedMicroBatch {
+	const B = rows.length;
+	const T = Math.max(...rows.map((r) => sequences[r.index].ids.length));
+	const cols = T - 1;
+	const ids = new Uint32Array(B * T);
+	const lengths = new Uint32Array(B);
+	const mask = new Uint8Array(B * cols);
+	const rollout = new Float64Array(B * cols).fill(NaN);
+	const advantages = new Float64Array(B);
+	rows.forEach(({ index }, b) => {
+		const s = sequences[index];
+		lengths[b] = s.ids.length;
+		advantages[b] = s.advantage;
+		for (let i = 0; i < s.ids.length; i++) {
+			ids[b * T + i] = s.ids[i];
+			if (i === 0) continue;
+			// Token i is the target of grid column i - 1.
+			if (s.trained[i]) mask[b * cols + i - 1] = 1;
+			const lp = s.rolloutLogprobs?.[i];
+			if (lp !== null && lp !== undefined) rollout[b * cols + i - 1] = lp;
+		}
+	});
+	return {
+		B,
+		T,
+		tokens: { ids, lengths, seqLen: T },
+		mask,
+		rolloutLogprobs: rollout,
+		advantages,
+		trainedTokens: rows.map((r) => r.count),
+		sequenceIndex: rows.map((r) => r.index)
+	};
+}
+
+/** Trained tokens of every sequence of a pack (all micro-batches): planNormaliser's input. */
+export function trainedTokenCounts(pack: PackResult): number[] {
+	return pack.microBatches.flatMap((m) => m.trainedTokens);
+}
