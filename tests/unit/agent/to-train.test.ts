@@ -24,6 +24,7 @@ import {
 	type Choice,
 	type MessageOrChoice
 } from '../../../src/lib/agent/trajectory';
+import type { ChatMessage } from '../../../src/lib/model/chat-messages';
 import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { choice, system, user } from './trajectory-fixtures';
@@ -225,7 +226,7 @@ describe('chaining on a real chat template', () => {
 		];
 		// What an engine would have sampled: the reply's tokens and the end token.
 		const reply = '<move>B2</move>';
-		const first = choice(tok.encodeChat(messages, { addGenerationPrompt: true }), [
+		const first = choice(tok.encodeChat(messages as ChatMessage[], { addGenerationPrompt: true }), [
 			...tok.encode(reply),
 			end
 		]);
@@ -234,7 +235,7 @@ describe('chaining on a real chat template', () => {
 			{ role: 'assistant' as const, content: reply },
 			user('   1   2   3\nA  o | _ | _\n')
 		];
-		const second = choice(tok.encodeChat(next, { addGenerationPrompt: true }), [
+		const second = choice(tok.encodeChat(next as ChatMessage[], { addGenerationPrompt: true }), [
 			...tok.encode('<move>C3</move>'),
 			end
 		]);
