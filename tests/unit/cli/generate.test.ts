@@ -34,7 +34,7 @@ interface Run {
 
 function run(file: string, args: string[]): Promise<Run> {
 	return new Promise((resolve) => {
-		execFile(file, args, { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => {
+		execFile(file, args, { cwd: ROOT, timeout: 180_000 }, (error, stdout, stderr) => {
 			const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
 			resolve({ code, stdout, stderr });
 		});
