@@ -1,0 +1,139 @@
+/**
+ * @file The tic-tac-toe environment: `rollout(client, options)` plays one game through an
+ * OpenAI client (the local `openaiClient()` or any other) and returns its Trajectory. As
+ * ART's example rollout (OpenPipe/ART examples/tic_tac_toe/tic-tac-toe.ipynb, rollout.py):
+ *
+ * - the agent is 'x' or 'o' at random; 'x' moves first, so as 'o' the opponent has
+ *   already played when the agent first sees the board;
+ * - the system prompt (ART's, word for word, so results compare with ART's runs) asks for
+ *   the move as `<move>A1</move>`; each turn the board is a user message (renderBoard) and
+ *   the model's reply a choice — trained — appended to the trajectory;
+ * - the opponent plays a uniformly random empty square;
+ * - win 1, draw 0.5, loss 0; an illegal or unparsable reply ends the game with
+ *   -1 + ln(n + 1) / ln(100), n the agent's legal moves before it (tictactoe-game.ts);
+ * - metrics `win` (1, 0.5 or 0, when the game was finished), `num_moves` (the agent's legal
+ *   moves) and `invalid_move` (0 or 1); max_completion_tokens 128 by default.
+ *
+ * Randomness is seeded: one generator, from `seed`, draws the agent's mark and then each
+ * opponent move, so a seed fixes the game up to the model's replies (the model's sampling
+ * has its own `seed` in `request`).
+ */
+import type OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { Rng } from '../gpu/reference/random';
+import { Trajectory } from './trajectory';
+import {
+	REWARD,
+	checkMove,
+	emptyBoard,
+	illegalMoveReward,
+	legalMoves,
+	otherMark,
+	play,
+	renderBoard,
+	squareName,
+	winner,
+	type Board,
+	type Mark
+} from './tictactoe-game';
+
+export * from './tictactoe-game';
+
+/** ART's system prompt for the agent playing `mark`. */
+export function systemPrompt(mark: Mark): string {
+	return (
+		'You are a tic-tac-toe player. You are playing against an opponent. Always choose the ' +
+		'move most likely to lead to an eventual win. Return your move as an XML object with a ' +
+		"single property 'move', like so: <move>A1</move>. Optional moves are 'A1', 'B3', 'C2', " +
+		`etc. You are the ${mark} symbol.`
+	);
+}
+
+/** Request fields passed through to every chat completion (temperature, seed, ...). */
+export type RequestExtras = Omit<
+	Partial<ChatCompletionCreateParamsNonStreaming>,
+	'model' | 'messages' | 'n' | 'stream'
+> &
+	Record<string, unknown>;
+
+export interface TicTacToeOptions {
+	/** The model name sent with each request. */
+	model: string;
+	/** Seeds the agent's mark and the opponent's moves. */
+	seed: number;
+	/** max_completion_tokens of each reply. Default 128 (ART). */
+	maxTokens?: number;
+	/** Parse replies strictly, as ART (default), or take the last <move> anywhere. */
+	strict?: boolean;
+	request?: RequestExtras;
+	signal?: AbortSignal;
+}
+
+/** The opponent's move: a uniformly random empty square (ART's random.choice). */
+function opponentMove(board: Board, rng: Rng): number {
+	const moves = legalMoves(board);
+	return moves[rng.int(moves.length)];
+}
+
+/** Plays one game; the trajectory's reward, metrics and logs say how it went. */
+export async function rollout(client: OpenAI, options: TicTacToeOptions): Promise<Trajectory> {
+	const { model, seed, maxTokens = 128, strict = true, request = {}, signal } = options;
+	const rng = new Rng(seed);
+	const agent: Mark = rng.int(2) === 0 ? 'x' : 'o';
+	const opponent = otherMark(agent);
+	const trajectory = new Trajectory({
+		messagesAndChoices: [{ role: 'system', content: systemPrompt(agent) }],
+		metadata: { environment: 'tic-tac-toe', seed, agent_symbol: agent }
+	});
+
+	let board: Board = emptyBoard();
+	const opponentPlays = () => {
+		const index = opponentMove(board, rng);
+		board = play(board, index, opponent);
+		trajectory.log(`opponent (${opponent}) plays ${squareName(index)}`);
+	};
+	if (agent === 'o') opponentPlays();
+
+	let moves = 0;
+	let invalid = false;
+	while (winner(board) === null) {
+		trajectory.messagesAndChoices.push({ role: 'user', content: renderBoard(board) });
+		const completion = await client.chat.completions.create(
+			{
+				...request,
+				model,
+				messages: trajectory.messages(),
+				max_completion_tokens: maxTokens
+			},
+			{ signal }
+		);
+		const choice = completion.choices[0];
+		trajectory.messagesAndChoices.push(choice);
+		const reply = choice.message.content ?? '';
+		const move = checkMove(board, reply, { strict });
+		if (!move.ok) {
+			invalid = true;
+			trajectory.reward = illegalMoveReward(moves);
+			trajectory.log(`illegal move (${move.problem}: ${move.detail}): ${JSON.stringify(reply)}`);
+			break;
+		}
+		board = play(board, move.index, agent);
+		moves++;
+		trajectory.log(`agent (${agent}) plays ${move.square}`);
+		if (winner(board) !== null) break;
+		opponentPlays();
+	}
+
+	const result = winner(board);
+	let outcome: string = 'illegal';
+	if (!invalid && result !== null) {
+		outcome = result === 'draw' ? 'draw' : result === agent ? 'win' : 'loss';
+		trajectory.reward = REWARD[outcome as keyof typeof REWARD];
+		trajectory.metrics.win = trajectory.reward;
+	}
+	trajectory.metrics.num_moves = moves;
+	trajectory.metrics.invalid_move = invalid ? 1 : 0;
+	trajectory.metadata.outcome = outcome;
+	trajectory.metadata.final_board = board.join('');
+	return trajectory;
+}
