@@ -1,0 +1,113 @@
+/**
+ * @file AdamW over a model's LoRA parameters with ART's defaults, and the step count that
+ * its bias correction needs. The update itself is gpu/kernels/adamw.ts (global grad-norm
+ * clip, then AdamW, on the GPU); this file owns the stats tensor and the count.
+ *
+ * ART's defaults (OpenPipe/ART src/art/dev/get_model_config.py, `TrainerArgs`):
+ * learning_rate 5e-6 (also src/art/types.py `TrainConfig.learning_rate`), adam_beta1 0.9,
+ * adam_beta2 0.99, weight_decay 0.1, max_grad_norm 0.1, a constant schedule; eps is Hugging
+ * Face TrainingArguments' default adam_epsilon 1e-8. ART's optimizer is bitsandbytes'
+ * paged 8-bit AdamW; this one keeps m and v in f32 (the same update up to quantisation).
+ *
+ * When the gradient norm is not finite the kernel changes nothing and the step count does
+ * not advance (a NaN never reaches the weights); `apply` reports `skipped`.
+ *
+ * Ownership: the optimizer owns its stats tensor (`release()`); the LoRA tensors belong to
+ * the model.
+ */
+import type { Gpu } from '../gpu/device';
+import { run } from '../gpu/kernel';
+import { adamwStep, GRAD_NORM_STATS, readGradNormStats } from '../gpu/kernels/adamw';
+import { createTensor, type Tensor } from '../gpu/tensor';
+import type { LoraParameters } from '../model/lora';
+import { GrpoConfigError } from './errors';
+
+export interface OptimizerConfig {
+	lr: number;
+	beta1: number;
+	beta2: number;
+	eps: number;
+	weightDecay: number;
+	/** Clip the global gradient norm to this; undefined: no clipping. */
+	maxGradNorm: number | undefined;
+}
+
+/** ART's AdamW settings (see the file comment for the sources). */
+export const ART_OPTIMIZER_DEFAULTS: Readonly<OptimizerConfig> = Object.freeze({
+	lr: 5e-6,
+	beta1: 0.9,
+	beta2: 0.99,
+	eps: 1e-8,
+	weightDecay: 0.1,
+	maxGradNorm: 0.1
+});
+
+export interface OptimizerStepResult {
+	/** The step count after this call (unchanged when skipped). */
+	step: number;
+	lr: number;
+	/** Global L2 norm of the gradients before clipping. */
+	gradNorm: number;
+	/** Factor the clip applied (1: no clipping). */
+	gradScale: number;
+	/** The norm was not finite and nothing changed. */
+	skipped: boolean;
+}
+
+export class LoraOptimizer {
+	readonly config: Readonly<OptimizerConfig>;
+	readonly #stats: Tensor<'f32'>;
+	#step = 0;
+
+	constructor(
+		readonly gpu: Gpu,
+		readonly lora: LoraParameters,
+		config: Partial<OptimizerConfig> = {}
+	) {
+		const c = { ...ART_OPTIMIZER_DEFAULTS, ...config };
+		if (c.maxGradNorm !== undefined && !(c.maxGradNorm > 0 && Number.isFinite(c.maxGradNorm)))
+			throw new GrpoConfigError(`maxGradNorm must be a positive number; got ${c.maxGradNorm}.`);
+		this.config = Object.freeze(c);
+		this.#stats = createTensor(gpu, [GRAD_NORM_STATS.length], 'f32');
+	}
+
+	/** Optimizer steps taken (AdamW's t after the last step). */
+	get step(): number {
+		return this.#step;
+	}
+
+	/** Sets the step count (resuming from a checkpoint whose m and v were restored). */
+	restoreStep(step: number): void {
+		if (!(Number.isInteger(step) && step >= 0))
+			throw new GrpoConfigError(`step must be an integer >= 0; got ${step}.`);
+		this.#step = step;
+	}
+
+	/** One AdamW step on the gradients the LoRA tensors hold now; `lr` overrides the
+	 * configured rate for this step (a schedule). Waits for the GPU to read the stats. */
+	async apply(options: { lr?: number } = {}): Promise<OptimizerStepResult> {
+		const c = this.config;
+		const lr = options.lr ?? c.lr;
+		const step = this.#step + 1;
+		await run(this.gpu, (rec) =>
+			adamwStep(rec, {
+				slots: this.lora.slots(),
+				stats: this.#stats,
+				lr,
+				beta1: c.beta1,
+				beta2: c.beta2,
+				eps: c.eps,
+				weightDecay: c.weightDecay,
+				maxNorm: c.maxGradNorm,
+				step
+			})
+		);
+		const s = await readGradNormStats(this.#stats);
+		if (!s.skipped) this.#step = step;
+		return { step: this.#step, lr, gradNorm: s.norm, gradScale: s.scale, skipped: s.skipped };
+	}
+
+	release(): void {
+		this.#stats.release();
+	}
+}
