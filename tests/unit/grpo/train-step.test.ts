@@ -195,6 +195,21 @@ describe('grpoStep / sftStep on a tiny model', () => {
 		release();
 	});
 
+	it('a step whose gradient norm overflows is refused and changes nothing', async () => {
+		// Advantage 1e30: dLogprobs ~1e29 is still a finite f32, but the squared gradients
+		// overflow, so the global norm is Inf and AdamW's kernel updates nothing.
+		const { model, optimizer, release } = await setup(true);
+		const [s] = await onPolicySequences(model, [7], [1e30]);
+		const params = await model.lora!.read();
+		const r = await grpoStep(model, optimizer, [s], { lr: 1e-2 });
+		expect(r.skipped).toBe('non-finite-grad');
+		if (r.skipped === 'non-finite-grad') expect(r.optimizer.gradNorm).not.toBeLessThan(Infinity);
+		expect(optimizer.step).toBe(0);
+		for (const [name, v] of await model.lora!.read())
+			expect(Array.from(v), name).toEqual(Array.from(params.get(name)!));
+		release();
+	});
+
 	it('a model without adapters is a config error', async () => {
 		const source = MemoryWeightSource.forConfig(config, randomWeights(config, 2));
 		const bare = await TransformerModel.create(gpu(), config, source);
