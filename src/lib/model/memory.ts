@@ -1,6 +1,6 @@
 /**
  * @file How much GPU memory a model needs, worked out from its config before anything is
- * allocated: f32 weights, LoRA state (A, B, their gradients and AdamW moments), and the
+ * allocated: weights (f32, or f16 per tensor as weight-dtype.ts plans them), LoRA state (A, B, their gradients and AdamW moments), and the
  * activations of one call for a batch (B, T) as workspace.ts lists them, each rounded to
  * the buffer pool's size class, plus the transient scratch buffers the kernels make
  * (scratch.ts: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats) for
@@ -17,6 +17,15 @@
  * SwiGLU output are 80 MB each), its backward ~330 MB: ~1.05 GB beside 1.98 GB of f32
  * weights. Keeping every layer's activations instead (no recompute: `keepActivations`)
  * is ~24 x 340 MB = 8 GB.
+ *
+ * Weight dtypes: `weightDtype` is a policy applied to the config's declared dtype, or a
+ * dtype per tensor: `planWeightDtypes` with the source's stored dtypes before the upload
+ * (TransformerModel.create), `ModelWeights.dtypes` after it (every call's estimate).
+ * Omitted, every weight counts as f32: an upper bound for callers that do not know. Under
+ * 'auto' the plan takes f16 for every f16 / bf16-stored matrix; the accuracy check can keep
+ * a bf16 tensor in f32 after all (none of a real checkpoint's so far), so the estimate at
+ * creation is then low by 2 bytes per element of that tensor, and every call's estimate,
+ * which counts the dtypes the upload chose, is exact again.
  */
 import { DEFAULT_LOGITS_BUDGET_BYTES } from '../gpu/kernels/logsoftmax';
 import { formatBytes } from '../gpu/tensor';
@@ -39,6 +48,12 @@ import {
 } from './workspace';
 import { estimateScratch, type ScratchLimits } from './scratch';
 import { projectionShape, weightSpecs } from './weight-spec';
+import {
+	planWeightDtypes,
+	type GpuWeightDType,
+	type WeightDtypePolicy,
+	type WeightDtypes
+} from './weight-dtype';
 
 /** The per-buffer limits, and (optionally) the workgroup limits matmul's tile choice reads. */
 export type DeviceLimits = ScratchLimits;
@@ -61,7 +76,12 @@ export interface MemoryEstimateOptions {
 	/** Rows per chunk of the embedding / lm_head when known (a model's maxChunkBytes);
 	 * default: as many as the limits allow. */
 	weightChunkRows?: number;
+	/** How the weights are kept: a policy over config.dtype, or each tensor's dtype (see
+	 * the file comment); default: all f32. */
+	weightDtype?: WeightDtypePolicy | WeightDtypes;
 }
+
+const BYTES: Record<GpuWeightDType, number> = { f32: 4, f16: 2 };
 
 function line(what: string, specs: TensorSpec[], pooled = true): MemoryLine {
 	const sizes = specs.map((s) =>
@@ -84,19 +104,29 @@ export function estimateModelMemory(
 	const limit = options.limits
 		? Math.min(options.limits.maxStorageBufferBindingSize, options.limits.maxBufferSize)
 		: Infinity;
+	const given = options.weightDtype ?? 'f32';
+	const dtypes = typeof given === 'string' ? planWeightDtypes(config, given) : given;
+	const dtypeOf = (name: string): GpuWeightDType => dtypes[name] ?? 'f32';
 	// The embedding and lm_head are chunked: their largest buffer is one chunk.
-	const chunkRows = Math.max(1, Math.min(V, Math.floor(limit / (4 * C))));
+	const rowsOf = (name: string) =>
+		Math.max(1, Math.min(V, Math.floor(limit / (BYTES[dtypeOf(name)] * C))));
+	const headName = config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+	const chunkRows = rowsOf(headName);
 	const vocabNames = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
-	const specs = weightSpecs(config);
-	const plain = specs.filter((s) => !vocabNames.has(s.name));
-	const vocab = specs.filter((s) => vocabNames.has(s.name));
-	const weights = line(
-		'weights (f32)',
-		plain.map((s) => ({ shape: s.shape, dtype: 'f32' })),
-		false
-	);
-	weights.bytes += vocab.length * 4 * V * C;
-	weights.largestBuffer = Math.max(weights.largestBuffer, 4 * chunkRows * C);
+	const weights: MemoryLine = { what: '', bytes: 0, largestBuffer: 0 };
+	const count = { f32: 0, f16: 0 };
+	for (const s of weightSpecs(config)) {
+		const bytes = BYTES[dtypeOf(s.name)];
+		count[dtypeOf(s.name)]++;
+		weights.bytes += bytes * s.shape.reduce((a, b) => a * b, 1);
+		const largest = vocabNames.has(s.name)
+			? bytes * rowsOf(s.name) * C
+			: bytes * s.shape.reduce((a, b) => a * b, 1);
+		weights.largestBuffer = Math.max(weights.largestBuffer, largest);
+	}
+	weights.what = count.f16
+		? `weights (${count.f16} tensors f16, ${count.f32} f32)`
+		: 'weights (f32)';
 	lines.push(weights);
 
 	if (options.lora) {
@@ -156,7 +186,8 @@ export function estimateModelMemory(
 			lora: options.lora,
 			limits: options.limits,
 			logitRows,
-			weightChunkRows: options.weightChunkRows ?? chunkRows
+			weightChunkRows: options.weightChunkRows ?? chunkRows,
+			headWeightBytes: BYTES[dtypeOf(headName)]
 		});
 		lines.push({
 			what:

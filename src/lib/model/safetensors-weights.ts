@@ -112,4 +112,12 @@ export class SafetensorsWeights implements WeightSource {
 			throw new RangeError(`${name} is stored as ${tensor.dtype}, not F16; use readF32`);
 		return decodeF16Bits(await this.readBytes(name));
 	}
+
+	/** The raw bf16 bits of a tensor stored as BF16 (RangeError for other dtypes). */
+	async readBf16Bits(name: string): Promise<Uint16Array> {
+		const { tensor, header } = this.entry(name);
+		if (readableDType(header, tensor) !== 'bfloat16')
+			throw new RangeError(`${name} is stored as ${tensor.dtype}, not BF16; use readF32`);
+		return decodeF16Bits(await this.readBytes(name)); // the same 16-bit copy
+	}
 }

@@ -120,6 +120,8 @@ export interface ScratchOptions {
 	logitRows: number;
 	/** Rows per chunk of the embedding / lm_head weights (weights.ts). */
 	weightChunkRows: number;
+	/** Bytes per element of the lm_head (4 for f32, 2 for f16); default 4. */
+	headWeightBytes?: number;
 }
 
 /** Peak scratch bytes of one call; see the file comment. */
@@ -167,7 +169,7 @@ export function estimateScratch(o: ScratchOptions): ScratchEstimate {
 	}
 	const head = (t: Tally, back: boolean) => {
 		t.add(N * o.logitRows * 4);
-		if (copies) t.add(o.logitRows * C * 4);
+		if (copies) t.add(o.logitRows * C * (o.headWeightBytes ?? 4));
 		if (!back) {
 			t.add(N * 16); // online-softmax state
 			t.add(N * 4); // entropy

@@ -50,6 +50,7 @@ import { LoraParameters, resolveLoraConfig, type LoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
 import type { ModelConfig, WeightSource } from './types';
 import { uploadWeights, type ModelWeights } from './weights';
+import { planWeightDtypes, type WeightDtypePolicy } from './weight-dtype';
 import {
 	allocate,
 	backwardSpecs,
@@ -82,6 +83,10 @@ export interface TransformerOptions {
 	activations?: ActivationPolicy;
 	/** Largest chunk of the embedding / lm_head (tests force chunking with it). */
 	maxChunkBytes?: number;
+	/** Dtype of the projections, embedding and lm_head on the GPU (weight-dtype.ts): 'auto'
+	 * (default) keeps f16 / bf16 checkpoints in f16 where that is exact or within 1e-3,
+	 * 'f16' forces f16, 'f32' widens. Norms and biases are f32 always. */
+	weightDtype?: WeightDtypePolicy;
 	/** Weight upload progress (bytes done, total). */
 	onProgress?(doneBytes: number, totalBytes: number): void;
 }
@@ -171,7 +176,11 @@ export class TransformerModel {
 		options: TransformerOptions = {}
 	): Promise<TransformerModel> {
 		const loraConfig = options.lora ? resolveLoraConfig(options.lora) : undefined;
-		const estimate = estimateModelMemory(config, { lora: loraConfig, limits: gpu.limits });
+		const estimate = estimateModelMemory(config, {
+			lora: loraConfig,
+			limits: gpu.limits,
+			weightDtype: planWeightDtypes(config, options.weightDtype, source.list())
+		});
 		checkModelMemory(estimate, gpu.limits, options.memoryBudgetBytes, describeModel(config));
 		const rope = ropeInvFreq(config);
 		const weights = await uploadWeights(gpu, config, source, options);
@@ -208,7 +217,8 @@ export class TransformerModel {
 			mode,
 			keepActivations: keep,
 			limits: this.gpu.limits,
-			weightChunkRows: this.weights.lmHead.chunks[0]?.rows
+			weightChunkRows: this.weights.lmHead.chunks[0]?.rows,
+			weightDtype: this.weights.dtypes
 		});
 		// The pool keeps the last call's buffers for a call of the same shape: a scoring call
 		// after a training one still holds the backward's buffers and the checkpoints.

@@ -63,8 +63,11 @@ export interface WeightSource {
 	list(): StoredTensorInfo[];
 	/** The tensor's values widened to f32, row-major. Throws a typed error if missing. */
 	readF32(name: string): Promise<Float32Array>;
-	/** The tensor's raw f16 bits when stored as f16 (for devices with shader-f16). */
+	/** The tensor's raw f16 bits when stored as f16 (kept as they are: weight-dtype.ts). */
 	readF16Bits?(name: string): Promise<Uint16Array>;
+	/** The tensor's raw bf16 bits when stored as bf16 (converted to f16 by table lookup,
+	 * without widening the whole tensor to f32 first). */
+	readBf16Bits?(name: string): Promise<Uint16Array>;
 	/** Rows [rowStart, rowStart + rowCount) of a matrix as f32, read without the rest (for
 	 * uploading a large embedding chunk by chunk). */
 	readF32Rows?(name: string, rowStart: number, rowCount: number): Promise<Float32Array>;
