@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../../src/lib/gpu/device';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
 import { TransformerModel, type ActivationPolicy } from '../../../src/lib/model/transformer';
+import type { WeightDtypePolicy } from '../../../src/lib/model/weight-dtype';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';
@@ -59,6 +60,7 @@ const CASES: {
 	T: number;
 	maxChunkBytes?: number;
 	activations?: ActivationPolicy;
+	weightDtype?: WeightDtypePolicy;
 }[] = [
 	{ name: 'llama 3 layers, 2 x 32', config: SMALL, B: 2, T: 32 },
 	{
@@ -71,7 +73,17 @@ const CASES: {
 	{ name: 'llama 3 layers, 1 x 7', config: SMALL, B: 1, T: 7 },
 	{ name: 'qwen3 (q/k norm), 3 x 20', config: TINY.qwen3, B: 3, T: 20 },
 	// An untied lm_head in 3 weight chunks: the logits walk several pieces.
-	{ name: 'qwen2 chunked head, 2 x 16', config: TINY.qwen2, B: 2, T: 16, maxChunkBytes: 4096 }
+	{ name: 'qwen2 chunked head, 2 x 16', config: TINY.qwen2, B: 2, T: 16, maxChunkBytes: 4096 },
+	// f16 matrices (half the weights' bytes) and an f16 lm_head in 3 chunks, its pieces
+	// copied at 2 bytes per element.
+	{
+		name: 'qwen2 f16 weights, chunked head, 2 x 16',
+		config: TINY.qwen2,
+		B: 2,
+		T: 16,
+		maxChunkBytes: 100 * 36 * 2, // 100 rows of 36 halves
+		weightDtype: 'f16'
+	}
 ];
 
 describe('memory estimate vs the peak of live GPU buffers', () => {
@@ -85,8 +97,15 @@ describe('memory estimate vs the peak of live GPU buffers', () => {
 				g,
 				c.config,
 				MemoryWeightSource.forConfig(c.config, randomWeights(c.config, 3)),
-				{ lora: { rank: 8 }, seed: 1, maxChunkBytes: c.maxChunkBytes, activations: c.activations }
+				{
+					lora: { rank: 8 },
+					seed: 1,
+					maxChunkBytes: c.maxChunkBytes,
+					activations: c.activations,
+					weightDtype: c.weightDtype
+				}
 			);
+			if (c.weightDtype === 'f16') expect(model.weights.lmHead.chunks).toHaveLength(3);
 			try {
 				const ids = Array.from({ length: c.B }, (_, b) =>
 					Array.from({ length: c.T }, (_, t) => (b * 131 + t * 17) % c.config.vocabSize)

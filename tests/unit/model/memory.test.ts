@@ -5,6 +5,7 @@ import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/me
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
+import { planWeightDtypes } from '../../../src/lib/model/weight-dtype';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';
 import { trackBuffers } from './track-buffers';
@@ -37,6 +38,37 @@ describe('memory estimate', () => {
 		// 3 x (896+4864)) = 183,296 per layer, 4,399,104 over 24 layers; 4 tensors x 4 B each.
 		expect(e.lines[1].bytes).toBe((8798208 / 2) * 4 * 4);
 		expect(e.totalBytes).toBe(weights.bytes + e.lines[1].bytes);
+	});
+
+	it('counts f16 matrices at 2 bytes: auto on a bf16 config, f16 forced, per-tensor dtypes', () => {
+		const limits = { maxStorageBufferBindingSize: 128 * 2 ** 20, maxBufferSize: 256 * 2 ** 20 };
+		const bf16 = { ...QWEN25_05B, dtype: 'bfloat16' as const };
+		// Norms and biases stay f32: 24 x (2 x 896 + 896 + 128 + 128) + 896 = 71,552 values;
+		// the other 493,961,216 (projections and the tied embedding) are f16.
+		const f16Bytes = 493961216 * 2 + 71552 * 4;
+		const auto = estimateModelMemory(bf16, { weightDtype: 'auto', limits }).lines[0];
+		expect(auto.bytes).toBe(f16Bytes);
+		// 24 x 7 projections + the embedding; 24 x (2 norms + 3 biases) + the final norm.
+		expect(auto.what).toBe('weights (169 tensors f16, 121 f32)');
+		// The embedding's chunks: 128 MiB / (896 x 2 B) = 74,898 rows, twice f32's.
+		expect(auto.largestBuffer).toBe(74898 * 896 * 2);
+		expect(estimateModelMemory(QWEN25_05B, { weightDtype: 'f16' }).lines[0].bytes).toBe(f16Bytes);
+		// An f32 checkpoint under auto, an explicit 'f32', and no option: all f32.
+		for (const e of [
+			estimateModelMemory(QWEN25_05B, { weightDtype: 'auto' }),
+			estimateModelMemory(bf16, { weightDtype: 'f32' }),
+			estimateModelMemory(bf16)
+		]) {
+			expect(e.lines[0].bytes).toBe(494032768 * 4);
+			expect(e.lines[0].what).toBe('weights (f32)');
+		}
+		// Per-tensor dtypes (ModelWeights.dtypes): one matrix kept in f32 adds 2 B per value.
+		const dtypes = {
+			...planWeightDtypes(bf16),
+			'model.layers.3.mlp.up_proj.weight': 'f32' as const
+		};
+		const mixed = estimateModelMemory(bf16, { weightDtype: dtypes }).lines[0];
+		expect(mixed.bytes).toBe(f16Bytes + 4864 * 896 * 2);
 	});
 
 	it('training activations at 8 x 512 are ~1 GB with recompute, itemised', () => {
