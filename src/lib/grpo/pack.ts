@@ -2,7 +2,7 @@
  * @file Train sequences -> right-padded token batches on the model's logprobs grid, split
  * into micro-batches by a token budget.
  *
- * A TrainSequence carries per-token data aligned with its ids: `trained[i]` and
+ * A TrainSequence carries per-token data aligned with its ids: `trainMask[i]` and
  * `rolloutLogprobs[i]` belong to token ids[i]. The model's grid is shifted by one:
  * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), so token i's flag and rollout
  * logprob land at grid column i - 1 (`[B, T - 1]`). The first token is predicted by nothing
@@ -23,8 +23,10 @@ import { InvalidSequenceError, MissingLogprobsError, GrpoConfigError } from './e
 export interface TrainSequence {
 	/** Every token of the sequence: prompt, the model's turns, tool results. [n] */
 	ids: readonly number[];
-	/** [n]: true where ids[i] was produced by the trained model and is trained. */
-	trained: ArrayLike<boolean | number>;
+	/** [n]: nonzero / true where ids[i] was produced by the trained model and is trained.
+	 * (The field names match src/lib/agent/to-train.ts's TrainSequence, which therefore
+	 * fits this type as it is: Uint8Array mask, Float32Array logprobs with NaN.) */
+	trainMask: ArrayLike<boolean | number>;
 	/** [n]: the logprob ids[i] had when it was sampled; null or NaN where there is none.
 	 * May be omitted for SFT. */
 	rolloutLogprobs?: ArrayLike<number | null>;
@@ -77,18 +79,18 @@ function checkSequence(s: TrainSequence, index: number, requireLogprobs: boolean
 	const n = s.ids.length;
 	const bad = (detail: string) => new InvalidSequenceError(index, detail);
 	if (n === 0) throw bad('has no tokens');
-	if (s.trained.length !== n)
-		throw bad(`trained has ${s.trained.length} flags for ${n} ids; one per token is needed`);
+	if (s.trainMask.length !== n)
+		throw bad(`trainMask has ${s.trainMask.length} flags for ${n} ids; one per token is needed`);
 	if (s.rolloutLogprobs && s.rolloutLogprobs.length !== n)
 		throw bad(`rolloutLogprobs has ${s.rolloutLogprobs.length} values for ${n} ids`);
 	if (!Number.isFinite(s.advantage)) throw bad(`advantage is ${s.advantage}`);
-	if (s.trained[0]) throw bad('its first token is marked trained, but no position predicts it');
+	if (s.trainMask[0]) throw bad('its first token is marked trained, but no position predicts it');
 	let count = 0;
 	for (let i = 0; i < n; i++) {
 		const id = s.ids[i];
 		if (!(Number.isInteger(id) && id >= 0 && id < 2 ** 32))
 			throw bad(`id ${id} at ${i} is not a token id`);
-		if (!s.trained[i]) continue;
+		if (!s.trainMask[i]) continue;
 		count++;
 		const lp = s.rolloutLogprobs?.[i];
 		const missing = lp === null || lp === undefined || Number.isNaN(lp);
@@ -163,7 +165,7 @@ function buildMicroBatch(
 			ids[b * T + i] = s.ids[i];
 			if (i === 0) continue;
 			// Token i is the target of grid column i - 1.
-			if (s.trained[i]) mask[b * cols + i - 1] = 1;
+			if (s.trainMask[i]) mask[b * cols + i - 1] = 1;
 			const lp = s.rolloutLogprobs?.[i];
 			if (lp !== null && lp !== undefined) rollout[b * cols + i - 1] = lp;
 		}

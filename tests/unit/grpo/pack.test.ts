@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/gpu/reference/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
+import type { TrainSequence as AgentTrainSequence } from '../../../src/lib/agent/to-train';
 import {
 	InvalidSequenceError,
 	MissingLogprobsError,
@@ -26,7 +27,7 @@ function seq(
 	rollout?: (number | null)[],
 	advantage = 1
 ): TrainSequence {
-	return { ids, trained, rolloutLogprobs: rollout, advantage };
+	return { ids, trainMask: trained, rolloutLogprobs: rollout, advantage };
 }
 
 describe('packSequences', () => {
@@ -106,7 +107,7 @@ describe('packSequences', () => {
 	it('malformed sequences are typed errors', () => {
 		const cases: [TrainSequence, RegExp][] = [
 			[seq([1, 2], [1, 1], [-1, -1]), /first token/],
-			[seq([1, 2, 3], [0, 1], [null, -1, -1]), /2 flags for 3 ids/],
+			[seq([1, 2, 3], [0, 1], [null, -1, -1]), /trainMask has 2 flags for 3 ids/],
 			[seq([1, 2, 3], [0, 1, 1], [null, -1]), /2 values for 3 ids/],
 			[seq([1, 2.5], [0, 1], [null, -1]), /not a token id/],
 			[seq([1, -2], [0, 1], [null, -1]), /not a token id/],
@@ -128,6 +129,28 @@ describe('packSequences', () => {
 		}
 		expect(() => packSequences([], { maxSeqLen: 1 })).toThrow(GrpoConfigError);
 		expect(() => packSequences([], { maxSeqLen: 8, tokenBudget: 0 })).toThrow(GrpoConfigError);
+	});
+
+	it("the agent layer's TrainSequence (Uint8Array mask, Float32Array with NaN) packs as it is", () => {
+		const agent: AgentTrainSequence = {
+			ids: [4, 5, 6],
+			trainMask: Uint8Array.from([0, 1, 1]),
+			rolloutLogprobs: Float32Array.from([NaN, -0.5, -0.25]),
+			advantage: 0.5,
+			groupIndex: 0,
+			trajectoryIndex: 2,
+			spans: [{ history: 0, item: 1, start: 1, length: 2 }]
+		};
+		const asInput: TrainSequence = agent; // compile-time: assignable without conversion
+		const m = packSequences([asInput], { maxSeqLen: 8, requireLogprobs: true }).microBatches[0];
+		expect(Array.from(m.mask)).toEqual([1, 1]);
+		expect(Array.from(m.rolloutLogprobs)).toEqual([-0.5, -0.25]);
+		expect(Array.from(m.advantages)).toEqual([0.5]);
+		// NaN at a trained token is missing.
+		const gap = { ...agent, rolloutLogprobs: Float32Array.from([NaN, NaN, -0.25]) };
+		expect(() => packSequences([gap], { maxSeqLen: 8, requireLogprobs: true })).toThrow(
+			MissingLogprobsError
+		);
 	});
 
 	it('requireLogprobs: a trained token without one is a MissingLogprobsError (SFT needs none)', () => {
@@ -168,7 +191,7 @@ describe('packed micro-batches through the loss', () => {
 				const ids = Array.from({ length: n }, () => rng.int(300));
 				const trained = ids.map((_, i) => (i >= Math.floor(n / 2) ? 1 : 0));
 				const rollout = ids.map((_, i) => (trained[i] ? -0.2 - 2 * rng.next() : null));
-				return { ids, trained, rolloutLogprobs: rollout, advantage: k % 2 ? 0.7 : -1.1 };
+				return { ids, trainMask: trained, rolloutLogprobs: rollout, advantage: k % 2 ? 0.7 : -1.1 };
 			});
 			const config = { aggregation, loss: 'ppo' as const };
 			// Per (sequence, token) gradient from a pack: a map keyed "s:t".

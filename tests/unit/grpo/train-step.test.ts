@@ -61,7 +61,7 @@ describe('grpoStep / sftStep on a tiny model', () => {
 		return ids.map((s, b) => {
 			const trained = s.map((_, i) => (i >= Math.floor(s.length / 2) ? 1 : 0));
 			const rollout = s.map((_, i) => (trained[i] ? logprobs[b * (T - 1) + i - 1] : null));
-			return { ids: s, trained, rolloutLogprobs: rollout, advantage: advantages[b] };
+			return { ids: s, trainMask: trained, rolloutLogprobs: rollout, advantage: advantages[b] };
 		});
 	}
 
@@ -69,7 +69,7 @@ describe('grpoStep / sftStep on a tiny model', () => {
 	async function trainedLogprob(model: TransformerModel, s: TrainSequence): Promise<number> {
 		const { logprobs } = await model.scoreTokens([s.ids as number[]]);
 		let sum = 0;
-		for (let i = 1; i < s.ids.length; i++) if (s.trained[i]) sum += logprobs[i - 1];
+		for (let i = 1; i < s.ids.length; i++) if (s.trainMask[i]) sum += logprobs[i - 1];
 		return sum;
 	}
 
