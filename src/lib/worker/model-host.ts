@@ -159,7 +159,9 @@ export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptio
 			// Before any weight byte is downloaded: per-buffer limits, and the budget if given.
 			beforeWeights: (config) =>
 				checkModelMemory(
-					estimateModelMemory(config, { limits: device.limits }),
+					// The declared dtype's plan (f16 matrices for f16 / bf16 files); create()
+					// checks again with each tensor's stored dtype.
+					estimateModelMemory(config, { limits: device.limits, weightDtype: 'auto' }),
 					device.limits,
 					budget,
 					describe(config, url)
@@ -192,7 +194,7 @@ export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptio
 			dtype: config.dtype,
 			parameters,
 			weightBytes: checkpoint.weights.headers.reduce((s, h) => s + h.declaredSize, 0),
-			gpuBytes: 4 * parameters,
+			gpuBytes: model.weights.bytes,
 			hasChatTemplate: tokenizer.hasChatTemplate,
 			source: requests === 0 ? 'cache' : 'network',
 			requests,

@@ -135,7 +135,8 @@ export interface ModelSummary {
 	parameters: number;
 	/** Bytes of tensor data in the weight files. */
 	weightBytes: number;
-	/** Estimated GPU memory of the weights as uploaded (f32). */
+	/** GPU memory of the weights as uploaded: 2 bytes per value of the f16 matrices (f16 /
+	 * bf16 files, weight-dtype.ts), 4 per f32 value. */
 	gpuBytes: number;
 	hasChatTemplate: boolean;
 	/**
