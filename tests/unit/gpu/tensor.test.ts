@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createChunkedMatrix, uploadChunkedMatrix } from '../../../src/lib/gpu/chunked';
+import {
+	createChunkedMatrix,
+	uploadChunkedF16Bits,
+	uploadChunkedMatrix
+} from '../../../src/lib/gpu/chunked';
 import { OverLimitError, ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { f16BitsToF32, f32ToF16Bits, roundToF16 } from '../../../src/lib/gpu/half';
 import { BufferPool, sizeClass } from '../../../src/lib/gpu/pool';
@@ -9,7 +13,8 @@ import {
 	createTensor,
 	readBufferBytes,
 	readTensor,
-	uploadTensor
+	uploadTensor,
+	writeF16Bits
 } from '../../../src/lib/gpu/tensor';
 import { useGpu } from '../../helpers/gpu';
 
@@ -63,6 +68,30 @@ describe('tensors', () => {
 		const one = createChunkedMatrix(g, rows, cols, 'f32');
 		expect(one.chunks.length).toBe(1);
 		one.release();
+	});
+
+	it('uploads raw f16 bits as they are: odd lengths, unaligned views, odd-width chunks', async () => {
+		const g = gpu();
+		const [rows, cols] = [7, 3];
+		const bits = Uint16Array.from({ length: rows * cols + 1 }, (_, i) =>
+			f32ToF16Bits((i - 10) * 0.37)
+		);
+		const values = (b: Uint16Array) => Array.from(b, f16BitsToF32);
+		// A view starting at an odd element (2-byte aligned only), of an odd length.
+		const view = bits.subarray(1, 1 + rows * cols);
+		const t = createTensor(g, [rows, cols], 'f16');
+		writeF16Bits(t, view);
+		expect(Array.from(await readTensor(t))).toEqual(values(view));
+		expect(() => writeF16Bits(t, bits)).toThrow(ShapeMismatchError);
+		t.release();
+		// 2 rows of 3 halves per chunk: chunks of 6 halves, the last of 3, at odd offsets.
+		const m = uploadChunkedF16Bits(g, view, rows, cols, 2 * cols * 2);
+		expect(m.dtype).toBe('f16');
+		expect(m.chunks.map((c) => c.rows)).toEqual([2, 2, 2, 1]);
+		const back: number[] = [];
+		for (const c of m.chunks) back.push(...(await readTensor(c.tensor)));
+		expect(back).toEqual(values(view));
+		m.release();
 	});
 });
 
