@@ -1,0 +1,260 @@
+/**
+ * @file Trajectories (and groups) as JSONL in ART's shape, out and back in, so a run can
+ * be handed to ART / TRL or inspected with jq. One JSON object per line, with the field
+ * names of ART's pydantic models (OpenPipe/ART src/art/trajectories.py and
+ * src/art/trajectories/__init__.py):
+ *
+ *   Trajectory:      messages_and_choices, tools, additional_histories, reward, metrics,
+ *                    metadata, logs   (start_time is excluded, as ART excludes it)
+ *   History:         messages_and_choices, tools
+ *   TrajectoryGroup: trajectories, exceptions ({type, message, traceback}), metadata,
+ *                    metrics, logs
+ *
+ * Messages are OpenAI chat messages and choices OpenAI ChatCompletion choices, written as
+ * they are (a choice keeps its `tabrl` token record, an extra field ART's pydantic Choice
+ * keeps too). Reading tells a choice from a message by shape: a `role` makes a message, a
+ * `message` object without a role a choice. Fields ART has and TabRL does not
+ * (initial_policy_version, ...) are ignored on reading; a missing field takes ART's
+ * default; `exchanges` (ART's newer capture format) is refused when not empty. JSON has no
+ * NaN or Infinity: such numbers are written null (as pydantic does), so a non-finite reward
+ * does not come back (an error) and a non-finite logprob comes back null (validation
+ * refuses it).
+ */
+import { TrajectoryFormatError } from './errors';
+import {
+	Trajectory,
+	TrajectoryGroup,
+	type CapturedException,
+	type History,
+	type Metadata,
+	type MessageOrChoice,
+	type Metrics,
+	type Tools
+} from './trajectory';
+
+/** A History in ART's field names. */
+export interface HistoryJson {
+	messages_and_choices: MessageOrChoice[];
+	tools: Tools | null;
+}
+
+/** A Trajectory in ART's field names. */
+export interface TrajectoryJson extends HistoryJson {
+	additional_histories: HistoryJson[];
+	reward: number;
+	metrics: Metrics;
+	metadata: Metadata;
+	logs: string[];
+}
+
+/** A TrajectoryGroup in ART's field names. */
+export interface TrajectoryGroupJson {
+	trajectories: TrajectoryJson[];
+	exceptions: CapturedException[];
+	metadata: Metadata;
+	metrics: Metrics;
+	logs: string[];
+}
+
+const historyJson = (h: History): HistoryJson => ({
+	messages_and_choices: h.messagesAndChoices,
+	tools: h.tools ?? null
+});
+
+/** The trajectory in ART's shape (sharing its arrays: serialize it, do not mutate it). */
+export function trajectoryToJson(t: Trajectory): TrajectoryJson {
+	return {
+		...historyJson({ messagesAndChoices: t.messagesAndChoices, tools: t.tools }),
+		additional_histories: t.additionalHistories.map(historyJson),
+		reward: t.reward,
+		metrics: t.metrics,
+		metadata: t.metadata,
+		logs: t.logs
+	};
+}
+
+export function groupToJson(g: TrajectoryGroup): TrajectoryGroupJson {
+	return {
+		trajectories: g.trajectories.map(trajectoryToJson),
+		exceptions: g.exceptions,
+		metadata: g.metadata,
+		metrics: g.metrics,
+		logs: g.logs
+	};
+}
+
+/** One line per trajectory, each ending in a newline. */
+export function trajectoriesToJsonl(trajectories: Iterable<Trajectory>): string {
+	let out = '';
+	for (const t of trajectories) out += JSON.stringify(trajectoryToJson(t)) + '\n';
+	return out;
+}
+
+/** One line per group, each ending in a newline. */
+export function groupsToJsonl(groups: Iterable<TrajectoryGroup>): string {
+	let out = '';
+	for (const g of groups) out += JSON.stringify(groupToJson(g)) + '\n';
+	return out;
+}
+
+// ---- reading ----
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json =>
+	typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Reads the fields of one line; `line` only labels errors. */
+class Reader {
+	constructor(readonly line: number) {}
+
+	fail(path: string, problem: string): never {
+		throw new TrajectoryFormatError(this.line, path, problem);
+	}
+
+	object(v: unknown, path: string): Json {
+		if (!isObject(v)) this.fail(path, `expected an object, got ${JSON.stringify(v)}`);
+		return v;
+	}
+
+	array(v: unknown, path: string): unknown[] {
+		if (v === undefined) return [];
+		if (!Array.isArray(v)) this.fail(path, 'expected an array');
+		return v;
+	}
+
+	strings(v: unknown, path: string): string[] {
+		return this.array(v, path).map((s, i) =>
+			typeof s === 'string' ? s : this.fail(`${path}[${i}]`, 'expected a string')
+		);
+	}
+
+	record<T>(v: unknown, path: string, ok: (x: unknown) => x is T, what: string): Record<string, T> {
+		if (v === undefined) return {};
+		const o = this.object(v, path);
+		for (const [k, x] of Object.entries(o))
+			if (!ok(x)) this.fail(`${path}.${k}`, `expected ${what}, got ${JSON.stringify(x)}`);
+		return o as Record<string, T>;
+	}
+
+	items(v: unknown, path: string): MessageOrChoice[] {
+		return this.array(v, path).map((item, i) => {
+			const o = this.object(item, `${path}[${i}]`);
+			if (typeof o.role === 'string') return o as unknown as MessageOrChoice;
+			if (!('role' in o) && isObject(o.message)) return o as unknown as MessageOrChoice;
+			return this.fail(
+				`${path}[${i}]`,
+				'neither a chat message (with a role) nor a choice (with a message)'
+			);
+		});
+	}
+
+	tools(v: unknown, path: string): Tools | null {
+		if (v === undefined || v === null) return null;
+		return this.array(v, path).map((t, i) => this.object(t, `${path}[${i}]`)) as unknown as Tools;
+	}
+
+	/** `path` '' is the line itself (a trajectory's main history). */
+	history(v: unknown, path: string): History {
+		const o = this.object(v, path || 'the line');
+		const at = (k: string) => (path ? `${path}.${k}` : k);
+		return {
+			messagesAndChoices: this.items(o.messages_and_choices, at('messages_and_choices')),
+			tools: this.tools(o.tools, at('tools'))
+		};
+	}
+
+	trajectory(v: unknown, path = ''): Trajectory {
+		const o = this.object(v, path || 'the line');
+		const at = (k: string) => (path ? `${path}.${k}` : k);
+		const exchanges = o.exchanges;
+		if (
+			exchanges !== undefined &&
+			(!isObject(exchanges) || Object.values(exchanges).some((x) => Array.isArray(x) && x.length))
+		)
+			this.fail(
+				at('exchanges'),
+				"ART's exchange-capture format is not supported; export messages_and_choices"
+			);
+		const reward = o.reward === undefined ? 0 : o.reward;
+		if (typeof reward !== 'number')
+			this.fail(
+				at('reward'),
+				`expected a finite number, got ${JSON.stringify(reward)} (NaN and Infinity are written null)`
+			);
+		const main = this.history(o, path);
+		return new Trajectory({
+			messagesAndChoices: main.messagesAndChoices,
+			tools: main.tools,
+			additionalHistories: this.array(o.additional_histories, at('additional_histories')).map(
+				(h, i) => this.history(h, `${at('additional_histories')}[${i}]`)
+			),
+			reward,
+			metrics: this.record(o.metrics, at('metrics'), isMetric, 'a number or a boolean'),
+			metadata: this.record(o.metadata, at('metadata'), isMetadataValue, 'a JSON scalar'),
+			logs: this.strings(o.logs, at('logs'))
+		});
+	}
+
+	group(v: unknown): TrajectoryGroup {
+		const o = this.object(v, 'the line');
+		const trajectories = this.array(o.trajectories, 'trajectories').map((t, i) =>
+			this.trajectory(t, `trajectories[${i}]`)
+		);
+		const exceptions = this.array(o.exceptions, 'exceptions').map((e, i) => {
+			const x = this.object(e, `exceptions[${i}]`);
+			for (const k of ['type', 'message', 'traceback'])
+				if (typeof x[k] !== 'string') this.fail(`exceptions[${i}].${k}`, 'expected a string');
+			return x as unknown as CapturedException;
+		});
+		return new TrajectoryGroup(trajectories, {
+			exceptions,
+			metadata: this.record(o.metadata, 'metadata', isMetadataValue, 'a JSON scalar'),
+			metrics: this.record(o.metrics, 'metrics', isMetric, 'a number or a boolean'),
+			logs: this.strings(o.logs, 'logs')
+		});
+	}
+}
+
+function isMetric(v: unknown): v is number | boolean {
+	return typeof v === 'number' || typeof v === 'boolean';
+}
+
+function isMetadataValue(v: unknown): v is Metadata[string] {
+	return v === null || ['string', 'number', 'boolean'].includes(typeof v);
+}
+
+/** The non-blank lines of `text`, parsed, each with its 1-based line number. */
+function* jsonLines(text: string): Generator<[unknown, number]> {
+	const lines = text.split('\n');
+	for (let i = 0; i < lines.length; i++) {
+		const line = lines[i].trim();
+		if (!line) continue;
+		let value: unknown;
+		try {
+			value = JSON.parse(line);
+		} catch (e) {
+			throw new TrajectoryFormatError(i + 1, '', `not JSON (${(e as Error).message})`);
+		}
+		yield [value, i + 1];
+	}
+}
+
+/** A trajectory from an object in ART's shape (e.g. one parsed JSONL line). */
+export function trajectoryFromJson(value: unknown, line = 0): Trajectory {
+	return new Reader(line).trajectory(value);
+}
+
+export function groupFromJson(value: unknown, line = 0): TrajectoryGroup {
+	return new Reader(line).group(value);
+}
+
+/** Every trajectory of a JSONL text (blank lines skipped). */
+export function trajectoriesFromJsonl(text: string): Trajectory[] {
+	return [...jsonLines(text)].map(([v, line]) => trajectoryFromJson(v, line));
+}
+
+/** Every group of a JSONL text (blank lines skipped). */
+export function groupsFromJsonl(text: string): TrajectoryGroup[] {
+	return [...jsonLines(text)].map(([v, line]) => groupFromJson(v, line));
+}
