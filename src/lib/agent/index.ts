@@ -1,0 +1,13 @@
+/**
+ * @file The ART-style data layer for agent code, browser and Node alike: trajectories and
+ * groups, gathering rollouts, validation, the training view (token sequences), JSONL in
+ * ART's shape, and the tic-tac-toe environment. The OpenAI-compatible client is in
+ * ./openai (its own index).
+ */
+export * from './errors';
+export * from './trajectory';
+export * from './validate';
+export * from './gather';
+export * from './to-train';
+export * from './jsonl';
+export * as tictactoe from './tictactoe';
