@@ -12,6 +12,10 @@
  * entries near 0), the worst over tensors, plus ||g - e|| / ||e|| over all of them. A case
  * passes when both worst errors are within the tolerance (1e-3, the issue's target).
  *
+ * Models load with the default weightDtype 'auto', so the F16 and BF16 folders run with
+ * their matrices stored in f16 on the GPU (weight-dtype.ts) and parity covers that path;
+ * each case reports how many tensors were f16 (`gpuWeights`).
+ *
  * The model folders hold no tokenizer (the check is on ids): the store below answers
  * tokenizer.json / tokenizer_config.json with a stub when they are absent.
  */
@@ -71,6 +75,9 @@ export interface CaseReport {
 	name: string;
 	architecture: string;
 	fileDtype?: string;
+	/** How many weight tensors the GPU held in f16 and in f32 (the default weightDtype
+	 * 'auto': f16 / bf16 files keep their matrices in f16, weight-dtype.ts). */
+	gpuWeights?: { f16: number; f32: number };
 	logprobs?: { base: LogprobError; lora: LogprobError; train: LogprobError };
 	grads?: GradError;
 	seconds: number;
@@ -203,6 +210,11 @@ export async function runParityCase(gpu: Gpu, root: string, c: ManifestCase): Pr
 			lora: adapter.config
 		});
 		model.lora!.write(adapter.params);
+		const dtypes = Object.values(model.weights.dtypes);
+		report.gpuWeights = {
+			f16: dtypes.filter((d) => d === 'f16').length,
+			f32: dtypes.filter((d) => d === 'f32').length
+		};
 		const base = await model.scoreTokens(batch, { lora: false });
 		const lora = await model.scoreTokens(batch);
 		const w = need('w').data;
@@ -251,7 +263,8 @@ export async function runParity(
 			`${r.name}: ${r.pass ? 'pass' : 'FAIL'}` +
 				(r.error
 					? ` ${r.error.split('\n')[0]}`
-					: ` logprobs ${r.logprobs!.lora.maxAbs.toExponential(2)}, grads ${r.grads!.maxRel.toExponential(2)}`) +
+					: ` logprobs ${r.logprobs!.lora.maxAbs.toExponential(2)}, grads ${r.grads!.maxRel.toExponential(2)}` +
+						`, ${r.gpuWeights!.f16} weight tensors f16`) +
 				` (${r.seconds}s)`
 		);
 	}

@@ -41,6 +41,10 @@ describe('model parity runner (TS side)', () => {
 			}
 			expect(r.grads!.maxRel).toBeLessThan(1e-4);
 			expect(r.grads!.tensors).toBe(2 * 2 * c.targets.length);
+			// F16 and BF16 folders run with f16 matrices on the GPU (weightDtype 'auto').
+			const f16 = c.fixture === 'qwen2' || c.fixture === 'llama-untied-bf16';
+			expect(r.gpuWeights!.f16 > 0, c.name).toBe(f16);
+			expect(r.gpuWeights!.f32).toBeGreaterThan(0); // norms
 		}
 		const wrong = byName.get('wrong-alpha')!;
 		expect(wrong.pass).toBe(false);
