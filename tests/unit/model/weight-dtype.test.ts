@@ -1,8 +1,8 @@
 /**
  * Weights kept in f16 (weight-dtype.ts, weights.ts): the policy, the bf16 -> f16 accuracy
  * check, and tiny models written as F16 and BF16 safetensors (in memory) that load with f16
- * matrices under 'auto' and give the same logprobs and LoRA gradients as the same file
- * widened to f32.
+ * matrices under 'auto' and give the same logprobs, LoRA gradients and generated tokens
+ * (decode path) as the same file widened to f32.
  *
  * Tolerances: an f16 weight holds exactly the value the f32-widened model holds, and every
  * kernel computes in f32 (matmul widens f16 operands as it loads them, here as u32 words:
@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundToF16 } from '../../../src/lib/gpu/half';
 import { Rng } from '../../../src/lib/gpu/reference/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
+import { Generator } from '../../../src/lib/model/generation';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
 import { referenceLogprobs } from '../../../src/lib/model/reference';
@@ -199,6 +200,31 @@ describe('f16 weights on the GPU', () => {
 			}
 		});
 	}
+
+	it('generation (decode path, chunked f16 lm_head) gives the f32-widened model\u2019s tokens', async () => {
+		const { source } = fileSource(CONFIG, base, 'F16');
+		// 100 vocabulary rows per chunk either way: 3 chunks of the lm_head in the decode step.
+		const half = await load(source, { maxChunkBytes: 100 * CONFIG.hiddenSize * 2 });
+		const wide = await load(source, {
+			weightDtype: 'f32',
+			maxChunkBytes: 100 * CONFIG.hiddenSize * 4
+		});
+		const gens = [new Generator(half), new Generator(wide)];
+		try {
+			expect(half.weights.lmHead.dtype).toBe('f16');
+			expect(half.weights.lmHead.chunks).toHaveLength(3);
+			const options = { maxTokens: 6, temperature: 0, ignoreEos: true };
+			const [a, b] = await Promise.all(gens.map((g) => g.generate(seqs.slice(0, 2), options)));
+			for (let i = 0; i < 2; i++) {
+				expect(a[i].ids).toEqual(b[i].ids);
+				expect(a[i].logprobs).toBeAllclose(b[i].logprobs, SAME_LOGPROBS);
+			}
+		} finally {
+			for (const g of gens) g.release();
+			half.release();
+			wide.release();
+		}
+	});
 
 	it('LoRA gradients with f16 base weights equal the f32-widened model\u2019s', async () => {
 		const { source } = fileSource(CONFIG, base, 'BF16');
