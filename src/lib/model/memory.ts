@@ -1,10 +1,10 @@
 /**
  * @file How much GPU memory a model needs, worked out from its config before anything is
- * allocated: weights (f32, or f16 per tensor as weight-dtype.ts plans them), LoRA state (A, B, their gradients and AdamW moments), and the
- * activations of one call for a batch (B, T) as workspace.ts lists them, each rounded to
- * the buffer pool's size class, plus the transient scratch buffers the kernels make
- * (scratch.ts: logits chunk, split-K partial sums, LoRA dx A^T, attention row stats) for
- * the recorders alive at once.
+ * allocated: weights (f32, or f16 per tensor as weight-dtype.ts plans them), LoRA state
+ * (A, B, their gradients and AdamW moments), and the activations of one call for a batch
+ * (B, T) as workspace.ts lists them, each rounded to the buffer pool's size class, plus
+ * the transient scratch buffers the kernels make (scratch.ts: logits chunk, split-K
+ * partial sums, LoRA dx A^T, attention row stats) for the recorders alive at once.
  *
  * Two checks: every single buffer against the device's per-buffer limits
  * (maxStorageBufferBindingSize, maxBufferSize), and the total against a budget the caller
@@ -83,10 +83,9 @@ export interface MemoryEstimateOptions {
 
 const BYTES: Record<GpuWeightDType, number> = { f32: 4, f16: 2 };
 
-function line(what: string, specs: TensorSpec[], pooled = true): MemoryLine {
-	const sizes = specs.map((s) =>
-		pooled ? pooledBytes(s) : 4 * s.shape.reduce((a, b) => a * b, 1)
-	);
+/** A line of pooled buffers (each rounded to its size class). */
+function line(what: string, specs: TensorSpec[]): MemoryLine {
+	const sizes = specs.map(pooledBytes);
 	return {
 		what,
 		bytes: sizes.reduce((a, b) => a + b, 0),
