@@ -5,8 +5,8 @@
  *
  * - the agent is 'x' or 'o' at random; 'x' moves first, so as 'o' the opponent has
  *   already played when the agent first sees the board;
- * - the system prompt (ART's, word for word, so results compare with ART's runs) asks for
- *   the move as `<move>A1</move>`; each turn the board is a user message (renderBoard) and
+ * - the system prompt (our wording of what ART's asks: play to win, answer with the move
+ *   as `<move>A1</move>`, squares named row letter + column digit, which mark is yours); each turn the board is a user message (renderBoard) and
  *   the model's reply a choice — trained — appended to the trajectory;
  * - the opponent plays a uniformly random empty square;
  * - win 1, draw 0.5, loss 0; an illegal or unparsable reply ends the game with
@@ -39,13 +39,12 @@ import {
 
 export * from './tictactoe-game';
 
-/** ART's system prompt for the agent playing `mark`. */
+/** The system prompt for the agent playing `mark`. */
 export function systemPrompt(mark: Mark): string {
 	return (
-		'You are a tic-tac-toe player. You are playing against an opponent. Always choose the ' +
-		'move most likely to lead to an eventual win. Return your move as an XML object with a ' +
-		"single property 'move', like so: <move>A1</move>. Optional moves are 'A1', 'B3', 'C2', " +
-		`etc. You are the ${mark} symbol.`
+		`You play tic-tac-toe as ${mark} against an opponent, and you play to win. ` +
+		'Squares are named by row letter and column number (A1 is the top left, C3 the bottom ' +
+		'right). Reply with your move only, inside a move tag, for example <move>B2</move>.'
 	);
 }
 

@@ -15,6 +15,7 @@ import { decodeActSpecs } from './decode-layer';
 import { kvCacheBufferBytes, kvCacheBytes } from './kv-cache';
 import type { LoraConfig } from './lora';
 import { estimateModelMemory, type MemoryEstimate } from './memory';
+import type { WeightDtypes } from './weight-dtype';
 import type { ModelConfig } from './types';
 import { projectionShape, PROJECTIONS } from './weight-spec';
 import { specBytes, specList, type BatchDims } from './workspace';
@@ -29,6 +30,8 @@ export interface GenerationMemoryOptions {
 	lora?: LoraConfig;
 	/** Rows per chunk of the LM head (weights.ts). */
 	weightChunkRows: number;
+	/** The dtype each weight was uploaded in (ModelWeights.dtypes): f16 ones count 2 bytes. */
+	weightDtype?: WeightDtypes;
 }
 
 /** Split-K partial sums of c [m, n] = a [m, k] b^T, as matmul would make them. */
@@ -56,7 +59,12 @@ export function estimateGenerationMemory(
 ): MemoryEstimate {
 	const { B, S } = o;
 	const limits = gpu.limits;
-	const common = { lora: o.lora, limits, weightChunkRows: o.weightChunkRows };
+	const common = {
+		lora: o.lora,
+		limits,
+		weightChunkRows: o.weightChunkRows,
+		weightDtype: o.weightDtype
+	};
 	const model = estimateModelMemory(config, common);
 	const withPrefill = estimateModelMemory(config, { ...common, batch: o.prefill, mode: 'score' });
 	const lines = [

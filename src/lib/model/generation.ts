@@ -493,7 +493,8 @@ export class Generator {
 			S: reuse ? kept.S : S,
 			prefill,
 			lora: model.lora?.config,
-			weightChunkRows: model.weights.lmHead.chunks[0].rows
+			weightChunkRows: model.weights.lmHead.chunks[0].rows,
+			weightDtype: model.weights.dtypes
 		});
 		checkModelMemory(
 			estimate,

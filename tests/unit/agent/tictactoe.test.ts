@@ -68,7 +68,7 @@ function scriptedEngine(tok: Tokenizer, end: number, policy: Policy): ChatEngine
 		async generate(prompts, options: EngineOptions): Promise<EngineSequence[]> {
 			const planned = prompts.map((p) => {
 				const text = tok.decode(p);
-				const mark = /You are the ([xo]) symbol/.exec(text)![1] as Mark;
+				const mark = /You play tic-tac-toe as ([xo])/.exec(text)![1] as Mark;
 				const turn = text.split(HEADER).length - 1;
 				return [...tok.encode(policy(parseBoard(text), mark, turn)), end];
 			});
