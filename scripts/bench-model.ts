@@ -293,7 +293,9 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 				estimateLines: estimate.lines.map((l) => ({ what: l.what, bytes: l.bytes })),
 				...(profile ? { profile } : {})
 			};
-			// The pool keeps this policy's buffers; the next one starts from a clean slate.
+			// The pool keeps this policy's buffers; the next one starts from a clean slate (once
+			// the GPU is done, released buffers are back in the pool, where trim finds them).
+			await gpu.device.queue.onSubmittedWorkDone();
 			m.trimPool();
 		}
 		const score = await timeIt(REPS, WARMUP, () => m.scoreTokens(batch));
