@@ -1,48 +1,130 @@
 import { describe, expect, it } from 'vitest';
 import { OverLimitError, ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { run } from '../../../src/lib/gpu/kernel';
-import { attentionBackward, attentionForward } from '../../../src/lib/gpu/kernels/attention';
+import {
+	PORTABLE_WORKGROUP_BYTES,
+	attentionBackward,
+	attentionForward,
+	chooseTiles,
+	type AttentionTuning
+} from '../../../src/lib/gpu/kernels/attention';
+import { MAX_HEAD_DIM, tileGeometry } from '../../../src/lib/gpu/kernels/attention.wgsl';
 import {
 	attentionBackwardRef,
 	attentionRef,
 	type AttentionDims
 } from '../../../src/lib/gpu/reference/attention';
 import { Rng } from '../../../src/lib/gpu/reference/random';
-import { attentionCases } from '../../../src/lib/gpu/selftest/attention';
+import { attentionCases, type AttentionCaseShape } from '../../../src/lib/gpu/selftest/attention';
 import { createTensor, type Tensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';
 
+/**
+ * Small tilings for most cases: more tile edges per case (tiles of 12 queries, of 8 keys),
+ * odd and even padded strides, and pipelines that compile fast (SwiftShader's compile time
+ * grows with a shader's workgroup memory). The default tiling is what the D = 64 cases
+ * below run.
+ */
+const SMALL: AttentionTuning = {
+	tiles: {
+		forward: { rt: 3, ct: 4, bk: 8, bv: 16 },
+		dq: { rt: 3, ct: 4, bk: 8, bv: 8 },
+		dkdv: { rt: 2, ct: 4, bk: 4, bv: 8 }
+	}
+};
+
 describe('attention', () => {
 	const gpu = useGpu();
+	const small = (s: AttentionCaseShape): AttentionCaseShape => ({ ...s, tuning: SMALL });
 	itRunsCases(
 		attentionCases([
 			// edge: one query, one key
-			{ B: 1, T: 1, Hq: 1, Hkv: 1, D: 1 },
-			// T not a multiple of the 64-row workgroup nor of the key tile; GQA 4/2; padding
-			{ B: 2, T: 37, Hq: 4, Hkv: 2, D: 8, lengths: [37, 23] },
+			small({ B: 1, T: 1, Hq: 1, Hkv: 1, D: 1 }),
+			// T not a multiple of the query tile nor of the key tile; GQA 4/2; padding
+			small({ B: 2, T: 37, Hq: 4, Hkv: 2, D: 8, lengths: [37, 23] }),
 			// Hq=3 over one kv head; a sequence of length 1 and one of pure padding
-			{ B: 3, T: 37, Hq: 3, Hkv: 1, D: 8, lengths: [1, 0, 30] },
+			small({ B: 3, T: 37, Hq: 3, Hkv: 1, D: 8, lengths: [1, 0, 30] }),
 			// several workgroups of rows; Hq = Hkv; explicit scale (larger scores)
-			{ B: 2, T: 130, Hq: 2, Hkv: 2, D: 8, lengths: [130, 67], scale: 0.7 },
-			// D=64 (SmolLM2, Qwen2.5-0.5B): key tile 32, query tile 31
+			small({ B: 2, T: 130, Hq: 2, Hkv: 2, D: 8, lengths: [130, 67], scale: 0.7 }),
+			// D=64 (SmolLM2, Qwen2.5-0.5B), default tiles: a partial second query tile
 			{ B: 2, T: 70, Hq: 4, Hkv: 2, D: 64, lengths: [70, 41] },
-			// D=128 (Qwen3): key tile 16, query tile 15
-			{ B: 2, T: 37, Hq: 4, Hkv: 2, D: 128, lengths: [37, 29] },
-			// SmolLM2-135M's heads (9 over 3), longer sequences: many key tiles, 5 row workgroups
+			// D=128 (Qwen3)
+			small({ B: 2, T: 37, Hq: 4, Hkv: 2, D: 128, lengths: [37, 29] }),
+			// SmolLM2-135M's heads (9 over 3), default tiles, longer sequences: 5 query tiles,
+			// 10 key tiles
 			{ B: 2, T: 300, Hq: 9, Hkv: 3, D: 64, lengths: [300, 181] },
 			// Qwen3's head size with a longer sequence
-			{ B: 1, T: 160, Hq: 4, Hkv: 2, D: 128, lengths: [150] },
-			// an odd head size
-			{ B: 1, T: 19, Hq: 2, Hkv: 1, D: 3 },
+			small({ B: 1, T: 160, Hq: 4, Hkv: 2, D: 128, lengths: [150] }),
+			// an odd head size (scalar loads and stores)
+			small({ B: 1, T: 19, Hq: 2, Hkv: 1, D: 3 }),
 			// decode with a KV cache: one query at position qOffset, lengths incl. that token
 			{ B: 2, T: 1, Hq: 4, Hkv: 2, D: 64, qOffset: 45, lengths: [46, 46] },
 			// decode where one sequence already ended (its query is padding)
-			{ B: 2, T: 1, Hq: 3, Hkv: 1, D: 8, qOffset: 9, lengths: [10, 6] },
+			small({ B: 2, T: 1, Hq: 3, Hkv: 1, D: 8, qOffset: 9, lengths: [10, 6] }),
 			// a chunk of queries after a cache, with spare cache rows past the chunk
-			{ B: 2, T: 5, Tk: 40, Hq: 4, Hkv: 2, D: 16, qOffset: 30, lengths: [35, 33] }
+			small({ B: 2, T: 5, Tk: 40, Hq: 4, Hkv: 2, D: 16, qOffset: 30, lengths: [35, 33] })
 		]),
 		gpu
 	);
+
+	// The default tiles' edges. On this device (32 KiB of workgroup memory) they are
+	// 64 queries x 64 keys (forward, dq) and 32 keys x 64 queries (dkdv).
+	describe('tile edges', () => {
+		itRunsCases(
+			attentionCases([
+				// T not a multiple of 64 or 32, a length mid-tile; GQA 3
+				{ B: 2, T: 100, Hq: 3, Hkv: 1, D: 64, lengths: [100, 65] },
+				// GQA 7 (Qwen2.5-0.5B's 14/2), queries after a cache at a position that is not
+				// tile-aligned, spare key rows past qOffset + T, a length short of Tk
+				{ B: 1, T: 40, Tk: 97, Hq: 7, Hkv: 1, D: 64, qOffset: 50, lengths: [85] },
+				// Hq = Hkv, a query chunk that straddles a key tile boundary
+				{ B: 1, T: 33, Hq: 2, Hkv: 2, D: 64, qOffset: 31, lengths: [64] },
+				// the same kinds of edges on the small tiles: GQA 7 and 1, a cache offset
+				small({ B: 2, T: 29, Tk: 50, Hq: 7, Hkv: 1, D: 8, qOffset: 13, lengths: [50, 31] }),
+				small({ B: 1, T: 26, Hq: 3, Hkv: 3, D: 8, lengths: [25] })
+			]),
+			gpu
+		);
+	});
+
+	// The portable budget: every device grants 16 KiB of workgroup memory.
+	describe('16 KiB tiles', () => {
+		const tuning = { workgroupBytes: PORTABLE_WORKGROUP_BYTES };
+		itRunsCases(
+			attentionCases([
+				{ B: 2, T: 70, Hq: 6, Hkv: 2, D: 64, lengths: [70, 33], tuning },
+				// the largest head size, GQA 7 after a cache
+				{ B: 1, T: 20, Tk: 31, Hq: 7, Hkv: 1, D: MAX_HEAD_DIM, qOffset: 9, lengths: [27], tuning }
+			]),
+			gpu
+		);
+	});
+
+	// The chunk depths the H200 (48 KiB) tiles use at D = 128 (score chunks of 32 head-dim
+	// values, second-phase chunks of 32 / 32 / 16 rows), on grids that fit 32 KiB here.
+	describe('48 KiB chunk shapes', () => {
+		const tiles = {
+			forward: { rt: 4, ct: 16, bk: 32, bv: 32 },
+			dq: { rt: 4, ct: 16, bk: 16, bv: 32 },
+			dkdv: { rt: 4, ct: 8, bk: 32, bv: 16 }
+		};
+		itRunsCases(
+			attentionCases([{ B: 1, T: 50, Hq: 4, Hkv: 2, D: 128, lengths: [47], tuning: { tiles } }]),
+			gpu
+		);
+	});
+
+	it('tile choice: 16 KiB always fits, larger budgets get larger tiles', () => {
+		for (const D of [1, 3, 64, 128, MAX_HEAD_DIM])
+			for (const stage of ['forward', 'dq', 'dkdv'] as const) {
+				const small = chooseTiles(stage, D, PORTABLE_WORKGROUP_BYTES);
+				expect(tileGeometry(stage, D, small).bytes).toBeLessThanOrEqual(PORTABLE_WORKGROUP_BYTES);
+				const large = chooseTiles(stage, D, 49152);
+				expect(tileGeometry(stage, D, large).bytes).toBeLessThanOrEqual(49152);
+				expect(large.rt * large.ct).toBeGreaterThan(small.rt * small.ct);
+			}
+		expect(() => chooseTiles('forward', 64, 2048)).toThrow(OverLimitError);
+	});
 
 	it('reference gradients match finite differences of the reference forward', () => {
 		const dims: AttentionDims = { B: 2, T: 6, Tk: 8, Hq: 4, Hkv: 2, D: 5 };

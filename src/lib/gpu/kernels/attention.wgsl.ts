@@ -1,345 +1,695 @@
 /**
- * @file Causal grouped-query attention with a padding mask, flash-attention style: the
- * T x T score matrix never exists. Keys (forward, dq) or queries (dk/dv) stream through
- * workgroup memory one tile at a time; the forward keeps an online softmax per query row
- * and saves the row's logsumexp, and the backward recomputes probabilities from q, k and
- * that logsumexp. Four kernels:
- *  - forward: one workgroup per (b, q-head, query tile), one invocation per query row;
+ * @file Causal grouped-query attention with a padding mask, FlashAttention-2 style: the
+ * T x Tk score matrix never exists. A workgroup owns a tile of query rows (forward, dq)
+ * or of keys (dk/dv) and streams the other side through workgroup memory one tile at a
+ * time; every product is a small register-tiled matmul. Four kernels:
+ *  - forward: one workgroup per (b, q-head, query tile); online softmax over key tiles,
+ *    saves each row's logsumexp;
  *  - rowstats: per query row, lse and D_i = rowsum(dout * out) (the softmax backward term);
  *  - dq: one workgroup per (b, q-head, query tile), looping over key tiles;
- *  - dkdv: one workgroup per (b, kv-head, key tile), one invocation per key, looping over
- *    the group's query heads and the query tiles that can see the key tile.
- * dk/dv are each written by exactly one invocation, so no float atomics are needed (WGSL
- * has none). rowstats packs lse and D_i into one vec2 buffer so that dkdv binds 8 storage
- * buffers, the WebGPU default maxStorageBuffersPerShaderStage. Key tiles wholly above the causal diagonal, and everything past a sequence's
- * length, are skipped, not masked.
+ *  - dkdv: one workgroup per (b, kv-head, key tile), looping over the group's query heads
+ *    and the query tiles that see the key tile (GQA: dk/dv summed inside the workgroup).
+ * Every output element is written by exactly one invocation, so no float atomics are
+ * needed (WGSL has none). rowstats packs lse and D_i into one vec2 buffer so that dkdv
+ * binds 8 storage buffers, the WebGPU default maxStorageBuffersPerShaderStage. It stays a
+ * pass of its own: folding D_i into dq would bind out and lse there too (9 buffers), and
+ * it only streams out and dout once (19 MB at SmolLM2's 8 x 512 shape: microseconds).
  *
  * Layout (row-major, what the q/k/v projections produce, so no transposes): q, out, dout,
  * dq [B, T, Hq, D]; k, v, dk, dv [B, Tk, Hkv, D]; lse [B, Hq, T]; lengths u32 [B].
  * Query t is at position qOffset + t and sees keys j <= qOffset + t; a query at a position
  * >= lengths[b] is padding (out 0, lse 0, gradients 0). Query head h reads kv head
- * h / (Hq / Hkv).
+ * h / (Hq / Hkv). Key tiles wholly above the causal diagonal and everything past a
+ * sequence's length are skipped, not masked; inside a tile the mask is a select.
  *
- * The head size D is a WGSL constant: each invocation keeps its own row(s) of length D in
- * private arrays (q and the output accumulator; q, dout and dq; k, v, dk and dv), so every
- * D up to MAX_HEAD_DIM compiles to its own pipeline.
+ * Tiling (AttentionTiles; the numbers are chosen in attention.ts). A workgroup is
+ * rt x ct invocations; invocation (ty, tx) owns a 4 x 4 micro-tile of the score tile:
+ * rows 4 ty .. 4 ty + 3 (contiguous, so one vec4 holds a column of them) and columns
+ * tx, tx + ct, tx + 2 ct, tx + 3 ct (strided, so neighbouring invocations read
+ * neighbouring rows of workgroup memory). The tile is thus 4 rt rows by 4 ct columns.
+ *  - Score phase (contract over the head dim): the row and column operands are staged in
+ *    chunks of bk head-dim values, in their natural row-major layout as vec4s (global
+ *    loads coalesced, no transpose), each staged row padded to an odd number of vec4s so
+ *    that 8 consecutive rows fall in 8 different 16-byte bank groups; every score is a sum
+ *    of vec4 dot products.
+ *  - The probabilities (forward), dS (dq) or P and dS (dkdv) go through workgroup memory
+ *    column-major (one vec4 = the 4 rows of a micro-tile at one column), because the next
+ *    product contracts over the columns, which are spread over the ct invocations of a row.
+ *  - Second phase (contract over the tile's columns: O += P V, dq += dS K, dv += P^T dout,
+ *    dk += dS^T q): chunks of bv rows of the other operand are staged with the head dim
+ *    padded to a multiple of 4 ct; invocation tx accumulates the vec4 groups tx, tx + ct, ..
+ *    of its 4 rows in registers (named variables, never arrays: no local-memory spills).
+ *  - The forward's row max and row sum cross the ct invocations of a row through a small
+ *    workgroup buffer, one vec4 (its 4 rows) per invocation, each invocation reading the
+ *    ct vec4s of its row group (plain barriers: no subgroup features needed).
+ * The heaviest workgroups (most tiles to visit under the causal mask) are numbered first,
+ * so the GPU starts them first and the light ones fill in at the end.
  *
- * Versions: v1 (this one) is the plain f32 path, one invocation per row. Tile sizes come
- * from memory limits, not yet from measurement: the streamed tile is as many rows as fit
- * in 16 KiB of workgroup memory (the WebGPU default maxComputeWorkgroupStorageSize, which
- * every device grants), capped at 32 rows. On a real GPU the per-invocation arrays at
- * D = 128 are register-heavy; a split-D or subgroup-matrix variant is the next step once
- * it can be measured on the GPU machine.
+ * Versions tried: v1 was one invocation per query row (per key in dkdv) with rows of D
+ * floats in private arrays, 64 rows per workgroup and a serial loop over keys. On the H200
+ * (SmolLM2-135M shape, B = 8, T = 512, Hq = 9, Hkv = 3, D = 64, 30 layers) it took
+ * 52.5 ms forward (60 calls: forward and recompute), 28.6 ms dq and 88.7 ms dk/dv: the
+ * private arrays spill and the workgroups are few. v2 (this one) is the tiled version
+ * above; it has not yet been measured on a GPU (scripts/bench-attention.ts measures it).
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 
-/** Invocations per workgroup, one per query row (forward, dq) or key (dkdv). 64: two
- * NVIDIA warps or one AMD wave; a larger row tile would idle more invocations on the
- * short sequences and single-row decode steps this serves. */
-export const ROWS_PER_WORKGROUP = 64;
-
-/** The WebGPU default maxComputeWorkgroupStorageSize: every device grants it. */
-const WORKGROUP_BYTES = 16384;
-
-/** Most rows streamed per tile: more adds little once a tile hides the load's latency. */
-const MAX_TILE_ROWS = 32;
-
-/** Largest head size: dkdv keeps 4 rows of D f32 per invocation, and WGSL caps the
- * function address space at 8 KiB per shader (WGSL spec, "Limits"). 256 leaves half of
- * that; every current model (Llama, Qwen, SmolLM2: 64 or 128; Gemma: 256) fits. */
+/** Largest head size. The second phase keeps 4 rows x D / ct accumulators per output
+ * per invocation (dkdv: two outputs): 128 f32 in dkdv at 256 with ct = 16, which may
+ * spill registers (slower, still correct). Every current model (Llama, Qwen, SmolLM2:
+ * 64 or 128; Gemma: 256) fits. */
 export const MAX_HEAD_DIM = 256;
 
-/** Rows of `floatsPerRow` f32 that fit in the workgroup memory budget. */
-function tileRows(floatsPerRow: number): number {
-	return Math.max(1, Math.min(MAX_TILE_ROWS, Math.floor(WORKGROUP_BYTES / (4 * floatsPerRow))));
+/** One kernel's tiling. The score tile is 4 rt rows by 4 ct columns. */
+export interface AttentionTiles {
+	/** Invocation rows: the tile's rows (queries in forward/dq, keys in dkdv) are 4 rt. */
+	rt: number;
+	/** Invocation columns: the score tile's columns (keys in
+	 * forward/dq, query rows in dkdv) are 4 ct; in the second phase the same invocations
+	 * cover the head dim in vec4 groups ct apart. */
+	ct: number;
+	/** Head-dim values per staged chunk of the score phase (a multiple of 4). */
+	bk: number;
+	/** Rows per staged chunk of the second phase (divides 4 ct). */
+	bv: number;
 }
 
-/** Keys per tile in forward and dq: a row of k and a row of v each. */
-export function keyTileRows(D: number): number {
-	return tileRows(2 * D);
+export type AttentionStage = 'forward' | 'dq' | 'dkdv';
+
+/** Sizes derived from D and a tiling, in vec4 units where named ...4. */
+export interface TileGeometry {
+	/** Invocations per workgroup. */
+	threads: number;
+	/** Tile rows and columns. */
+	rows: number;
+	cols: number;
+	/** vec4s of the head dim (ceil(D / 4)), and that padded to a multiple of ct. */
+	d4: number;
+	dp4: number;
+	/** vec4s of the score phase's head dim: d4 rounded up to whole chunks. */
+	ds4: number;
+	/** vec4s per staged chunk row of the score phase, and its padded stride (odd). */
+	bk4: number;
+	sk: number;
+	/** Stride in vec4s of a column of the probability tile (4 rt / 4 rounded to odd). */
+	ps: number;
+	/** vec4s of the chunk region (shared by both phases), of each probability tile, and
+	 * of the forward's row reduction buffer. */
+	chunk: number;
+	prob: number;
+	red: number;
+	/** Workgroup memory in bytes. */
+	bytes: number;
 }
 
-/** Query rows per tile in dkdv: a row of q and of dout, plus the row's lse and D_i. */
-export function queryTileRows(D: number): number {
-	return tileRows(2 * D + 2);
+const odd = (n: number) => (n % 2 ? n : n + 1);
+const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/** Why a tiling cannot be generated, or null when it can. */
+export function tilesProblem(t: AttentionTiles): string | null {
+	for (const [k, v] of Object.entries(t))
+		if (!Number.isInteger(v) || v < 1) return `${k} must be a positive integer`;
+	if (t.bk % 4) return 'bk must be a multiple of 4';
+	if ((4 * t.ct) % t.bv) return 'bv must divide 4 ct';
+	return null;
+}
+
+export function tileGeometry(stage: AttentionStage, D: number, t: AttentionTiles): TileGeometry {
+	const problem = tilesProblem(t);
+	if (problem) throw new Error(`attention ${stage} tiles ${JSON.stringify(t)}: ${problem}`);
+	const rows = 4 * t.rt;
+	const cols = 4 * t.ct;
+	const d4 = Math.ceil(D / 4);
+	const dp4 = roundUp(d4, t.ct);
+	const bk4 = t.bk / 4;
+	const ds4 = roundUp(d4, bk4);
+	const sk = odd(bk4);
+	const ps = odd(t.rt);
+	// Operands of the score phase: forward q and k; dq q, dout, k, v; dkdv k, v, q, dout.
+	const scoreOperands = stage === 'forward' ? 1 : 2;
+	// Operands of the second phase: forward v; dq k; dkdv dout and q.
+	const secondOperands = stage === 'dkdv' ? 2 : 1;
+	const chunk = Math.max(scoreOperands * (rows + cols) * sk, secondOperands * t.bv * dp4);
+	const prob = cols * ps;
+	const probs = stage === 'dkdv' ? 2 : 1;
+	const red = stage === 'forward' ? t.ct * ps : 0;
+	return {
+		threads: t.rt * t.ct,
+		rows,
+		cols,
+		d4,
+		dp4,
+		ds4,
+		bk4,
+		sk,
+		ps,
+		chunk,
+		prob,
+		red,
+		bytes: 16 * (chunk + probs * prob + red)
+	};
 }
 
 const PARAMS = /* wgsl */ `
 struct Params { B: u32, T: u32, Tk: u32, Hq: u32, Hkv: u32, q_offset: u32, scale: f32 }`;
 
-const HEADER = (D: number) => /* wgsl */ `
+/** Index helpers (in f32 elements) and the constants every kernel shares. */
+function header(D: number): string {
+	return /* wgsl */ `
 const D: u32 = ${D}u;
-const ROWS: u32 = ${ROWS_PER_WORKGROUP}u;
 // The running max starts here: exp(NEG_BIG - m) is 0 for any real score m, with no inf.
 const NEG_BIG: f32 = -1e30;
 ${LINEAR_WORKGROUP_WGSL}
 fn q_index(b: u32, t: u32, h: u32) -> u32 { return ((b * p.T + t) * p.Hq + h) * D; }
 fn k_index(b: u32, j: u32, g: u32) -> u32 { return ((b * p.Tk + j) * p.Hkv + g) * D; }
 fn row_index(b: u32, h: u32, t: u32) -> u32 { return (b * p.Hq + h) * p.T + t; }`;
+}
 
-/** The per-(b, head, tile) workgroup decomposition shared by forward and dq. */
-const QUERY_TILE_PROLOGUE = /* wgsl */ `
-  let tiles = (p.T + ROWS - 1u) / ROWS;
-  let wg = linear_workgroup(wid, nwg);
-  if (wg >= p.B * p.Hq * tiles) { return; }
-  let t0 = (wg % tiles) * ROWS;
-  let h = (wg / tiles) % p.Hq;
-  let b = wg / (tiles * p.Hq);
-  let g = h / (p.Hq / p.Hkv);
-  let len = min(lengths[b], p.Tk);
-  let t = t0 + lid;
-  let pos = p.q_offset + t;
-  let live = t < p.T && pos < len;
-  // Keys this row sees (pos < len, so pos + 1 <= len), and that the whole tile sees.
-  let n = select(0u, pos + 1u, live);
-  let n_tile = min(p.q_offset + min(t0 + ROWS, p.T), len);`;
+/** With D a multiple of 4 every row is whole vec4s: bind as vec4 arrays. */
+const vecPath = (D: number) => D % 4 === 0;
+const elemType = (D: number) => (vecPath(D) ? 'vec4<f32>' : 'f32');
 
-/** Loads keys j0..j0+KT of k and v into kt, vt (zeros past n_tile). */
-const LOAD_KV_TILE = /* wgsl */ `
-    workgroupBarrier(); // the previous tile is consumed
-    for (var i = lid; i < KT * D; i += ROWS) {
-      let j = j0 + i / D;
-      var kx = 0.0;
-      var vx = 0.0;
-      if (j < n_tile) {
-        let at = k_index(b, j, g) + i % D;
-        kx = k[at];
-        vx = v[at];
-      }
-      kt[i] = kx;
-      vt[i] = vx;
-    }
-    workgroupBarrier();`;
-
-/** Forward: out = softmax(scale q k^T, causal + padding) v and lse per query row. */
-export function forwardWgsl(D: number): string {
+/** `load_<name>(base, d4)`: vec4 number d4 of the row starting at f32 index `base`,
+ * zeros past D. */
+function loader(name: string, D: number): string {
+	if (vecPath(D))
+		return /* wgsl */ `
+fn load_${name}(base: u32, d4: u32) -> vec4<f32> {
+  if (d4 < D / 4u) { return ${name}[base / 4u + d4]; }
+  return vec4<f32>(0.0);
+}`;
 	return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> q: array<f32>;          // [B, T, Hq, D]
-@group(0) @binding(1) var<storage, read> k: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(2) var<storage, read> v: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(3) var<storage, read> lengths: array<u32>;    // [B]
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [B, T, Hq, D]
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;  // [B, Hq, T]
-${PARAMS}
-@group(0) @binding(6) var<uniform> p: Params;
-${HEADER(D)}
-const KT: u32 = ${keyTileRows(D)}u;
-var<workgroup> kt: array<f32, KT * D>; // [KT, D]
-var<workgroup> vt: array<f32, KT * D>; // [KT, D]
-
-@compute @workgroup_size(ROWS)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-${QUERY_TILE_PROLOGUE}
-  let qi = q_index(b, min(t, p.T - 1u), h);
-  var qs: array<f32, D>; // q * scale
-  var o: array<f32, D>;  // sum_j exp(s_j - m) v_j
-  if (live) { for (var d = 0u; d < D; d++) { qs[d] = q[qi + d] * p.scale; } }
-  var m = NEG_BIG; // running max of the scores
-  var l = 0.0;     // sum_j exp(s_j - m)
-  var s: array<f32, KT>;
-  for (var j0 = 0u; j0 < n_tile; j0 += KT) {
-${LOAD_KV_TILE}
-    if (j0 < n) {
-      let cnt = min(KT, n - j0);
-      var m_new = m;
-      for (var c = 0u; c < cnt; c++) {
-        var dot = 0.0;
-        for (var d = 0u; d < D; d++) { dot += qs[d] * kt[c * D + d]; }
-        s[c] = dot;
-        m_new = max(m_new, dot);
-      }
-      let rescale = exp(m - m_new);
-      l *= rescale;
-      for (var d = 0u; d < D; d++) { o[d] *= rescale; }
-      for (var c = 0u; c < cnt; c++) {
-        let e = exp(s[c] - m_new);
-        l += e;
-        for (var d = 0u; d < D; d++) { o[d] += e * vt[c * D + d]; }
-      }
-      m = m_new;
-    }
+fn load_${name}(base: u32, d4: u32) -> vec4<f32> {
+  var x = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let d = 4u * d4 + c;
+    if (d < D) { x[c] = ${name}[base + d]; }
   }
-  if (t < p.T) {
-    let inv = select(0.0, 1.0 / l, live);
-    for (var d = 0u; d < D; d++) { out[qi + d] = o[d] * inv; }
-    lse[row_index(b, h, t)] = select(0.0, m + log(l), live);
+  return x;
+}`;
+}
+
+/** `store_<name>(base, d4, x)`: writes the part of vec4 number d4 that lies inside D. */
+function storer(name: string, D: number): string {
+	if (vecPath(D))
+		return /* wgsl */ `
+fn store_${name}(base: u32, d4: u32, x: vec4<f32>) {
+  if (d4 < D / 4u) { ${name}[base / 4u + d4] = x; }
+}`;
+	return /* wgsl */ `
+fn store_${name}(base: u32, d4: u32, x: vec4<f32>) {
+  for (var c = 0u; c < 4u; c++) {
+    let d = 4u * d4 + c;
+    if (d < D) { ${name}[base + d] = x[c]; }
   }
 }`;
 }
 
-/** stats[row] = (lse, D_i = dout . out) per query row [B, Hq, T]; zeros for padding rows. */
-export function rowStatsWgsl(D: number): string {
+const ROWS4 = [0, 1, 2, 3];
+const XYZW = ['x', 'y', 'z', 'w'];
+const each = (n: number, f: (i: number) => string) =>
+	Array.from({ length: n }, (_, i) => f(i)).join('\n');
+/** Lines for every (row i < 4, vec4 group g < dn). */
+const eachRowGroup = (dn: number, f: (i: number, g: number) => string) =>
+	ROWS4.map((i) => each(dn, (g) => f(i, g))).join('\n');
+
+/** Tiling constants as WGSL. */
+function tileConstants(geo: TileGeometry, t: AttentionTiles): string {
 	return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> out: array<f32>;         // [B, T, Hq, D]
-@group(0) @binding(1) var<storage, read> dout: array<f32>;        // [B, T, Hq, D]
+const RT: u32 = ${t.rt}u;
+const CT: u32 = ${t.ct}u;
+const NT: u32 = ${geo.threads}u;
+const ROWS: u32 = ${geo.rows}u; // tile rows, 4 per invocation row
+const COLS: u32 = ${geo.cols}u; // score-tile columns, 4 per invocation column
+const BK4: u32 = ${geo.bk4}u;   // vec4s of head dim per score-phase chunk
+const SK: u32 = ${geo.sk}u;     // its padded row stride (odd: conflict-free rows)
+const DS4: u32 = ${geo.ds4}u;   // vec4s of head dim the score phase covers
+const DP4: u32 = ${geo.dp4}u;   // vec4s per staged row of the second phase
+const BV: u32 = ${t.bv}u;       // rows per second-phase chunk
+const PS: u32 = ${geo.ps}u;     // vec4 stride of a probability-tile column
+var<workgroup> chunk: array<vec4<f32>, ${geo.chunk}>;`;
+}
+
+/**
+ * The score-phase micro-kernel: for each staged chunk, accumulators `acc_i` (vec4 over the
+ * 4 columns j) += dot(a row 4 ty + i, b row tx + j ct). `a`/`b` are the chunk offsets (in
+ * rows) of the row and column operands.
+ */
+function scoreStep(acc: string, a: string, b: string): string {
+	return [
+		each(4, (i) => `        let ${acc}a${i} = chunk[(${a} + 4u * ty + ${i}u) * SK + kk];`),
+		each(4, (j) => `        let ${acc}b${j} = chunk[(${b} + tx + ${j}u * CT) * SK + kk];`),
+		each(
+			4,
+			(i) =>
+				`        ${acc}${i} += vec4<f32>(${ROWS4.map((j) => `dot(${acc}a${i}, ${acc}b${j})`).join(', ')});`
+		)
+	].join('\n');
+}
+
+/** Writes micro-tile `v_i` (vec4 over columns j, one per row i) column-major into `buf`:
+ * buf[(tx + j ct) * PS + ty] = (v_0[j], v_1[j], v_2[j], v_3[j]). */
+function storeColumns(buf: string, v: string): string {
+	return each(
+		4,
+		(j) =>
+			`    ${buf}[(tx + ${j}u * CT) * PS + ty] = vec4<f32>(${ROWS4.map((i) => `${v}${i}.${XYZW[j]}`).join(', ')});`
+	);
+}
+
+/** Forward: out = softmax(scale q k^T, causal + padding) v and lse per query row. */
+export function forwardWgsl(D: number, t: AttentionTiles): string {
+	const geo = tileGeometry('forward', D, t);
+	const dn = geo.dp4 / t.ct;
+	const E = elemType(D);
+	return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
+@group(0) @binding(1) var<storage, read> k: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(2) var<storage, read> v: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(3) var<storage, read> lengths: array<u32>;     // [B]
+@group(0) @binding(4) var<storage, read_write> out: array<${E}>;  // [B, T, Hq, D]
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;   // [B, Hq, T]
+${PARAMS}
+@group(0) @binding(6) var<uniform> p: Params;
+${header(D)}
+${tileConstants(geo, t)}
+// P of the current key tile, column-major: pt[c * PS + ty] = P[4 ty .. 4 ty + 3][c]
+var<workgroup> pt: array<vec4<f32>, ${geo.prob}>;
+// per-invocation partial row max / row sum, red[tx * PS + ty] = rows 4 ty .. 4 ty + 3
+var<workgroup> red: array<vec4<f32>, ${geo.red}>;
+${loader('q', D)}
+${loader('k', D)}
+${loader('v', D)}
+${storer('out', D)}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let ty = lid / CT;
+  let tx = lid % CT;
+  let tiles = (p.T + ROWS - 1u) / ROWS;
+  let heads = p.B * p.Hq;
+  let wg = linear_workgroup(wid, nwg);
+  if (wg >= heads * tiles) { return; }
+  // Last query tiles (most keys to visit) first.
+  let t0 = (tiles - 1u - wg / heads) * ROWS;
+  let h = wg % p.Hq;
+  let b = (wg / p.Hq) % p.B;
+  let g = h / (p.Hq / p.Hkv);
+  let len = min(lengths[b], p.Tk);
+  // Keys the tile's live rows see: 0 .. n_tile - 1 (none when no row is live).
+  let n_tile = select(0u, min(p.q_offset + min(t0 + ROWS, p.T), len), p.q_offset + t0 < len);
+  let r0 = t0 + 4u * ty; // this invocation's first row
+${each(
+	4,
+	(i) => `  let pos${i} = p.q_offset + r0 + ${i}u;
+  let live${i} = r0 + ${i}u < p.T && pos${i} < len;
+  var m${i} = NEG_BIG; // running row max
+  var l${i} = 0.0;     // this invocation's share of sum exp(s - m)`
+)}
+${eachRowGroup(dn, (i, g) => `  var o${i}_${g} = vec4<f32>(0.0); // sum_j exp(s_j - m) v_j, dims 4 (tx + ${g} CT) ..`)}
+  for (var j0 = 0u; j0 < n_tile; j0 += COLS) {
+    // Scores of the tile: rows 4 ty + i, keys j0 + tx + j CT.
+${each(4, (i) => `    var s${i} = vec4<f32>(0.0);`)}
+    for (var d0 = 0u; d0 < DS4; d0 += BK4) {
+      workgroupBarrier(); // the chunk region is free
+      for (var e = lid; e < (ROWS + COLS) * BK4; e += NT) {
+        let row = e / BK4;
+        let c4 = d0 + e % BK4;
+        var x = vec4<f32>(0.0);
+        if (row < ROWS) {
+          let t = t0 + row;
+          if (t < p.T) { x = load_q(q_index(b, t, h), c4); }
+        } else {
+          let j = j0 + row - ROWS;
+          if (j < n_tile) { x = load_k(k_index(b, j, g), c4); }
+        }
+        chunk[row * SK + e % BK4] = x;
+      }
+      workgroupBarrier();
+      for (var kk = 0u; kk < BK4; kk++) {
+${scoreStep('s', '0u', 'ROWS')}
+      }
+    }
+    // Mask (causal, padding), then the row max across the CT invocations of each row.
+    let key = vec4<u32>(j0 + tx, j0 + tx + CT, j0 + tx + 2u * CT, j0 + tx + 3u * CT);
+${each(
+	4,
+	(i) => `    let ok${i} = (key <= vec4<u32>(pos${i})) & vec4<bool>(live${i});
+    let x${i} = select(vec4<f32>(NEG_BIG), s${i} * p.scale, ok${i});
+    let pm${i} = max(max(x${i}.x, x${i}.y), max(x${i}.z, x${i}.w));`
+)}
+    red[tx * PS + ty] = vec4<f32>(pm0, pm1, pm2, pm3);
+    workgroupBarrier();
+    var mx = vec4<f32>(m0, m1, m2, m3);
+    for (var c = 0u; c < CT; c++) { mx = max(mx, red[c * PS + ty]); }
+${each(
+	4,
+	(i) => `    let mx${i} = mx.${XYZW[i]};
+    let alpha${i} = exp(m${i} - mx${i});
+    m${i} = mx${i};
+    let p${i} = select(vec4<f32>(0.0), exp(x${i} - vec4<f32>(mx${i})), ok${i});
+    l${i} = l${i} * alpha${i} + (p${i}.x + p${i}.y + p${i}.z + p${i}.w);
+${each(dn, (g) => `    o${i}_${g} *= alpha${i};`)}`
+)}
+${storeColumns('pt', 'p')}
+    // O += P V over the tile's keys, BV keys of v staged at a time.
+    for (var c0 = 0u; c0 < COLS && j0 + c0 < n_tile; c0 += BV) {
+      workgroupBarrier(); // pt written; the chunk region is free
+      for (var e = lid; e < BV * DP4; e += NT) {
+        let j = j0 + c0 + e / DP4;
+        var x = vec4<f32>(0.0);
+        if (j < n_tile) { x = load_v(k_index(b, j, g), e % DP4); }
+        chunk[e] = x;
+      }
+      workgroupBarrier();
+      for (var cc = 0u; cc < BV; cc++) {
+        let pv = pt[(c0 + cc) * PS + ty];
+${each(dn, (g) => `        let v${g} = chunk[cc * DP4 + tx + ${g}u * CT];`)}
+${eachRowGroup(dn, (i, g) => `        o${i}_${g} = fma(vec4<f32>(pv.${XYZW[i]}), v${g}, o${i}_${g});`)}
+      }
+    }
+  }
+  // Row sums: add up the CT invocations' shares.
+  workgroupBarrier(); // the last tile's red reads are done
+  red[tx * PS + ty] = vec4<f32>(l0, l1, l2, l3);
+  workgroupBarrier();
+  var ls = vec4<f32>(0.0);
+  for (var c = 0u; c < CT; c++) { ls += red[c * PS + ty]; }
+${each(
+	4,
+	(i) => `  {
+    let lt = ls.${XYZW[i]};
+    let t = r0 + ${i}u;
+    if (t < p.T) {
+      let inv = select(0.0, 1.0 / lt, live${i});
+      let base = q_index(b, t, h);
+${each(dn, (g) => `      store_out(base, tx + ${g}u * CT, o${i}_${g} * inv);`)}
+      if (tx == 0u) { lse[row_index(b, h, t)] = select(0.0, m${i} + log(lt), live${i}); }
+    }
+  }`
+)}
+}`;
+}
+
+/** Invocations per workgroup of rowstats, one row each: two NVIDIA warps, one AMD wave. */
+export const ROWSTATS_WORKGROUP = 64;
+
+/** stats[row] = (lse, D_i = dout . out) per query row [B, Hq, T]; zeros for padding rows.
+ * Invocations take rows in memory order ((b, t, h)), so a workgroup reads one contiguous
+ * stretch of out and dout. */
+export function rowStatsWgsl(D: number): string {
+	const E = elemType(D);
+	return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> out: array<${E}>;        // [B, T, Hq, D]
+@group(0) @binding(1) var<storage, read> dout: array<${E}>;       // [B, T, Hq, D]
 @group(0) @binding(2) var<storage, read> lse: array<f32>;         // [B, Hq, T]
 @group(0) @binding(3) var<storage, read> lengths: array<u32>;     // [B]
 @group(0) @binding(4) var<storage, read_write> stats: array<vec2<f32>>; // [B, Hq, T]
 ${PARAMS}
 @group(0) @binding(5) var<uniform> p: Params;
-${HEADER(D)}
+${header(D)}
+${loader('out', D)}
+${loader('dout', D)}
 
-@compute @workgroup_size(ROWS)
+@compute @workgroup_size(${ROWSTATS_WORKGROUP})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let row = linear_workgroup(wid, nwg) * ROWS + lid; // (b, h, t)
-  if (row >= p.B * p.Hq * p.T) { return; }
-  let t = row % p.T;
-  let h = (row / p.T) % p.Hq;
-  let b = row / (p.T * p.Hq);
+  let row = linear_workgroup(wid, nwg) * ${ROWSTATS_WORKGROUP}u + lid; // (b, t, h)
+  if (row >= p.B * p.T * p.Hq) { return; }
+  let h = row % p.Hq;
+  let t = (row / p.Hq) % p.T;
+  let b = row / (p.Hq * p.T);
   var stat = vec2<f32>(0.0, 0.0);
   if (p.q_offset + t < min(lengths[b], p.Tk)) {
-    let qi = q_index(b, t, h);
+    let base = q_index(b, t, h);
     var di = 0.0;
-    for (var d = 0u; d < D; d++) { di += dout[qi + d] * out[qi + d]; }
-    stat = vec2<f32>(lse[row], di);
+    for (var d4 = 0u; d4 < ${Math.ceil(D / 4)}u; d4++) { di += dot(load_dout(base, d4), load_out(base, d4)); }
+    stat = vec2<f32>(lse[row_index(b, h, t)], di);
   }
-  stats[row] = stat;
+  stats[row_index(b, h, t)] = stat;
 }`;
 }
 
 /** dq = scale * sum_j P_ij (dP_ij - D_i) k_j, P from q, k and the saved lse. */
-export function dqWgsl(D: number): string {
+export function dqWgsl(D: number, t: AttentionTiles): string {
+	const geo = tileGeometry('dq', D, t);
+	const dn = geo.dp4 / t.ct;
+	const E = elemType(D);
 	return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> q: array<f32>;          // [B, T, Hq, D]
-@group(0) @binding(1) var<storage, read> k: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(2) var<storage, read> v: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(3) var<storage, read> dout: array<f32>;       // [B, T, Hq, D]
+@group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
+@group(0) @binding(1) var<storage, read> k: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(2) var<storage, read> v: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(3) var<storage, read> dout: array<${E}>;       // [B, T, Hq, D]
 @group(0) @binding(4) var<storage, read> stats: array<vec2<f32>>; // [B, Hq, T]: lse, D_i
-@group(0) @binding(5) var<storage, read> lengths: array<u32>;    // [B]
-@group(0) @binding(6) var<storage, read_write> dq: array<f32>;   // [B, T, Hq, D]
+@group(0) @binding(5) var<storage, read> lengths: array<u32>;     // [B]
+@group(0) @binding(6) var<storage, read_write> dq: array<${E}>;   // [B, T, Hq, D]
 ${PARAMS}
 @group(0) @binding(7) var<uniform> p: Params;
-${HEADER(D)}
-const KT: u32 = ${keyTileRows(D)}u;
-var<workgroup> kt: array<f32, KT * D>; // [KT, D]
-var<workgroup> vt: array<f32, KT * D>; // [KT, D]
+${header(D)}
+${tileConstants(geo, t)}
+// dS of the current key tile, column-major: dst[c * PS + ty] = dS[4 ty .. 4 ty + 3][c]
+var<workgroup> dst: array<vec4<f32>, ${geo.prob}>;
+${loader('q', D)}
+${loader('k', D)}
+${loader('v', D)}
+${loader('dout', D)}
+${storer('dq', D)}
 
-@compute @workgroup_size(ROWS)
+@compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-${QUERY_TILE_PROLOGUE}
-  let qi = q_index(b, min(t, p.T - 1u), h);
-  var qs: array<f32, D>;  // q * scale
-  var dor: array<f32, D>; // dout row
-  var acc: array<f32, D>; // dq / scale
-  var stat = vec2<f32>(0.0, 0.0);
-  if (live) {
-    for (var d = 0u; d < D; d++) { qs[d] = q[qi + d] * p.scale; dor[d] = dout[qi + d]; }
-    stat = stats[row_index(b, h, t)];
-  }
-  for (var j0 = 0u; j0 < n_tile; j0 += KT) {
-${LOAD_KV_TILE}
-    let cnt = min(KT, n - min(j0, n));
-    for (var c = 0u; c < cnt; c++) {
-      var s = 0.0;
-      var dp = 0.0;
-      for (var d = 0u; d < D; d++) {
-        s += qs[d] * kt[c * D + d];
-        dp += dor[d] * vt[c * D + d];
+  let ty = lid / CT;
+  let tx = lid % CT;
+  let tiles = (p.T + ROWS - 1u) / ROWS;
+  let heads = p.B * p.Hq;
+  let wg = linear_workgroup(wid, nwg);
+  if (wg >= heads * tiles) { return; }
+  let t0 = (tiles - 1u - wg / heads) * ROWS; // most keys first
+  let h = wg % p.Hq;
+  let b = (wg / p.Hq) % p.B;
+  let g = h / (p.Hq / p.Hkv);
+  let len = min(lengths[b], p.Tk);
+  let n_tile = select(0u, min(p.q_offset + min(t0 + ROWS, p.T), len), p.q_offset + t0 < len);
+  let r0 = t0 + 4u * ty;
+${each(
+	4,
+	(i) => `  let pos${i} = p.q_offset + r0 + ${i}u;
+  let live${i} = r0 + ${i}u < p.T && pos${i} < len;
+  var st${i} = vec2<f32>(0.0); // lse, D_i
+  if (live${i}) { st${i} = stats[row_index(b, h, r0 + ${i}u)]; }`
+)}
+${eachRowGroup(dn, (i, g) => `  var a${i}_${g} = vec4<f32>(0.0); // dq / scale`)}
+  for (var j0 = 0u; j0 < n_tile; j0 += COLS) {
+    // S = q k^T and dP = dout v^T: rows 4 ty + i, keys j0 + tx + j CT.
+${each(4, (i) => `    var s${i} = vec4<f32>(0.0);\n    var e${i} = vec4<f32>(0.0);`)}
+    for (var d0 = 0u; d0 < DS4; d0 += BK4) {
+      workgroupBarrier(); // the chunk region is free
+      // chunk rows: q [0, ROWS), dout [ROWS, 2 ROWS), k [2 ROWS, +COLS), v [.., +COLS)
+      for (var e = lid; e < 2u * (ROWS + COLS) * BK4; e += NT) {
+        let row = e / BK4;
+        let c4 = d0 + e % BK4;
+        var x = vec4<f32>(0.0);
+        if (row < 2u * ROWS) {
+          let t = t0 + row % ROWS;
+          if (t < p.T) {
+            let at = q_index(b, t, h);
+            if (row < ROWS) { x = load_q(at, c4); } else { x = load_dout(at, c4); }
+          }
+        } else {
+          let j = j0 + (row - 2u * ROWS) % COLS;
+          if (j < n_tile) {
+            let at = k_index(b, j, g);
+            if (row < 2u * ROWS + COLS) { x = load_k(at, c4); } else { x = load_v(at, c4); }
+          }
+        }
+        chunk[row * SK + e % BK4] = x;
       }
-      let ds = exp(s - stat.x) * (dp - stat.y);
-      for (var d = 0u; d < D; d++) { acc[d] += ds * kt[c * D + d]; }
+      workgroupBarrier();
+      for (var kk = 0u; kk < BK4; kk++) {
+${scoreStep('s', '0u', '2u * ROWS')}
+${scoreStep('e', 'ROWS', '2u * ROWS + COLS')}
+      }
+    }
+    // dS = P (dP - D_i), P = exp(scale s - lse) where visible, else 0.
+    let key = vec4<u32>(j0 + tx, j0 + tx + CT, j0 + tx + 2u * CT, j0 + tx + 3u * CT);
+${each(
+	4,
+	(i) => `    let ok${i} = (key <= vec4<u32>(pos${i})) & vec4<bool>(live${i});
+    let ds${i} = select(vec4<f32>(0.0), exp(s${i} * p.scale - vec4<f32>(st${i}.x)), ok${i}) * (e${i} - vec4<f32>(st${i}.y));`
+)}
+${storeColumns('dst', 'ds')}
+    // dq += dS k over the tile's keys, BV keys of k staged at a time.
+    for (var c0 = 0u; c0 < COLS && j0 + c0 < n_tile; c0 += BV) {
+      workgroupBarrier(); // dst written; the chunk region is free
+      for (var e = lid; e < BV * DP4; e += NT) {
+        let j = j0 + c0 + e / DP4;
+        var x = vec4<f32>(0.0);
+        if (j < n_tile) { x = load_k(k_index(b, j, g), e % DP4); }
+        chunk[e] = x;
+      }
+      workgroupBarrier();
+      for (var cc = 0u; cc < BV; cc++) {
+        let dv = dst[(c0 + cc) * PS + ty];
+${each(dn, (g) => `        let k${g} = chunk[cc * DP4 + tx + ${g}u * CT];`)}
+${eachRowGroup(dn, (i, g) => `        a${i}_${g} = fma(vec4<f32>(dv.${XYZW[i]}), k${g}, a${i}_${g});`)}
+      }
     }
   }
-  if (t < p.T) {
-    for (var d = 0u; d < D; d++) { dq[qi + d] = acc[d] * p.scale; }
-  }
+${each(
+	4,
+	(i) => `  if (r0 + ${i}u < p.T) {
+    let base = q_index(b, r0 + ${i}u, h);
+${each(dn, (g) => `    store_dq(base, tx + ${g}u * CT, a${i}_${g} * p.scale);`)}
+  }`
+)}
 }`;
 }
 
 /** dv_j = sum_i P_ij dout_i and dk_j = scale * sum_i P_ij (dP_ij - D_i) q_i, over the
  * query rows i (and query heads of the group) that see key j. */
-export function dkdvWgsl(D: number): string {
+export function dkdvWgsl(D: number, t: AttentionTiles): string {
+	const geo = tileGeometry('dkdv', D, t);
+	const dn = geo.dp4 / t.ct;
+	const E = elemType(D);
 	return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> q: array<f32>;          // [B, T, Hq, D]
-@group(0) @binding(1) var<storage, read> k: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(2) var<storage, read> v: array<f32>;          // [B, Tk, Hkv, D]
-@group(0) @binding(3) var<storage, read> dout: array<f32>;       // [B, T, Hq, D]
+@group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
+@group(0) @binding(1) var<storage, read> k: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(2) var<storage, read> v: array<${E}>;          // [B, Tk, Hkv, D]
+@group(0) @binding(3) var<storage, read> dout: array<${E}>;       // [B, T, Hq, D]
 @group(0) @binding(4) var<storage, read> stats: array<vec2<f32>>; // [B, Hq, T]: lse, D_i
-@group(0) @binding(5) var<storage, read> lengths: array<u32>;    // [B]
-@group(0) @binding(6) var<storage, read_write> dk: array<f32>;   // [B, Tk, Hkv, D]
-@group(0) @binding(7) var<storage, read_write> dv: array<f32>;   // [B, Tk, Hkv, D]
+@group(0) @binding(5) var<storage, read> lengths: array<u32>;     // [B]
+@group(0) @binding(6) var<storage, read_write> dk: array<${E}>;   // [B, Tk, Hkv, D]
+@group(0) @binding(7) var<storage, read_write> dv: array<${E}>;   // [B, Tk, Hkv, D]
 ${PARAMS}
 @group(0) @binding(8) var<uniform> p: Params;
-${HEADER(D)}
-const QT: u32 = ${queryTileRows(D)}u;
-var<workgroup> qt: array<f32, QT * D>;       // [QT, D] q rows
-var<workgroup> dt: array<f32, QT * D>;       // [QT, D] dout rows
-var<workgroup> st: array<vec2<f32>, QT>;     // [QT] lse, D_i
+${header(D)}
+${tileConstants(geo, t)}
+// P^T and dS^T of the current (key tile, query tile) pair, query-major:
+// pt[r * PS + ty] = P[query r][keys 4 ty .. 4 ty + 3]
+var<workgroup> pt: array<vec4<f32>, ${geo.prob}>;
+var<workgroup> dst: array<vec4<f32>, ${geo.prob}>;
+${loader('q', D)}
+${loader('k', D)}
+${loader('v', D)}
+${loader('dout', D)}
+${storer('dk', D)}
+${storer('dv', D)}
 
-@compute @workgroup_size(ROWS)
+@compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
+  let ty = lid / CT;
+  let tx = lid % CT;
   let tiles = (p.Tk + ROWS - 1u) / ROWS;
+  let heads = p.B * p.Hkv;
   let wg = linear_workgroup(wid, nwg);
-  if (wg >= p.B * p.Hkv * tiles) { return; }
-  let j0 = (wg % tiles) * ROWS;
-  let g = (wg / tiles) % p.Hkv;
-  let b = wg / (tiles * p.Hkv);
+  if (wg >= heads * tiles) { return; }
+  let j0 = (wg / heads) * ROWS; // first key tiles (seen by most queries) first
+  let g = wg % p.Hkv;
+  let b = (wg / p.Hkv) % p.B;
   let group = p.Hq / p.Hkv;
   let len = min(lengths[b], p.Tk);
-  let j = j0 + lid;
-  // A key is seen only by live queries at positions >= j, all of which are < len.
-  let key_live = j < len;
-  let kj = k_index(b, min(j, p.Tk - 1u), g);
-  var ks: array<f32, D>;  // k * scale
-  var vr: array<f32, D>;
-  var dka: array<f32, D>; // dk / scale
-  var dva: array<f32, D>;
-  if (key_live) { for (var d = 0u; d < D; d++) { ks[d] = k[kj + d] * p.scale; vr[d] = v[kj + d]; } }
-  // Live query rows that see some key of this tile: positions j0.. up to len - 1.
+  let kr0 = j0 + 4u * ty; // this invocation's first key
+  // Live query rows that see some key of this tile: positions j0 .. len - 1.
   let t_begin = select(0u, j0 - p.q_offset, j0 > p.q_offset);
   let t_end = select(0u, min(p.T, len - p.q_offset), len > p.q_offset);
+${each(4, (i) => `  let kl${i} = vec4<bool>(kr0 + ${i}u < len); // key live`)}
+${eachRowGroup(dn, (i, g) => `  var dk${i}_${g} = vec4<f32>(0.0); // dk / scale\n  var dv${i}_${g} = vec4<f32>(0.0);`)}
   for (var hh = 0u; hh < group; hh++) {
     let h = g * group + hh;
-    for (var t0 = t_begin; t0 < t_end; t0 += QT) {
-      workgroupBarrier(); // the previous tile is consumed
-      for (var i = lid; i < QT * D; i += ROWS) {
-        let t = t0 + i / D;
-        var qx = 0.0;
-        var dx = 0.0;
-        if (t < t_end) {
-          let at = q_index(b, t, h) + i % D;
-          qx = q[at];
-          dx = dout[at];
+    for (var t0 = t_begin; t0 < t_end; t0 += COLS) {
+      // Query rows t0 + tx + j CT of this pair, and their lse and D_i.
+      let tq = vec4<u32>(t0 + tx, t0 + tx + CT, t0 + tx + 2u * CT, t0 + tx + 3u * CT);
+      let qlive = tq < vec4<u32>(t_end);
+${each(
+	4,
+	(j) => `      var st${j} = vec2<f32>(0.0);
+      if (qlive.${XYZW[j]}) { st${j} = stats[row_index(b, h, tq.${XYZW[j]})]; }`
+)}
+      let lse4 = vec4<f32>(st0.x, st1.x, st2.x, st3.x);
+      let di4 = vec4<f32>(st0.y, st1.y, st2.y, st3.y);
+      // S^T = k q^T and dP^T = v dout^T: keys 4 ty + i, queries t0 + tx + j CT.
+${each(4, (i) => `      var s${i} = vec4<f32>(0.0);\n      var e${i} = vec4<f32>(0.0);`)}
+      for (var d0 = 0u; d0 < DS4; d0 += BK4) {
+        workgroupBarrier(); // the chunk region is free
+        // chunk rows: k [0, ROWS), v [ROWS, 2 ROWS), q [2 ROWS, +COLS), dout [.., +COLS)
+        for (var e = lid; e < 2u * (ROWS + COLS) * BK4; e += NT) {
+          let row = e / BK4;
+          let c4 = d0 + e % BK4;
+          var x = vec4<f32>(0.0);
+          if (row < 2u * ROWS) {
+            let j = j0 + row % ROWS;
+            if (j < len) {
+              let at = k_index(b, j, g);
+              if (row < ROWS) { x = load_k(at, c4); } else { x = load_v(at, c4); }
+            }
+          } else {
+            let t = t0 + (row - 2u * ROWS) % COLS;
+            if (t < t_end) {
+              let at = q_index(b, t, h);
+              if (row < 2u * ROWS + COLS) { x = load_q(at, c4); } else { x = load_dout(at, c4); }
+            }
+          }
+          chunk[row * SK + e % BK4] = x;
         }
-        qt[i] = qx;
-        dt[i] = dx;
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK4; kk++) {
+${scoreStep('s', '0u', '2u * ROWS')}
+${scoreStep('e', 'ROWS', '2u * ROWS + COLS')}
+        }
       }
-      for (var r = lid; r < QT; r += ROWS) {
-        var stat = vec2<f32>(0.0, 0.0);
-        if (t0 + r < t_end) { stat = stats[row_index(b, h, t0 + r)]; }
-        st[r] = stat;
-      }
-      workgroupBarrier();
-      if (key_live) {
-        let cnt = min(QT, t_end - t0);
-        // causal: row r (position q_offset + t0 + r) sees j when that position >= j
-        let r_begin = min(cnt, select(0u, j - p.q_offset - t0, j > p.q_offset + t0));
-        for (var r = r_begin; r < cnt; r++) {
-          var s = 0.0;
-          var dp = 0.0;
-          for (var d = 0u; d < D; d++) {
-            s += qt[r * D + d] * ks[d];
-            dp += dt[r * D + d] * vr[d];
+      // P^T = exp(scale s - lse) where query position >= key, dS^T = P^T (dP^T - D_i).
+      let qpos = tq + vec4<u32>(p.q_offset);
+${each(
+	4,
+	(i) => `      let ok${i} = qlive & kl${i} & (qpos >= vec4<u32>(kr0 + ${i}u));
+      let p${i} = select(vec4<f32>(0.0), exp(s${i} * p.scale - lse4), ok${i});
+      let ds${i} = p${i} * (e${i} - di4);`
+)}
+${storeColumns('pt', 'p')
+	.split('\n')
+	.map((l) => '  ' + l)
+	.join('\n')}
+${storeColumns('dst', 'ds')
+	.split('\n')
+	.map((l) => '  ' + l)
+	.join('\n')}
+      // dv += P^T dout and dk += dS^T q over the pair's queries, BV rows at a time.
+      for (var r0 = 0u; r0 < COLS && t0 + r0 < t_end; r0 += BV) {
+        workgroupBarrier(); // pt, dst written; the chunk region is free
+        // chunk rows: dout [0, BV), q [BV, 2 BV), DP4 vec4s each
+        for (var e = lid; e < 2u * BV * DP4; e += NT) {
+          let row = e / DP4;
+          let t = t0 + r0 + row % BV;
+          var x = vec4<f32>(0.0);
+          if (t < t_end) {
+            let at = q_index(b, t, h);
+            if (row < BV) { x = load_dout(at, e % DP4); } else { x = load_q(at, e % DP4); }
           }
-          let pr = exp(s - st[r].x);
-          let ds = pr * (dp - st[r].y);
-          for (var d = 0u; d < D; d++) {
-            dva[d] += pr * dt[r * D + d];
-            dka[d] += ds * qt[r * D + d];
-          }
+          chunk[e] = x;
+        }
+        workgroupBarrier();
+        for (var rr = 0u; rr < BV; rr++) {
+          let pv = pt[(r0 + rr) * PS + ty];
+          let dsv = dst[(r0 + rr) * PS + ty];
+${each(dn, (g) => `          let do${g} = chunk[rr * DP4 + tx + ${g}u * CT];\n          let q${g} = chunk[(BV + rr) * DP4 + tx + ${g}u * CT];`)}
+${eachRowGroup(
+	dn,
+	(i, g) =>
+		`          dv${i}_${g} = fma(vec4<f32>(pv.${XYZW[i]}), do${g}, dv${i}_${g});\n` +
+		`          dk${i}_${g} = fma(vec4<f32>(dsv.${XYZW[i]}), q${g}, dk${i}_${g});`
+)}
         }
       }
     }
   }
-  if (j < p.Tk) {
-    for (var d = 0u; d < D; d++) {
-      dk[kj + d] = dka[d] * p.scale;
-      dv[kj + d] = dva[d];
-    }
-  }
+${each(
+	4,
+	(i) => `  if (kr0 + ${i}u < p.Tk) {
+    let base = k_index(b, kr0 + ${i}u, g);
+${each(dn, (g) => `    store_dk(base, tx + ${g}u * CT, dk${i}_${g} * p.scale);\n    store_dv(base, tx + ${g}u * CT, dv${i}_${g});`)}
+  }`
+)}
 }`;
 }

@@ -1,13 +1,18 @@
 /**
  * @file Attention (forward and backward) checked against its f64 CPU reference.
  * Tolerance: 2e-5 absolute + 1e-4 relative. The kernels accumulate in f32 in another
- * order than the reference (an online softmax over key tiles; dk/dv summed over every
- * query row and head of a group), with unit-normal inputs and scores of order 1; the
- * errors seen are ~1e-6, and a dropped mask term or wrong head mapping is off by >1e-2.
+ * order than the reference (an online softmax over key tiles, sums over head-dim chunks;
+ * dk/dv summed over every query row and head of a group), with unit-normal inputs and
+ * scores of order 1; the errors seen are ~1e-6, and a dropped mask term or wrong head
+ * mapping is off by >1e-2. Cases may pin a tiling (tuning) to reach tile edges.
  */
 import type { Gpu } from '../device';
 import { run } from '../kernel';
-import { attentionBackward, attentionForward } from '../kernels/attention';
+import {
+	attentionBackwardTuned,
+	attentionForwardTuned,
+	type AttentionTuning
+} from '../kernels/attention';
 import {
 	attentionBackwardRef,
 	attentionRef,
@@ -25,12 +30,18 @@ export interface AttentionCaseShape extends Omit<AttentionDims, 'Tk'>, Attention
 	Tk?: number;
 	/** One per batch row; defaults to Tk for each. */
 	lengths?: number[];
+	/** Tilings or a workgroup-memory budget other than the device's default choice. */
+	tuning?: AttentionTuning;
 }
 
 function describe(s: AttentionCaseShape, Tk: number, lengths: number[]): string {
 	const extra = [
 		s.qOffset ? `qOffset=${s.qOffset}` : '',
-		s.scale !== undefined ? `scale=${s.scale}` : ''
+		s.scale !== undefined ? `scale=${s.scale}` : '',
+		s.tuning?.workgroupBytes ? `workgroupBytes=${s.tuning.workgroupBytes}` : '',
+		...Object.entries(s.tuning?.tiles ?? {}).map(
+			([stage, t]) => `${stage}=${t.rt}x${t.ct}/k${t.bk}/v${t.bv}`
+		)
 	].filter(Boolean);
 	return (
 		`B=${s.B} T=${s.T} Tk=${Tk} Hq=${s.Hq} Hkv=${s.Hkv} D=${s.D} ` +
@@ -72,8 +83,9 @@ export function attentionCases(shapes: AttentionCaseShape[]): KernelCase[] {
 					const dv = own(createTensor(gpu, kShape, 'f32'));
 					await run(gpu, (rec) => {
 						const common = { q, k, v, lengths: len, ...options };
-						attentionForward(rec, { ...common, out, lse });
-						attentionBackward(rec, { ...common, out, lse, dout, dq, dk, dv });
+						const tuning = s.tuning ?? {};
+						attentionForwardTuned(rec, { ...common, out, lse }, tuning);
+						attentionBackwardTuned(rec, { ...common, out, lse, dout, dq, dk, dv }, tuning);
 					});
 					const fwd = attentionRef(qh, kh, vh, lengths, dims, options);
 					const bwd = attentionBackwardRef(qh, kh, vh, douth, lengths, dims, options);
