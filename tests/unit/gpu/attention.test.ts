@@ -114,6 +114,34 @@ describe('attention', () => {
 		);
 	});
 
+	// Fewer tile rows per invocation (vec2 and scalar probability tiles, row reductions).
+	describe('2 and 1 rows per invocation', () => {
+		const rows = (tr: 1 | 2, rt: number) => ({
+			tiles: {
+				forward: { rt, ct: 4, bk: 8, bv: 8, tr },
+				dq: { rt, ct: 4, bk: 4, bv: 16, tr },
+				dkdv: { rt, ct: 4, bk: 8, bv: 8, tr }
+			}
+		});
+		itRunsCases(
+			attentionCases([
+				{
+					B: 2,
+					T: 29,
+					Tk: 41,
+					Hq: 6,
+					Hkv: 2,
+					D: 8,
+					qOffset: 9,
+					lengths: [41, 25],
+					tuning: rows(2, 5)
+				},
+				{ B: 1, T: 23, Hq: 3, Hkv: 1, D: 12, lengths: [21], tuning: rows(1, 6) }
+			]),
+			gpu
+		);
+	});
+
 	it('tile choice: 16 KiB always fits, larger budgets get larger tiles', () => {
 		for (const D of [1, 3, 64, 128, MAX_HEAD_DIM])
 			for (const stage of ['forward', 'dq', 'dkdv'] as const) {

@@ -150,7 +150,7 @@ function tiledKernel(
 	stage: AttentionStage,
 	D: number,
 	tuning: AttentionTuning
-): { source: KernelSource; tiles: AttentionTiles } {
+): { source: KernelSource; tiles: AttentionTiles; rows: number } {
 	const limits = rec.gpu.limits;
 	const budget = tuning.workgroupBytes ?? limits.maxComputeWorkgroupStorageSize;
 	const tiles =
@@ -167,9 +167,9 @@ function tiledKernel(
 				`${limits.maxComputeWorkgroupStorageSize} and ${limits.maxComputeInvocationsPerWorkgroup}`
 		);
 	const { rt, ct, bk, bv } = tiles;
-	const name = `attention.${stage}.d${D}.${rt}x${ct}.k${bk}.v${bv}`;
+	const name = `attention.${stage}.d${D}.${rt}x${ct}.k${bk}.v${bv}${geo.tr === 4 ? '' : `.r${geo.tr}`}`;
 	const generate = { forward: forwardWgsl, dq: dqWgsl, dkdv: dkdvWgsl }[stage];
-	return { source: cached(name, () => generate(D, tiles)), tiles };
+	return { source: cached(name, () => generate(D, tiles)), tiles, rows: geo.rows };
 }
 
 const same = (a: Tensor, shape: readonly number[]) =>
@@ -238,13 +238,8 @@ export function attentionForwardTuned(
 ): void {
 	const d = dims(args, 'attention');
 	const { q, k, v, lengths, out, lse } = args;
-	const { source, tiles } = tiledKernel(rec, 'forward', d.D, tuning);
-	rec.dispatch(
-		source,
-		[q, k, v, lengths, out, lse],
-		d.B * d.Hq * ceilDiv(d.T, 4 * tiles.rt),
-		params(d)
-	);
+	const { source, rows } = tiledKernel(rec, 'forward', d.D, tuning);
+	rec.dispatch(source, [q, k, v, lengths, out, lse], d.B * d.Hq * ceilDiv(d.T, rows), params(d));
 }
 
 /** dq, dk, dv of sum(dout * out), recomputing probabilities from q, k and lse. */
@@ -282,13 +277,13 @@ export function attentionBackwardTuned(
 	rec.dispatch(
 		dqKernel.source,
 		[q, k, v, dout, stats, lengths, dq],
-		d.B * d.Hq * ceilDiv(d.T, 4 * dqKernel.tiles.rt),
+		d.B * d.Hq * ceilDiv(d.T, dqKernel.rows),
 		p
 	);
 	rec.dispatch(
 		dkdvKernel.source,
 		[q, k, v, dout, stats, lengths, dk, dv],
-		d.B * d.Hkv * ceilDiv(d.Tk, 4 * dkdvKernel.tiles.rt),
+		d.B * d.Hkv * ceilDiv(d.Tk, dkdvKernel.rows),
 		p
 	);
 }

@@ -23,10 +23,11 @@
  * sequence's length are skipped, not masked; inside a tile the mask is a select.
  *
  * Tiling (AttentionTiles; the numbers are chosen in attention.ts). A workgroup is
- * rt x ct invocations; invocation (ty, tx) owns a 4 x 4 micro-tile of the score tile:
- * rows 4 ty .. 4 ty + 3 (contiguous, so one vec4 holds a column of them) and columns
+ * rt x ct invocations; invocation (ty, tx) owns a tr x 4 micro-tile of the score tile
+ * (tr = 4 by default; 2 or 1 spread a tile over more invocations): rows tr ty ..
+ * tr ty + tr - 1 (contiguous, so one vector holds a column of them) and columns
  * tx, tx + ct, tx + 2 ct, tx + 3 ct (strided, so neighbouring invocations read
- * neighbouring rows of workgroup memory). The tile is thus 4 rt rows by 4 ct columns.
+ * neighbouring rows of workgroup memory). The tile is thus tr rt rows by 4 ct columns.
  *  - Score phase (contract over the head dim): the row and column operands are staged in
  *    chunks of bk head-dim values, in their natural row-major layout as vec4s (global
  *    loads coalesced, no transpose), each staged row padded to an odd number of vec4s so
@@ -50,7 +51,13 @@
  * (SmolLM2-135M shape, B = 8, T = 512, Hq = 9, Hkv = 3, D = 64, 30 layers) it took
  * 52.5 ms forward (60 calls: forward and recompute), 28.6 ms dq and 88.7 ms dk/dv: the
  * private arrays spill and the workgroups are few. v2 (this one) is the tiled version
- * above; it has not yet been measured on a GPU (scripts/bench-attention.ts measures it).
+ * above, its tile sizes chosen by reasoning (attention.ts). Measured once on the H200 inside
+ * the model benchmark (bench/results/2026-12-02-h200-model-bench-final.json, GPU ms per
+ * layer): SmolLM2's shape forward 0.18, dq 0.27, dk/dv 0.55, rowstats 0.01 (30 layers:
+ * ~31 ms in all, was 170); Qwen2.5-0.5B's (14 / 2 heads) 0.26, 0.41, 0.85. dk/dv is now
+ * the largest: its longest workgroups (key tile 0 sees every query of the group) run
+ * 4 warps each. The tr = 2 / 1 tilings (fewer rows per invocation) and the other
+ * alternatives in scripts/bench-attention.ts --sweep are checked here but not measured.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 
@@ -60,9 +67,9 @@ import { LINEAR_WORKGROUP_WGSL } from '../kernel';
  * 64 or 128; Gemma: 256) fits. */
 export const MAX_HEAD_DIM = 256;
 
-/** One kernel's tiling. The score tile is 4 rt rows by 4 ct columns. */
+/** One kernel's tiling. The score tile is tr rt rows by 4 ct columns. */
 export interface AttentionTiles {
-	/** Invocation rows: the tile's rows (queries in forward/dq, keys in dkdv) are 4 rt. */
+	/** Invocation rows: the tile's rows (queries in forward/dq, keys in dkdv) are tr rt. */
 	rt: number;
 	/** Invocation columns: the score tile's columns (keys in
 	 * forward/dq, query rows in dkdv) are 4 ct; in the second phase the same invocations
@@ -72,6 +79,10 @@ export interface AttentionTiles {
 	bk: number;
 	/** Rows per staged chunk of the second phase (divides 4 ct). */
 	bv: number;
+	/** Tile rows per invocation: 4 (default), 2 or 1. Fewer rows per invocation means more
+	 * invocations for the same tile: shorter serial work per workgroup, more workgroup
+	 * memory reads per multiply-add. */
+	tr?: 1 | 2 | 4;
 }
 
 export type AttentionStage = 'forward' | 'dq' | 'dkdv';
@@ -91,10 +102,12 @@ export interface TileGeometry {
 	/** vec4s per staged chunk row of the score phase, and its padded stride (odd). */
 	bk4: number;
 	sk: number;
-	/** Stride in vec4s of a column of the probability tile (4 rt / 4 rounded to odd). */
+	/** Tile rows per invocation. */
+	tr: number;
+	/** Stride, in tr-vectors, of a column of the probability tile (rt rounded to odd). */
 	ps: number;
-	/** vec4s of the chunk region (shared by both phases), of each probability tile, and
-	 * of the forward's row reduction buffer. */
+	/** vec4s of the chunk region (shared by both phases); tr-vectors of each probability
+	 * tile and of the forward's row reduction buffer. */
 	chunk: number;
 	prob: number;
 	red: number;
@@ -111,13 +124,15 @@ export function tilesProblem(t: AttentionTiles): string | null {
 		if (!Number.isInteger(v) || v < 1) return `${k} must be a positive integer`;
 	if (t.bk % 4) return 'bk must be a multiple of 4';
 	if ((4 * t.ct) % t.bv) return 'bv must divide 4 ct';
+	if (t.tr !== undefined && ![1, 2, 4].includes(t.tr)) return 'tr must be 1, 2 or 4';
 	return null;
 }
 
 export function tileGeometry(stage: AttentionStage, D: number, t: AttentionTiles): TileGeometry {
 	const problem = tilesProblem(t);
 	if (problem) throw new Error(`attention ${stage} tiles ${JSON.stringify(t)}: ${problem}`);
-	const rows = 4 * t.rt;
+	const tr = t.tr ?? 4;
+	const rows = tr * t.rt;
 	const cols = 4 * t.ct;
 	const d4 = Math.ceil(D / 4);
 	const dp4 = roundUp(d4, t.ct);
@@ -146,7 +161,8 @@ export function tileGeometry(stage: AttentionStage, D: number, t: AttentionTiles
 		chunk,
 		prob,
 		red,
-		bytes: 16 * (chunk + probs * prob + red)
+		tr,
+		bytes: 16 * chunk + 4 * tr * (probs * prob + red)
 	};
 }
 
@@ -209,17 +225,25 @@ const ROWS4 = [0, 1, 2, 3];
 const XYZW = ['x', 'y', 'z', 'w'];
 const each = (n: number, f: (i: number) => string) =>
 	Array.from({ length: n }, (_, i) => f(i)).join('\n');
-/** Lines for every (row i < 4, vec4 group g < dn). */
-const eachRowGroup = (dn: number, f: (i: number, g: number) => string) =>
-	ROWS4.map((i) => each(dn, (g) => f(i, g))).join('\n');
+/** Lines for every (row i < tr, vec4 group g < dn). */
+const eachRowGroup = (tr: number, dn: number, f: (i: number, g: number) => string) =>
+	each(tr, (i) => each(dn, (g) => f(i, g)));
+/** The WGSL type holding one value per row of an invocation (tr of them). */
+const rowType = (tr: number) => (tr === 1 ? 'f32' : `vec${tr}<f32>`);
+/** A row vector built from one expression per row. */
+const rowVec = (tr: number, f: (i: number) => string) =>
+	tr === 1 ? f(0) : `${rowType(tr)}(${each(tr, f).split('\n').join(', ')})`;
+/** Row i of a row vector. */
+const rowOf = (tr: number, v: string, i: number) => (tr === 1 ? v : `${v}.${XYZW[i]}`);
 
 /** Tiling constants as WGSL. */
 function tileConstants(geo: TileGeometry, t: AttentionTiles): string {
 	return /* wgsl */ `
+const TR: u32 = ${geo.tr}u;     // tile rows per invocation
 const RT: u32 = ${t.rt}u;
 const CT: u32 = ${t.ct}u;
 const NT: u32 = ${geo.threads}u;
-const ROWS: u32 = ${geo.rows}u; // tile rows, 4 per invocation row
+const ROWS: u32 = ${geo.rows}u; // tile rows, TR per invocation row
 const COLS: u32 = ${geo.cols}u; // score-tile columns, 4 per invocation column
 const BK4: u32 = ${geo.bk4}u;   // vec4s of head dim per score-phase chunk
 const SK: u32 = ${geo.sk}u;     // its padded row stride (odd: conflict-free rows)
@@ -232,15 +256,15 @@ var<workgroup> chunk: array<vec4<f32>, ${geo.chunk}>;`;
 
 /**
  * The score-phase micro-kernel: for each staged chunk, accumulators `acc_i` (vec4 over the
- * 4 columns j) += dot(a row 4 ty + i, b row tx + j ct). `a`/`b` are the chunk offsets (in
+ * 4 columns j) += dot(a row tr ty + i, b row tx + j ct). `a`/`b` are the chunk offsets (in
  * rows) of the row and column operands.
  */
-function scoreStep(acc: string, a: string, b: string): string {
+function scoreStep(tr: number, acc: string, a: string, b: string): string {
 	return [
-		each(4, (i) => `        let ${acc}a${i} = chunk[(${a} + 4u * ty + ${i}u) * SK + kk];`),
+		each(tr, (i) => `        let ${acc}a${i} = chunk[(${a} + TR * ty + ${i}u) * SK + kk];`),
 		each(4, (j) => `        let ${acc}b${j} = chunk[(${b} + tx + ${j}u * CT) * SK + kk];`),
 		each(
-			4,
+			tr,
 			(i) =>
 				`        ${acc}${i} += vec4<f32>(${ROWS4.map((j) => `dot(${acc}a${i}, ${acc}b${j})`).join(', ')});`
 		)
@@ -248,12 +272,11 @@ function scoreStep(acc: string, a: string, b: string): string {
 }
 
 /** Writes micro-tile `v_i` (vec4 over columns j, one per row i) column-major into `buf`:
- * buf[(tx + j ct) * PS + ty] = (v_0[j], v_1[j], v_2[j], v_3[j]). */
-function storeColumns(buf: string, v: string): string {
+ * buf[(tx + j ct) * PS + ty] = (v_0[j], .., v_{tr-1}[j]). */
+function storeColumns(tr: number, buf: string, v: string): string {
 	return each(
 		4,
-		(j) =>
-			`    ${buf}[(tx + ${j}u * CT) * PS + ty] = vec4<f32>(${ROWS4.map((i) => `${v}${i}.${XYZW[j]}`).join(', ')});`
+		(j) => `    ${buf}[(tx + ${j}u * CT) * PS + ty] = ${rowVec(tr, (i) => `${v}${i}.${XYZW[j]}`)};`
 	);
 }
 
@@ -261,6 +284,8 @@ function storeColumns(buf: string, v: string): string {
 export function forwardWgsl(D: number, t: AttentionTiles): string {
 	const geo = tileGeometry('forward', D, t);
 	const dn = geo.dp4 / t.ct;
+	const tr = geo.tr;
+	const RV = rowType(tr);
 	const E = elemType(D);
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
@@ -273,10 +298,10 @@ ${PARAMS}
 @group(0) @binding(6) var<uniform> p: Params;
 ${header(D)}
 ${tileConstants(geo, t)}
-// P of the current key tile, column-major: pt[c * PS + ty] = P[4 ty .. 4 ty + 3][c]
-var<workgroup> pt: array<vec4<f32>, ${geo.prob}>;
-// per-invocation partial row max / row sum, red[tx * PS + ty] = rows 4 ty .. 4 ty + 3
-var<workgroup> red: array<vec4<f32>, ${geo.red}>;
+// P of the current key tile, column-major: pt[c * PS + ty] = P[TR ty .. TR ty + TR - 1][c]
+var<workgroup> pt: array<${RV}, ${geo.prob}>;
+// per-invocation partial row max / row sum, red[tx * PS + ty] = rows TR ty .. TR ty + TR - 1
+var<workgroup> red: array<${RV}, ${geo.red}>;
 ${loader('q', D)}
 ${loader('k', D)}
 ${loader('v', D)}
@@ -299,18 +324,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let len = min(lengths[b], p.Tk);
   // Keys the tile's live rows see: 0 .. n_tile - 1 (none when no row is live).
   let n_tile = select(0u, min(p.q_offset + min(t0 + ROWS, p.T), len), p.q_offset + t0 < len);
-  let r0 = t0 + 4u * ty; // this invocation's first row
+  let r0 = t0 + TR * ty; // this invocation's first row
 ${each(
-	4,
+	tr,
 	(i) => `  let pos${i} = p.q_offset + r0 + ${i}u;
   let live${i} = r0 + ${i}u < p.T && pos${i} < len;
   var m${i} = NEG_BIG; // running row max
   var l${i} = 0.0;     // this invocation's share of sum exp(s - m)`
 )}
-${eachRowGroup(dn, (i, g) => `  var o${i}_${g} = vec4<f32>(0.0); // sum_j exp(s_j - m) v_j, dims 4 (tx + ${g} CT) ..`)}
+${eachRowGroup(tr, dn, (i, g) => `  var o${i}_${g} = vec4<f32>(0.0); // sum_j exp(s_j - m) v_j, dims 4 (tx + ${g} CT) ..`)}
   for (var j0 = 0u; j0 < n_tile; j0 += COLS) {
-    // Scores of the tile: rows 4 ty + i, keys j0 + tx + j CT.
-${each(4, (i) => `    var s${i} = vec4<f32>(0.0);`)}
+    // Scores of the tile: rows TR ty + i, keys j0 + tx + j CT.
+${each(tr, (i) => `    var s${i} = vec4<f32>(0.0);`)}
     for (var d0 = 0u; d0 < DS4; d0 += BK4) {
       workgroupBarrier(); // the chunk region is free
       for (var e = lid; e < (ROWS + COLS) * BK4; e += NT) {
@@ -328,31 +353,31 @@ ${each(4, (i) => `    var s${i} = vec4<f32>(0.0);`)}
       }
       workgroupBarrier();
       for (var kk = 0u; kk < BK4; kk++) {
-${scoreStep('s', '0u', 'ROWS')}
+${scoreStep(tr, 's', '0u', 'ROWS')}
       }
     }
     // Mask (causal, padding), then the row max across the CT invocations of each row.
     let key = vec4<u32>(j0 + tx, j0 + tx + CT, j0 + tx + 2u * CT, j0 + tx + 3u * CT);
 ${each(
-	4,
+	tr,
 	(i) => `    let ok${i} = (key <= vec4<u32>(pos${i})) & vec4<bool>(live${i});
     let x${i} = select(vec4<f32>(NEG_BIG), s${i} * p.scale, ok${i});
     let pm${i} = max(max(x${i}.x, x${i}.y), max(x${i}.z, x${i}.w));`
 )}
-    red[tx * PS + ty] = vec4<f32>(pm0, pm1, pm2, pm3);
+    red[tx * PS + ty] = ${rowVec(tr, (i) => `pm${i}`)};
     workgroupBarrier();
-    var mx = vec4<f32>(m0, m1, m2, m3);
+    var mx = ${rowVec(tr, (i) => `m${i}`)};
     for (var c = 0u; c < CT; c++) { mx = max(mx, red[c * PS + ty]); }
 ${each(
-	4,
-	(i) => `    let mx${i} = mx.${XYZW[i]};
+	tr,
+	(i) => `    let mx${i} = ${rowOf(tr, 'mx', i)};
     let alpha${i} = exp(m${i} - mx${i});
     m${i} = mx${i};
     let p${i} = select(vec4<f32>(0.0), exp(x${i} - vec4<f32>(mx${i})), ok${i});
     l${i} = l${i} * alpha${i} + (p${i}.x + p${i}.y + p${i}.z + p${i}.w);
 ${each(dn, (g) => `    o${i}_${g} *= alpha${i};`)}`
 )}
-${storeColumns('pt', 'p')}
+${storeColumns(tr, 'pt', 'p')}
     // O += P V over the tile's keys, BV keys of v staged at a time.
     for (var c0 = 0u; c0 < COLS && j0 + c0 < n_tile; c0 += BV) {
       workgroupBarrier(); // pt written; the chunk region is free
@@ -366,20 +391,20 @@ ${storeColumns('pt', 'p')}
       for (var cc = 0u; cc < BV; cc++) {
         let pv = pt[(c0 + cc) * PS + ty];
 ${each(dn, (g) => `        let v${g} = chunk[cc * DP4 + tx + ${g}u * CT];`)}
-${eachRowGroup(dn, (i, g) => `        o${i}_${g} = fma(vec4<f32>(pv.${XYZW[i]}), v${g}, o${i}_${g});`)}
+${eachRowGroup(tr, dn, (i, g) => `        o${i}_${g} = fma(vec4<f32>(${rowOf(tr, 'pv', i)}), v${g}, o${i}_${g});`)}
       }
     }
   }
   // Row sums: add up the CT invocations' shares.
   workgroupBarrier(); // the last tile's red reads are done
-  red[tx * PS + ty] = vec4<f32>(l0, l1, l2, l3);
+  red[tx * PS + ty] = ${rowVec(tr, (i) => `l${i}`)};
   workgroupBarrier();
-  var ls = vec4<f32>(0.0);
+  var ls = ${RV}(0.0);
   for (var c = 0u; c < CT; c++) { ls += red[c * PS + ty]; }
 ${each(
-	4,
+	tr,
 	(i) => `  {
-    let lt = ls.${XYZW[i]};
+    let lt = ${rowOf(tr, 'ls', i)};
     let t = r0 + ${i}u;
     if (t < p.T) {
       let inv = select(0.0, 1.0 / lt, live${i});
@@ -435,6 +460,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 export function dqWgsl(D: number, t: AttentionTiles): string {
 	const geo = tileGeometry('dq', D, t);
 	const dn = geo.dp4 / t.ct;
+	const tr = geo.tr;
 	const E = elemType(D);
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
@@ -448,8 +474,8 @@ ${PARAMS}
 @group(0) @binding(7) var<uniform> p: Params;
 ${header(D)}
 ${tileConstants(geo, t)}
-// dS of the current key tile, column-major: dst[c * PS + ty] = dS[4 ty .. 4 ty + 3][c]
-var<workgroup> dst: array<vec4<f32>, ${geo.prob}>;
+// dS of the current key tile, column-major: dst[c * PS + ty] = dS[TR ty .. TR ty + TR - 1][c]
+var<workgroup> dst: array<${rowType(tr)}, ${geo.prob}>;
 ${loader('q', D)}
 ${loader('k', D)}
 ${loader('v', D)}
@@ -471,18 +497,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let g = h / (p.Hq / p.Hkv);
   let len = min(lengths[b], p.Tk);
   let n_tile = select(0u, min(p.q_offset + min(t0 + ROWS, p.T), len), p.q_offset + t0 < len);
-  let r0 = t0 + 4u * ty;
+  let r0 = t0 + TR * ty;
 ${each(
-	4,
+	tr,
 	(i) => `  let pos${i} = p.q_offset + r0 + ${i}u;
   let live${i} = r0 + ${i}u < p.T && pos${i} < len;
   var st${i} = vec2<f32>(0.0); // lse, D_i
   if (live${i}) { st${i} = stats[row_index(b, h, r0 + ${i}u)]; }`
 )}
-${eachRowGroup(dn, (i, g) => `  var a${i}_${g} = vec4<f32>(0.0); // dq / scale`)}
+${eachRowGroup(tr, dn, (i, g) => `  var a${i}_${g} = vec4<f32>(0.0); // dq / scale`)}
   for (var j0 = 0u; j0 < n_tile; j0 += COLS) {
-    // S = q k^T and dP = dout v^T: rows 4 ty + i, keys j0 + tx + j CT.
-${each(4, (i) => `    var s${i} = vec4<f32>(0.0);\n    var e${i} = vec4<f32>(0.0);`)}
+    // S = q k^T and dP = dout v^T: rows TR ty + i, keys j0 + tx + j CT.
+${each(tr, (i) => `    var s${i} = vec4<f32>(0.0);\n    var e${i} = vec4<f32>(0.0);`)}
     for (var d0 = 0u; d0 < DS4; d0 += BK4) {
       workgroupBarrier(); // the chunk region is free
       // chunk rows: q [0, ROWS), dout [ROWS, 2 ROWS), k [2 ROWS, +COLS), v [.., +COLS)
@@ -507,18 +533,18 @@ ${each(4, (i) => `    var s${i} = vec4<f32>(0.0);\n    var e${i} = vec4<f32>(0.0
       }
       workgroupBarrier();
       for (var kk = 0u; kk < BK4; kk++) {
-${scoreStep('s', '0u', '2u * ROWS')}
-${scoreStep('e', 'ROWS', '2u * ROWS + COLS')}
+${scoreStep(tr, 's', '0u', '2u * ROWS')}
+${scoreStep(tr, 'e', 'ROWS', '2u * ROWS + COLS')}
       }
     }
     // dS = P (dP - D_i), P = exp(scale s - lse) where visible, else 0.
     let key = vec4<u32>(j0 + tx, j0 + tx + CT, j0 + tx + 2u * CT, j0 + tx + 3u * CT);
 ${each(
-	4,
+	tr,
 	(i) => `    let ok${i} = (key <= vec4<u32>(pos${i})) & vec4<bool>(live${i});
     let ds${i} = select(vec4<f32>(0.0), exp(s${i} * p.scale - vec4<f32>(st${i}.x)), ok${i}) * (e${i} - vec4<f32>(st${i}.y));`
 )}
-${storeColumns('dst', 'ds')}
+${storeColumns(tr, 'dst', 'ds')}
     // dq += dS k over the tile's keys, BV keys of k staged at a time.
     for (var c0 = 0u; c0 < COLS && j0 + c0 < n_tile; c0 += BV) {
       workgroupBarrier(); // dst written; the chunk region is free
@@ -532,12 +558,12 @@ ${storeColumns('dst', 'ds')}
       for (var cc = 0u; cc < BV; cc++) {
         let dv = dst[(c0 + cc) * PS + ty];
 ${each(dn, (g) => `        let k${g} = chunk[cc * DP4 + tx + ${g}u * CT];`)}
-${eachRowGroup(dn, (i, g) => `        a${i}_${g} = fma(vec4<f32>(dv.${XYZW[i]}), k${g}, a${i}_${g});`)}
+${eachRowGroup(tr, dn, (i, g) => `        a${i}_${g} = fma(vec4<f32>(${rowOf(tr, 'dv', i)}), k${g}, a${i}_${g});`)}
       }
     }
   }
 ${each(
-	4,
+	tr,
 	(i) => `  if (r0 + ${i}u < p.T) {
     let base = q_index(b, r0 + ${i}u, h);
 ${each(dn, (g) => `    store_dq(base, tx + ${g}u * CT, a${i}_${g} * p.scale);`)}
@@ -551,6 +577,8 @@ ${each(dn, (g) => `    store_dq(base, tx + ${g}u * CT, a${i}_${g} * p.scale);`)}
 export function dkdvWgsl(D: number, t: AttentionTiles): string {
 	const geo = tileGeometry('dkdv', D, t);
 	const dn = geo.dp4 / t.ct;
+	const tr = geo.tr;
+	const RV = rowType(tr);
 	const E = elemType(D);
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> q: array<${E}>;          // [B, T, Hq, D]
@@ -566,9 +594,9 @@ ${PARAMS}
 ${header(D)}
 ${tileConstants(geo, t)}
 // P^T and dS^T of the current (key tile, query tile) pair, query-major:
-// pt[r * PS + ty] = P[query r][keys 4 ty .. 4 ty + 3]
-var<workgroup> pt: array<vec4<f32>, ${geo.prob}>;
-var<workgroup> dst: array<vec4<f32>, ${geo.prob}>;
+// pt[r * PS + ty] = P[query r][keys TR ty .. TR ty + TR - 1]
+var<workgroup> pt: array<${RV}, ${geo.prob}>;
+var<workgroup> dst: array<${RV}, ${geo.prob}>;
 ${loader('q', D)}
 ${loader('k', D)}
 ${loader('v', D)}
@@ -590,12 +618,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let b = (wg / p.Hkv) % p.B;
   let group = p.Hq / p.Hkv;
   let len = min(lengths[b], p.Tk);
-  let kr0 = j0 + 4u * ty; // this invocation's first key
+  let kr0 = j0 + TR * ty; // this invocation's first key
   // Live query rows that see some key of this tile: positions j0 .. len - 1.
   let t_begin = select(0u, j0 - p.q_offset, j0 > p.q_offset);
   let t_end = select(0u, min(p.T, len - p.q_offset), len > p.q_offset);
-${each(4, (i) => `  let kl${i} = vec4<bool>(kr0 + ${i}u < len); // key live`)}
-${eachRowGroup(dn, (i, g) => `  var dk${i}_${g} = vec4<f32>(0.0); // dk / scale\n  var dv${i}_${g} = vec4<f32>(0.0);`)}
+${each(tr, (i) => `  let kl${i} = vec4<bool>(kr0 + ${i}u < len); // key live`)}
+${eachRowGroup(tr, dn, (i, g) => `  var dk${i}_${g} = vec4<f32>(0.0); // dk / scale\n  var dv${i}_${g} = vec4<f32>(0.0);`)}
   for (var hh = 0u; hh < group; hh++) {
     let h = g * group + hh;
     for (var t0 = t_begin; t0 < t_end; t0 += COLS) {
@@ -609,8 +637,8 @@ ${each(
 )}
       let lse4 = vec4<f32>(st0.x, st1.x, st2.x, st3.x);
       let di4 = vec4<f32>(st0.y, st1.y, st2.y, st3.y);
-      // S^T = k q^T and dP^T = v dout^T: keys 4 ty + i, queries t0 + tx + j CT.
-${each(4, (i) => `      var s${i} = vec4<f32>(0.0);\n      var e${i} = vec4<f32>(0.0);`)}
+      // S^T = k q^T and dP^T = v dout^T: keys TR ty + i, queries t0 + tx + j CT.
+${each(tr, (i) => `      var s${i} = vec4<f32>(0.0);\n      var e${i} = vec4<f32>(0.0);`)}
       for (var d0 = 0u; d0 < DS4; d0 += BK4) {
         workgroupBarrier(); // the chunk region is free
         // chunk rows: k [0, ROWS), v [ROWS, 2 ROWS), q [2 ROWS, +COLS), dout [.., +COLS)
@@ -635,23 +663,23 @@ ${each(4, (i) => `      var s${i} = vec4<f32>(0.0);\n      var e${i} = vec4<f32>
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BK4; kk++) {
-${scoreStep('s', '0u', '2u * ROWS')}
-${scoreStep('e', 'ROWS', '2u * ROWS + COLS')}
+${scoreStep(tr, 's', '0u', '2u * ROWS')}
+${scoreStep(tr, 'e', 'ROWS', '2u * ROWS + COLS')}
         }
       }
       // P^T = exp(scale s - lse) where query position >= key, dS^T = P^T (dP^T - D_i).
       let qpos = tq + vec4<u32>(p.q_offset);
 ${each(
-	4,
+	tr,
 	(i) => `      let ok${i} = qlive & kl${i} & (qpos >= vec4<u32>(kr0 + ${i}u));
       let p${i} = select(vec4<f32>(0.0), exp(s${i} * p.scale - lse4), ok${i});
       let ds${i} = p${i} * (e${i} - di4);`
 )}
-${storeColumns('pt', 'p')
+${storeColumns(tr, 'pt', 'p')
 	.split('\n')
 	.map((l) => '  ' + l)
 	.join('\n')}
-${storeColumns('dst', 'ds')
+${storeColumns(tr, 'dst', 'ds')
 	.split('\n')
 	.map((l) => '  ' + l)
 	.join('\n')}
@@ -675,17 +703,18 @@ ${storeColumns('dst', 'ds')
           let dsv = dst[(r0 + rr) * PS + ty];
 ${each(dn, (g) => `          let do${g} = chunk[rr * DP4 + tx + ${g}u * CT];\n          let q${g} = chunk[(BV + rr) * DP4 + tx + ${g}u * CT];`)}
 ${eachRowGroup(
+	tr,
 	dn,
 	(i, g) =>
-		`          dv${i}_${g} = fma(vec4<f32>(pv.${XYZW[i]}), do${g}, dv${i}_${g});\n` +
-		`          dk${i}_${g} = fma(vec4<f32>(dsv.${XYZW[i]}), q${g}, dk${i}_${g});`
+		`          dv${i}_${g} = fma(vec4<f32>(${rowOf(tr, 'pv', i)}), do${g}, dv${i}_${g});\n` +
+		`          dk${i}_${g} = fma(vec4<f32>(${rowOf(tr, 'dsv', i)}), q${g}, dk${i}_${g});`
 )}
         }
       }
     }
   }
 ${each(
-	4,
+	tr,
 	(i) => `  if (kr0 + ${i}u < p.Tk) {
     let base = k_index(b, kr0 + ${i}u, g);
 ${each(dn, (g) => `    store_dk(base, tx + ${g}u * CT, dk${i}_${g} * p.scale);\n    store_dv(base, tx + ${g}u * CT, dv${i}_${g});`)}

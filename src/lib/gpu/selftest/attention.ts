@@ -40,7 +40,7 @@ function describe(s: AttentionCaseShape, Tk: number, lengths: number[]): string 
 		s.scale !== undefined ? `scale=${s.scale}` : '',
 		s.tuning?.workgroupBytes ? `workgroupBytes=${s.tuning.workgroupBytes}` : '',
 		...Object.entries(s.tuning?.tiles ?? {}).map(
-			([stage, t]) => `${stage}=${t.rt}x${t.ct}/k${t.bk}/v${t.bv}`
+			([stage, t]) => `${stage}=${t.rt}x${t.ct}/k${t.bk}/v${t.bv}${t.tr ? `/r${t.tr}` : ''}`
 		)
 	].filter(Boolean);
 	return (
