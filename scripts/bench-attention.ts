@@ -5,7 +5,7 @@
  * head size). Prints ONE JSON object on stdout, progress on stderr.
  *
  *   npx tsx scripts/bench-attention.ts [--tiny] [--reps N] [--warmup N] [--budget BYTES]
- *       [--tiles '{"forward":{"rt":16,"ct":16,"bk":32,"bv":64}}'] [--no-check]
+ *       [--tiles '{"forward":{"rt":16,"ct":16,"bk":32,"bv":64}}'] [--no-check] [--sweep]
  *
  * Per shape:
  *  - tiles: the tiling each kernel used (the device's choice, or --budget / --tiles);
@@ -19,6 +19,8 @@
  * (the same head shapes; qOffset; padding) against the f64 CPU reference, with the
  * self-test's tolerance: the 48 KiB tiling of a large GPU cannot run on SwiftShader, so
  * this is where it is first checked.
+ * --sweep: also the GPU time per kernel of the alternative tilings in SWEEP (each checked
+ * first on one case against the reference), to choose the defaults by measurement.
  * --tiny: tiny shapes (B 2, T 40), to check the script itself on a CPU driver.
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
@@ -47,6 +49,7 @@ const TINY = flag('tiny');
 const WARMUP = Number(option('warmup') ?? 2);
 const REPS = Number(option('reps') ?? 5);
 const CHECK = !flag('no-check');
+const SWEEP = flag('sweep');
 const TUNING: AttentionTuning = {
 	...(option('budget') ? { workgroupBytes: Number(option('budget')) } : {}),
 	...(option('tiles') ? { tiles: JSON.parse(option('tiles')!) } : {})
@@ -74,12 +77,33 @@ const SHAPES: Shape[] = TINY
 
 /** Correctness on the device's own tiling: the benchmark's head shapes at sizes the f64
  * reference computes in seconds, with tile remainders, padding and a cache offset. */
-const CHECKS: AttentionCaseShape[] = TINY
-	? [{ B: 2, T: 40, Hq: 3, Hkv: 1, D: 16, lengths: [40, 27], tuning: TUNING }]
+const checkShapes = (tuning: AttentionTuning): AttentionCaseShape[] =>
+	TINY
+		? [{ B: 2, T: 40, Hq: 3, Hkv: 1, D: 16, lengths: [40, 27], tuning }]
+		: [
+				{ B: 2, T: 200, Hq: 9, Hkv: 3, D: 64, lengths: [200, 131], tuning },
+				{ B: 1, T: 150, Tk: 190, Hq: 14, Hkv: 2, D: 64, qOffset: 33, lengths: [181], tuning },
+				{ B: 2, T: 130, Hq: 16, Hkv: 8, D: 128, lengths: [130, 70], tuning }
+			];
+
+/**
+ * Alternatives to the default tilings, for --sweep (each replaces one stage's tiling; the
+ * others keep the default). The open question after the first H200 run is dkdv, whose
+ * longest workgroups (key tile 0: every query of the group) run 4 warps alone at the end:
+ * tr 2 spreads a 32-key tile over 256 invocations (half the serial work per workgroup),
+ * tr 1 over 256 with 32-query tiles, 16-key tiles double the workgroups. For forward and
+ * dq, tr 2 halves the query tile (twice the workgroups, half the work each).
+ */
+const SWEEP_TILES: { name: string; tiles: AttentionTuning['tiles'] }[] = TINY
+	? [{ name: 'dkdv r2', tiles: { dkdv: { rt: 8, ct: 8, bk: 16, bv: 16, tr: 2 } } }]
 	: [
-			{ B: 2, T: 200, Hq: 9, Hkv: 3, D: 64, lengths: [200, 131], tuning: TUNING },
-			{ B: 1, T: 150, Tk: 190, Hq: 14, Hkv: 2, D: 64, qOffset: 33, lengths: [181], tuning: TUNING },
-			{ B: 2, T: 130, Hq: 16, Hkv: 8, D: 128, lengths: [130, 70], tuning: TUNING }
+			{ name: 'dkdv 32x64 r2', tiles: { dkdv: { rt: 16, ct: 16, bk: 32, bv: 16, tr: 2 } } },
+			{ name: 'dkdv 32x32 r1', tiles: { dkdv: { rt: 32, ct: 8, bk: 32, bv: 16, tr: 1 } } },
+			{ name: 'dkdv 16x64', tiles: { dkdv: { rt: 4, ct: 16, bk: 32, bv: 16 } } },
+			{ name: 'dkdv 32x64 k8', tiles: { dkdv: { rt: 8, ct: 16, bk: 8, bv: 16 } } },
+			{ name: 'dq 32x64 r2', tiles: { dq: { rt: 16, ct: 16, bk: 16, bv: 32, tr: 2 } } },
+			{ name: 'forward 32x64 r2', tiles: { forward: { rt: 16, ct: 16, bk: 32, bv: 32, tr: 2 } } },
+			{ name: 'forward 64x32', tiles: { forward: { rt: 16, ct: 8, bk: 32, bv: 32 } } }
 		];
 
 function median(xs: number[]): number {
@@ -88,9 +112,9 @@ function median(xs: number[]): number {
 	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-async function check(gpu: Gpu) {
+async function check(gpu: Gpu, shapes: AttentionCaseShape[]) {
 	const results = [];
-	for (const c of attentionCases(CHECKS)) {
+	for (const c of attentionCases(shapes)) {
 		const comparisons = await c.run(gpu);
 		const rows = comparisons.map((cmp) => {
 			const r = compareArrays(cmp.actual, cmp.expected, cmp);
@@ -103,7 +127,7 @@ async function check(gpu: Gpu) {
 	return results;
 }
 
-async function benchShape(gpu: Gpu, s: Shape) {
+async function benchShape(gpu: Gpu, s: Shape, tuning: AttentionTuning, timeWall: boolean) {
 	const { B, T, Hq, Hkv, D } = s;
 	log(`${s.name}: B ${B} T ${T} Hq ${Hq} Hkv ${Hkv} D ${D}`);
 	const rng = new Rng(1);
@@ -124,9 +148,9 @@ async function benchShape(gpu: Gpu, s: Shape) {
 		const dk = own(createTensor(gpu, kShape, 'f32'));
 		const dv = own(createTensor(gpu, kShape, 'f32'));
 		const common = { q, k, v, lengths };
-		const forward = (rec: Recorder) => attentionForwardTuned(rec, { ...common, out, lse }, TUNING);
+		const forward = (rec: Recorder) => attentionForwardTuned(rec, { ...common, out, lse }, tuning);
 		const backward = (rec: Recorder) =>
-			attentionBackwardTuned(rec, { ...common, out, lse, dout, dq, dk, dv }, TUNING);
+			attentionBackwardTuned(rec, { ...common, out, lse, dout, dq, dk, dv }, tuning);
 		const once = async (record: (rec: Recorder) => void) => {
 			const rec = new Recorder(gpu);
 			record(rec);
@@ -147,8 +171,12 @@ async function benchShape(gpu: Gpu, s: Shape) {
 				timesMs: times.map((t) => +t.toFixed(3))
 			};
 		};
-		const wallMs = { forward: await wall(forward), backward: await wall(backward) };
-		log(`  wall: forward ${wallMs.forward.medianMs} ms, backward ${wallMs.backward.medianMs} ms`);
+		const wallMs = timeWall
+			? { forward: await wall(forward), backward: await wall(backward) }
+			: undefined;
+		if (wallMs)
+			log(`  wall: forward ${wallMs.forward.medianMs} ms, backward ${wallMs.backward.medianMs} ms`);
+		else for (let i = 0; i < WARMUP; i++) await once(backward); // compile, warm up
 
 		let gpuMs: Record<string, number> | undefined;
 		let per30Layers: Record<string, number> | undefined;
@@ -181,11 +209,11 @@ async function benchShape(gpu: Gpu, s: Shape) {
 			log(`  gpu per call: ${JSON.stringify(gpuMs)}`);
 		}
 		const stages: AttentionStage[] = ['forward', 'dq', 'dkdv'];
-		const budget = TUNING.workgroupBytes ?? gpu.limits.maxComputeWorkgroupStorageSize;
+		const budget = tuning.workgroupBytes ?? gpu.limits.maxComputeWorkgroupStorageSize;
 		const tiles = Object.fromEntries(
 			stages.map((st) => [
 				st,
-				TUNING.tiles?.[st] ??
+				tuning.tiles?.[st] ??
 					chooseTiles(st, D, budget, gpu.limits.maxComputeInvocationsPerWorkgroup)
 			])
 		);
@@ -198,7 +226,7 @@ async function benchShape(gpu: Gpu, s: Shape) {
 				forward: +((2 * matmulFlop) / 1e9).toFixed(3),
 				backward: +((5 * matmulFlop) / 1e9).toFixed(3)
 			},
-			wallMs,
+			...(wallMs ? { wallMs } : {}),
 			...(gpuMs ? { gpuMs, per30Layers } : {}),
 			validationErrors: gpu.validationErrors.splice(0).slice(0, 5)
 		};
@@ -212,9 +240,28 @@ async function benchShape(gpu: Gpu, s: Shape) {
 
 async function main() {
 	const gpu = await acquireGpu();
-	const checks = CHECK ? await check(gpu) : undefined;
+	const checks = CHECK ? await check(gpu, checkShapes(TUNING)) : undefined;
 	const results = [];
-	for (const s of SHAPES) results.push(await benchShape(gpu, s));
+	for (const s of SHAPES) results.push(await benchShape(gpu, s, TUNING, true));
+	const sweep = [];
+	if (SWEEP) {
+		for (const { name, tiles } of SWEEP_TILES) {
+			const tuning = { ...TUNING, tiles: { ...TUNING.tiles, ...tiles } };
+			log(`sweep ${name}`);
+			try {
+				const [checked] = await check(gpu, checkShapes(tuning).slice(0, 1));
+				const shapes = [];
+				for (const s of SHAPES) {
+					const r = await benchShape(gpu, s, tuning, false);
+					shapes.push({ name: s.name, ...('gpuMs' in r ? { gpuMs: r.gpuMs } : r) });
+				}
+				sweep.push({ name, tiles, checkPass: checked.pass, shapes });
+			} catch (error) {
+				log(`  ${name} failed: ${String(error)}`);
+				sweep.push({ name, tiles, error: String(error) });
+			}
+		}
+	}
 	const out = {
 		bench: 'attention kernels (TabRL)',
 		date: new Date().toISOString(),
@@ -230,7 +277,8 @@ async function main() {
 			`wallMs: one call per submit, median of ${REPS} after ${WARMUP} warmup; ` +
 			`gpuMs: timestamp-query per dispatch, mean of ${REPS} calls`,
 		...(checks ? { checkPass: checks.every((c) => c.pass), checks } : {}),
-		results
+		results,
+		...(SWEEP ? { sweep } : {})
 	};
 	gpu.destroy();
 	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
