@@ -37,13 +37,8 @@ import { compareArrays } from '../src/lib/gpu/reference/allclose';
 import { Rng } from '../src/lib/gpu/reference/random';
 import { attentionCases, type AttentionCaseShape } from '../src/lib/gpu/selftest/attention';
 import { createTensor, uploadTensor, type Tensor } from '../src/lib/gpu/tensor';
+import { flag, median, option } from './bench-support';
 
-const args = process.argv.slice(2);
-const flag = (name: string) => args.includes(`--${name}`);
-const option = (name: string) => {
-	const i = args.indexOf(`--${name}`);
-	return i >= 0 ? args[i + 1] : undefined;
-};
 const log = (...x: unknown[]) => console.error('[bench-attention]', ...x);
 const TINY = flag('tiny');
 const WARMUP = Number(option('warmup') ?? 2);
@@ -105,12 +100,6 @@ const SWEEP_TILES: { name: string; tiles: AttentionTuning['tiles'] }[] = TINY
 			{ name: 'forward 32x64 r2', tiles: { forward: { rt: 16, ct: 16, bk: 32, bv: 32, tr: 2 } } },
 			{ name: 'forward 64x32', tiles: { forward: { rt: 16, ct: 8, bk: 32, bv: 32 } } }
 		];
-
-function median(xs: number[]): number {
-	const s = [...xs].sort((a, b) => a - b);
-	const m = s.length >> 1;
-	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 async function check(gpu: Gpu, shapes: AttentionCaseShape[]) {
 	const results = [];
