@@ -17,15 +17,14 @@
  * Order of work: flags, then the folder (every file problem is reported before the GPU is
  * touched), then the prompt and its length against the context, then the GPU.
  */
-import { readFile, stat } from 'node:fs/promises';
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/chat-template';
 import { ContextLengthError } from '../../src/lib/model/errors';
 import { Generator } from '../../src/lib/model/generation';
-import { openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../src/lib/model/transformer';
 import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
+import { openModelFolder, readChatFile } from './model-folder';
 import type { ScoreInput } from './score';
 
 export const GENERATE_USAGE =
@@ -130,28 +129,8 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 	};
 }
 
-async function readChatFile(file: string): Promise<unknown> {
-	let text: string;
-	try {
-		text = await readFile(file, 'utf8');
-	} catch (error) {
-		throw new CliInputError(`--chat: cannot read ${file} (${(error as Error).message})`);
-	}
-	try {
-		return JSON.parse(text);
-	} catch (error) {
-		throw new CliInputError(`--chat: ${file} is not valid JSON (${(error as Error).message})`);
-	}
-}
-
 export async function runGenerate(args: GenerateArgs): Promise<GenerateOutput> {
-	const info = await stat(args.model).catch(() => undefined);
-	if (!info?.isDirectory())
-		throw new CliInputError(
-			`--model: ${args.model} is not a directory (give a Hugging Face model folder: ` +
-				'config.json, tokenizer.json, tokenizer_config.json, model.safetensors)'
-		);
-	const checkpoint = await openCheckpointFromDirectory(args.model);
+	const checkpoint = await openModelFolder(args.model);
 	const { config, files } = checkpoint;
 	const tokenizer = Tokenizer.fromJson(
 		files.tokenizerJson,

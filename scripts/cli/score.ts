@@ -12,13 +12,12 @@
  * Order of work: flags, then the folder (config, tokenizer, weight headers: every file
  * problem is reported before the GPU is touched), then the ids, then the GPU.
  */
-import { readFile, stat } from 'node:fs/promises';
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/chat-template';
-import { openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../src/lib/model/transformer';
 import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
+import { openModelFolder, readChatFile } from './model-folder';
 
 export const SCORE_USAGE =
 	'usage: npm run -s cli -- score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)';
@@ -56,28 +55,8 @@ export function parseScoreArgs(argv: readonly string[]): ScoreArgs {
 	return { model: flags.model, input };
 }
 
-async function readChatFile(file: string): Promise<unknown> {
-	let text: string;
-	try {
-		text = await readFile(file, 'utf8');
-	} catch (error) {
-		throw new CliInputError(`--chat: cannot read ${file} (${(error as Error).message})`);
-	}
-	try {
-		return JSON.parse(text);
-	} catch (error) {
-		throw new CliInputError(`--chat: ${file} is not valid JSON (${(error as Error).message})`);
-	}
-}
-
 export async function runScore(args: ScoreArgs): Promise<ScoreOutput> {
-	const info = await stat(args.model).catch(() => undefined);
-	if (!info?.isDirectory())
-		throw new CliInputError(
-			`--model: ${args.model} is not a directory (give a Hugging Face model folder: ` +
-				'config.json, tokenizer.json, tokenizer_config.json, model.safetensors)'
-		);
-	const checkpoint = await openCheckpointFromDirectory(args.model);
+	const checkpoint = await openModelFolder(args.model);
 	const { config, files } = checkpoint;
 
 	let ids: number[];

@@ -14,16 +14,15 @@
  * Order of work, as `score`: flags, then the folder (every file problem before the GPU is
  * touched), then the GPU, then the port.
  */
-import { stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { listenChatServer } from '../../src/lib/agent/openai/http-server';
 import { ChatService } from '../../src/lib/agent/openai/service';
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { Generator } from '../../src/lib/model/generation';
-import { openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../src/lib/model/transformer';
 import { CliInputError, parseFlags, UsageError } from './args';
+import { openModelFolder } from './model-folder';
 
 export const SERVE_USAGE =
 	'usage: npm run -s cli -- serve --model DIR [--port N] [--host 127.0.0.1] [--name NAME] [--max-context N]';
@@ -77,13 +76,7 @@ function untilSignal(): Promise<NodeJS.Signals> {
  * command's result only when it ends); the result is undefined, so nothing follows it.
  */
 export async function runServe(args: ServeArgs): Promise<undefined> {
-	const info = await stat(args.model).catch(() => undefined);
-	if (!info?.isDirectory())
-		throw new CliInputError(
-			`--model: ${args.model} is not a directory (give a Hugging Face model folder: ` +
-				'config.json, tokenizer.json, tokenizer_config.json, model.safetensors)'
-		);
-	const checkpoint = await openCheckpointFromDirectory(args.model);
+	const checkpoint = await openModelFolder(args.model);
 	const { config, files } = checkpoint;
 	const tokenizer = Tokenizer.fromJson(
 		files.tokenizerJson,
