@@ -6,7 +6,6 @@
  * and --chat, a seed that repeats, and the exit status and stderr of bad input. What the
  * numbers mean (argmax and logprobs against the f64 reference) is generation.test.ts's job.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,26 +20,10 @@ import {
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { useGpu } from '../../helpers/gpu';
+import { runCli, type CliRun } from './run-cli';
 
-const ROOT = join(import.meta.dirname, '../../..');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
-const CLI = join(ROOT, 'scripts/cli.ts');
-
-interface Run {
-	code: number;
-	stdout: string;
-	stderr: string;
-}
-
-function run(file: string, args: string[]): Promise<Run> {
-	return new Promise((resolve) => {
-		execFile(file, args, { cwd: ROOT, timeout: 180_000 }, (error, stdout, stderr) => {
-			const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-			resolve({ code, stdout, stderr });
-		});
-	});
-}
-const cli = (...args: string[]) => run(TSX, [CLI, ...args]);
+/** The child's time limit: the 2 shared cores under load ran a call past a minute. */
+const cli = (...args: string[]) => runCli(args, 180_000);
 
 interface GenerateJson {
 	prompt_ids: number[];
@@ -51,7 +34,7 @@ interface GenerateJson {
 }
 
 /** Parses stdout as exactly one JSON object of the documented shape. */
-function parseGenerate(r: Run): GenerateJson {
+function parseGenerate(r: CliRun): GenerateJson {
 	expect(r.stderr, 'stderr').toBe('');
 	expect(r.code, 'exit status').toBe(0);
 	const lines = r.stdout.trim().split('\n');
@@ -197,7 +180,7 @@ describe('cli generate', () => {
 	});
 
 	describe.concurrent('bad input: stderr, no stdout, non-zero exit', () => {
-		const fails = async (r: Run, code: number, re: RegExp) => {
+		const fails = async (r: CliRun, code: number, re: RegExp) => {
 			expect(r.stdout).toBe('');
 			expect(r.code).toBe(code);
 			expect(r.stderr).toMatch(re);

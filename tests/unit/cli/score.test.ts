@@ -10,7 +10,6 @@
  * in this process the numbers must be equal: same code, same device type, and JSON
  * prints an f32 value's double exactly.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,27 +26,10 @@ import { referenceLogprobs } from '../../../src/lib/model/reference';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { useGpu } from '../../helpers/gpu';
+import { runCli, runCommand, type CliRun } from './run-cli';
 
-const ROOT = join(import.meta.dirname, '../../..');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
-const CLI = join(ROOT, 'scripts/cli.ts');
 const LOGPROB_TOL = { atol: 3e-5, rtol: 1e-5 };
-
-interface Run {
-	code: number;
-	stdout: string;
-	stderr: string;
-}
-
-function run(file: string, args: string[]): Promise<Run> {
-	return new Promise((resolve) => {
-		execFile(file, args, { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => {
-			const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-			resolve({ code, stdout, stderr });
-		});
-	});
-}
-const cli = (...args: string[]) => run(TSX, [CLI, ...args]);
+const cli = (...args: string[]) => runCli(args, 60_000);
 
 interface ScoreJson {
 	ids: number[];
@@ -55,7 +37,7 @@ interface ScoreJson {
 }
 
 /** Parses stdout as exactly one JSON object of the documented shape. */
-function parseScore(r: Run): ScoreJson {
+function parseScore(r: CliRun): ScoreJson {
 	expect(r.stderr, 'stderr').toBe('');
 	expect(r.code, 'exit status').toBe(0);
 	const lines = r.stdout.trim().split('\n');
@@ -168,22 +150,16 @@ describe('cli score', () => {
 	});
 
 	it('npm run -s cli: one token gives [null]', async () => {
-		const r = await run('npm', [
-			'run',
-			'-s',
-			'cli',
-			'--',
-			'score',
-			'--model',
-			modelDir('qwen2'),
-			'--ids',
-			'7'
-		]);
+		const r = await runCommand(
+			'npm',
+			['run', '-s', 'cli', '--', 'score', '--model', modelDir('qwen2'), '--ids', '7'],
+			60_000
+		);
 		expect(parseScore(r)).toEqual({ ids: [7], logprobs: [null] });
 	});
 
 	describe.concurrent('bad input: stderr, no stdout, non-zero exit', () => {
-		const fails = async (r: Run, code: number, re: RegExp) => {
+		const fails = async (r: CliRun, code: number, re: RegExp) => {
 			expect(r.stdout).toBe('');
 			expect(r.code).toBe(code);
 			expect(r.stderr).toMatch(re);
