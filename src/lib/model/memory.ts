@@ -41,7 +41,7 @@ import {
 	pooledBytes,
 	specList,
 	streamSpecs,
-	x2Spec,
+	layerStateSpecs,
 	type BatchDims,
 	type Mode,
 	type TensorSpec
@@ -157,7 +157,7 @@ export function estimateModelMemory(
 		const loraActs = specList(loraActSpecs(batch, options.lora));
 		const keep = mode === 'train' && !!options.keepActivations;
 		if (keep) {
-			const one = line('', [...layerActs, ...loraActs, x2Spec(config, batch)]);
+			const one = line('', layerStateSpecs(config, batch, options.lora, true));
 			lines.push({
 				what: `every layer\u2019s activations, kept for the backward (${config.numLayers} x ${formatBytes(one.bytes)})`,
 				bytes: config.numLayers * one.bytes,

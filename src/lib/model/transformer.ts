@@ -57,6 +57,7 @@ import {
 	headSpecs,
 	inputSpecs,
 	layerSpecs,
+	layerStateSpecs,
 	loraActSpecs,
 	pooledBytes,
 	releaseAll,
@@ -224,19 +225,11 @@ export class TransformerModel {
 		// after a training one still holds the backward's buffers and the checkpoints.
 		if (`${B}x${T}` !== this.#lastBatchShape) return e;
 		const { liveBytes, freeBytes } = this.#pool.stats;
-		const layer = [
-			...specList(layerSpecs(this.config, dims)),
-			...specList(loraActSpecs(dims, this.lora?.config))
-		];
+		const layerState = layerStateSpecs(this.config, dims, this.lora?.config, keep);
 		const used = [
 			...specList(inputSpecs(dims)),
 			...streamSpecs(this.config, dims, mode),
-			...(keep
-				? Array.from({ length: this.config.numLayers }, () => [
-						...layer,
-						x2Spec(this.config, dims)
-					]).flat()
-				: layer),
+			...Array.from({ length: keep ? this.config.numLayers : 1 }, () => layerState).flat(),
 			...specList(headSpecs(this.config, dims)),
 			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
 		].reduce((s, spec) => s + pooledBytes(spec), 0);

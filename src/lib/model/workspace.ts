@@ -96,6 +96,21 @@ export function loraActSpecs(
 	return out;
 }
 
+/** One layer's state for the backward: its activations, LoRA's x A^T, and x2 when the
+ * activations are kept (in that case there is one such set per layer). */
+export function layerStateSpecs(
+	config: ModelConfig,
+	dims: BatchDims,
+	lora: LoraConfig | undefined,
+	kept: boolean
+): TensorSpec[] {
+	return [
+		...specList(layerSpecs(config, dims)),
+		...specList(loraActSpecs(dims, lora)),
+		...(kept ? [x2Spec(config, dims)] : [])
+	];
+}
+
 export function backwardSpecs(config: ModelConfig, dims: BatchDims) {
 	const { N, C, I, qDim, kvDim } = sizes(config, dims);
 	const qk = config.qkNorm;
