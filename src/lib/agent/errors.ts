@@ -17,7 +17,11 @@ export type AgentErrorKind =
 	| 'gather-options'
 	| 'invalid-rollout'
 	| 'invalid-advantage'
-	| 'trajectory-format';
+	| 'trajectory-format'
+	/** SFT data the chat template cannot place (see backend/sft-sequences.ts). */
+	| 'sft-data'
+	/** A TrainableModel used before register(), or a name the backend does not hold. */
+	| 'not-registered';
 
 export class AgentError extends Error {
 	constructor(

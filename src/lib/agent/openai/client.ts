@@ -16,34 +16,60 @@
  * API key (nothing checks it); dangerouslyAllowBrowser is set because there is no secret.
  */
 import OpenAI, { type ClientOptions } from 'openai';
-import { ChatService, type ChatServiceOptions, type ServiceResponse } from './service';
+import { ChatService, type ChatServiceOptions, type ServiceRequest } from './service';
 
 /** The origin the client is pointed at; nothing listens there, requests stay in process. */
 export const LOCAL_BASE_URL = 'http://tabrl.local/v1';
 
-function sseResponse(frames: AsyncIterable<string>, abort: AbortController): Response {
-	const encoder = new TextEncoder();
-	const iterator = frames[Symbol.asyncIterator]();
-	const body = new ReadableStream<Uint8Array>({
+/** A local answer: JSON, or (200 only) SSE frames as an async iterable or a stream. */
+export type LocalReply =
+	| { status: number; json: unknown }
+	| { status: 200; sse: AsyncIterable<string> | ReadableStream<string> };
+
+/** Answers one request in process (a ChatService, or a backend across a worker). */
+export type LocalHandler = (request: ServiceRequest) => Promise<LocalReply>;
+
+/**
+ * SSE frames as a stream of strings; cancelling it (the reader went away: a `break` out of
+ * the client's stream) aborts `abort`, which stops the decode, and ends the source.
+ */
+export function frameStream(
+	frames: AsyncIterable<string> | ReadableStream<string>,
+	abort: AbortController
+): ReadableStream<string> {
+	let next: () => Promise<IteratorResult<string>>;
+	let stop: (reason: unknown) => Promise<unknown>;
+	if (frames instanceof ReadableStream) {
+		const reader = frames.getReader();
+		next = async () => {
+			const r = await reader.read();
+			return r.done ? { done: true, value: undefined } : { done: false, value: r.value };
+		};
+		stop = (reason) => reader.cancel(reason);
+	} else {
+		const iterator = frames[Symbol.asyncIterator]();
+		next = () => iterator.next();
+		stop = async () => iterator.return?.();
+	}
+	return new ReadableStream<string>({
 		async pull(controller) {
-			const { value, done } = await iterator.next();
+			const { value, done } = await next();
 			if (done) controller.close();
-			else controller.enqueue(encoder.encode(value));
+			else controller.enqueue(value);
 		},
-		async cancel() {
-			// The reader went away (break out of the stream, or an abort): stop decoding.
+		async cancel(reason) {
 			abort.abort();
-			await iterator.return?.();
+			await stop(reason);
 		}
-	});
-	return new Response(body, {
-		status: 200,
-		headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
 	});
 }
 
-function toResponse(r: ServiceResponse, abort: AbortController): Response {
-	if ('sse' in r) return sseResponse(r.sse, abort);
+function toResponse(r: LocalReply, abort: AbortController): Response {
+	if ('sse' in r)
+		return new Response(frameStream(r.sse, abort).pipeThrough(new TextEncoderStream()), {
+			status: 200,
+			headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
+		});
 	return new Response(JSON.stringify(r.json), {
 		status: r.status,
 		// A server-side failure is not worth retrying: say so (the client obeys this header).
@@ -59,8 +85,10 @@ async function bodyText(input: RequestInfo | URL, init?: RequestInit): Promise<s
 	return undefined;
 }
 
-/** A `fetch` that answers from `service` in this process. */
-export function localFetch(service: ChatService): typeof fetch {
+/** A `fetch` that answers from `service` (or any local handler) in this process. */
+export function localFetch(service: ChatService | LocalHandler): typeof fetch {
+	const handle: LocalHandler =
+		typeof service === 'function' ? service : (request) => service.handle(request);
 	return async (input, init) => {
 		const url = new URL(
 			typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
@@ -71,7 +99,7 @@ export function localFetch(service: ChatService): typeof fetch {
 		const outer = init?.signal ?? (input instanceof Request ? input.signal : undefined);
 		if (outer?.aborted) throw outer.reason;
 		outer?.addEventListener('abort', () => abort.abort(outer.reason), { once: true });
-		const response = await service.handle({
+		const response = await handle({
 			method,
 			path: url.pathname,
 			body: await bodyText(input, init),
@@ -81,7 +109,8 @@ export function localFetch(service: ChatService): typeof fetch {
 	};
 }
 
-export type OpenAIClientOptions = ChatServiceOptions | { service: ChatService };
+export type OpenAIClientOptions =
+	ChatServiceOptions | { service: ChatService } | { handler: LocalHandler };
 
 /** The client's own options that still apply to a local client (timeout, headers, ...). */
 export type LocalClientOptions = Omit<
@@ -97,13 +126,18 @@ export function openaiClient(
 	options: OpenAIClientOptions,
 	clientOptions: LocalClientOptions = {}
 ): OpenAI {
-	const service = 'service' in options ? options.service : new ChatService(options);
+	const target =
+		'handler' in options
+			? options.handler
+			: 'service' in options
+				? options.service
+				: new ChatService(options);
 	return new OpenAI({
 		maxRetries: 0,
 		...clientOptions,
 		apiKey: 'tabrl-local',
 		baseURL: LOCAL_BASE_URL,
-		fetch: localFetch(service),
+		fetch: localFetch(target),
 		dangerouslyAllowBrowser: true
 	});
 }

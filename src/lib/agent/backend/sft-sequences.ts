@@ -1,0 +1,73 @@
+/**
+ * @file SFT conversations -> token sequences with the assistant turns marked trained.
+ *
+ * Each assistant turn i is located by rendering the chat template twice: the messages
+ * before it with the generation prompt (where the reply starts) and the messages up to and
+ * including it (where it ends); the tokens in between (the reply, its end-of-turn token and
+ * whatever the template puts after it) are trained, everything else is context. This is
+ * what transformers' `return_assistant_tokens_mask` marks for templates without
+ * `{% generation %}` tags, and it needs the template to render a conversation as a prefix of
+ * its continuation. A template that does not (Qwen3 drops earlier turns' reasoning) is
+ * refused for that conversation with SftDataError rather than training misaligned tokens.
+ */
+import type { ChatMessage, ToolSchema } from '../../model/chat-messages';
+import type { ChatTemplateOptions } from '../../model/chat-template';
+import { normalizeMessages, normalizeTools } from '../openai/request';
+import { AgentError } from '../errors';
+import type { TrainSequence } from '../to-train';
+import type { SftConversation } from './types';
+
+export interface ChatTokenizer {
+	encodeChat(messages: ChatMessage[], opts?: ChatTemplateOptions): number[];
+}
+
+function startsWith(ids: readonly number[], prefix: readonly number[]): boolean {
+	return prefix.length <= ids.length && prefix.every((id, i) => ids[i] === id);
+}
+
+/** The sequence of one conversation; `index` names it in errors. */
+export function sftSequence(
+	tokenizer: ChatTokenizer,
+	conversation: SftConversation,
+	index = 0
+): TrainSequence {
+	const where = `SFT conversation ${index}`;
+	let messages: ChatMessage[];
+	let tools: ToolSchema[] | undefined;
+	try {
+		messages = normalizeMessages(conversation.messages);
+		tools = normalizeTools(conversation.tools);
+	} catch (error) {
+		throw new AgentError('sft-data', `${where}: ${(error as Error).message}`);
+	}
+	const render = (upTo: number, addGenerationPrompt: boolean) =>
+		tokenizer.encodeChat(messages.slice(0, upTo), { tools, addGenerationPrompt });
+	const ids = render(messages.length, false);
+	const trainMask = new Uint8Array(ids.length);
+	let assistantTurns = 0;
+	messages.forEach((m, i) => {
+		if (m.role !== 'assistant') return;
+		assistantTurns++;
+		const start = render(i, true);
+		const end = render(i + 1, false);
+		if (!startsWith(end, start) || !startsWith(ids, end))
+			throw new AgentError(
+				'sft-data',
+				`${where}: the chat template does not render message ${i} as a continuation of the ` +
+					'messages before it, so its tokens cannot be located; SFT needs a template that ' +
+					'renders each conversation as a prefix of its continuation.'
+			);
+		trainMask.fill(1, start.length, end.length);
+	});
+	if (assistantTurns === 0)
+		throw new AgentError('no-trainable-choice', `${where} has no assistant message to train.`);
+	return {
+		ids,
+		trainMask,
+		rolloutLogprobs: new Float32Array(ids.length).fill(NaN),
+		advantage: 0,
+		groupIndex: 0,
+		trajectoryIndex: index,
+		spans: []
+	};
+}

@@ -1,0 +1,132 @@
+/**
+ * @file The backend contract: what a TrainableModel (the frontend, where agent code runs)
+ * asks of the backend that owns the GPU, as ART splits `art.Model` from `LocalBackend`.
+ * Everything crossing it is plain data that survives structured cloning (token ids,
+ * configs, metrics, JSON strings, a ReadableStream for SSE), so the same interface is
+ * served in-process in Node (node.ts) and from a Web Worker in the browser
+ * (src/lib/worker/local-backend.ts). Methods reject with errors carrying a `kind`.
+ */
+import type { LoraConfig } from '../../model/lora';
+import type { GrpoStepConfig } from '../../grpo/train-step';
+import type { AdvantageOptions } from '../../grpo/advantages';
+import type { Message, Tools } from '../trajectory';
+import type { TrainSequence } from '../to-train';
+
+/** What register() needs to know: ART's TrainableModel fields, TypeScript names. */
+export interface ModelSpec {
+	name: string;
+	project: string;
+	/** Where the base model's files are: a folder (Node) or a URL prefix (browser). */
+	baseModel: string;
+	/** LoRA rank, alpha and targets (ART's defaults: r 8, alpha 16, every projection). */
+	lora?: Partial<Pick<LoraConfig, 'rank' | 'alpha' | 'targetModules'>>;
+	/** Seeds LoRA A's initialisation (default 0). */
+	seed?: number;
+	/** Prompt + reply tokens at most (default: the model's max_position_embeddings). */
+	maxContext?: number;
+	/** Sequences decoded together at most (default 64). */
+	maxBatch?: number;
+}
+
+export interface Registration {
+	/** The step the adapter is at: the latest checkpoint's, 0 for a new run. */
+	step: number;
+	/** The LoRA settings in use (from the checkpoint when resuming). */
+	lora: LoraConfig;
+	contextLength: number;
+	/** Steps with a saved checkpoint, ascending. */
+	checkpoints: number[];
+}
+
+/**
+ * One GRPO step's settings: the learning rate (ART's TrainConfig.learning_rate) and the
+ * algorithm's knobs (grpo/train-step.ts, grpo/losses.ts; ART's defaults throughout).
+ */
+export interface TrainConfig extends Omit<GrpoStepConfig, 'lr'>, AdvantageOptions {
+	/** Default: the optimizer's (5e-6, ART's). */
+	learningRate?: number;
+}
+
+export interface SftConfig {
+	/** Default 5e-6 (the optimizer's). */
+	learningRate?: number;
+	/** Conversations per optimizer step (default: all in one step). */
+	batchSize?: number;
+	/** Passes over the data (default 1). */
+	epochs?: number;
+	/** Padded tokens per micro-batch (default: one micro-batch per step). */
+	tokenBudget?: number;
+	/** Shuffle order before each epoch with this seed (default: keep the order). */
+	shuffleSeed?: number;
+}
+
+/** A conversation to imitate: its assistant turns are trained (ART's trainSft input). */
+export interface SftConversation {
+	messages: Message[];
+	tools?: Tools;
+}
+
+/** Metrics of a step as ART names them in history.jsonl: `split/metric`. */
+export type StepMetrics = Record<string, number>;
+
+export interface TrainReport {
+	/** The model's step after the call (unchanged when skipped). */
+	step: number;
+	/** Why nothing changed: nothing to learn, or a non-finite gradient. */
+	skipped?: 'no-signal' | 'non-finite-grad';
+	metrics: StepMetrics;
+	warnings: string[];
+}
+
+/** What the frontend sends for one GRPO step. */
+export interface TrainInput {
+	sequences: TrainSequence[];
+	/** Rollout metrics computed by the frontend (rewards, exceptions, ...), logged with the step. */
+	metrics: StepMetrics;
+}
+
+/** One line of history.jsonl. */
+export interface HistoryEntry {
+	step: number;
+	/** ISO time. */
+	recorded_at: string;
+	[metric: string]: number | string;
+}
+
+export interface DeleteCheckpointsOptions {
+	/** Keep the best checkpoint by this history metric (higher is better); default 'val/reward'. */
+	bestBy?: string;
+}
+
+/** A chat request as the OpenAI client sends it (no transport, no signal). */
+export interface ChatRequest {
+	method: string;
+	path: string;
+	body?: string;
+}
+
+/** A JSON answer, or a stream of SSE frames (`data: ...\n\n`). */
+export type ChatReply =
+	{ status: number; json: unknown } | { status: 200; sse: ReadableStream<string> };
+
+/** A PEFT adapter folder as files (adapter_config.json, adapter_model.safetensors). */
+export type AdapterFiles = Record<string, Uint8Array>;
+
+export interface Backend {
+	register(spec: ModelSpec): Promise<Registration>;
+	chat(name: string, request: ChatRequest): Promise<ChatReply>;
+	train(name: string, input: TrainInput, config?: TrainConfig): Promise<TrainReport>;
+	trainSft(name: string, data: SftConversation[], config?: SftConfig): Promise<TrainReport[]>;
+	getStep(name: string): Promise<number>;
+	/** Appends metrics to the model's history at its current step. */
+	log(name: string, metrics: StepMetrics): Promise<void>;
+	history(name: string): Promise<HistoryEntry[]>;
+	/** Deletes all checkpoints but the latest and the best by a metric; returns the deleted steps. */
+	deleteCheckpoints(name: string, options?: DeleteCheckpointsOptions): Promise<number[]>;
+	/** The adapter of a checkpoint (default: the current weights) in PEFT's format. */
+	exportAdapter(name: string, step?: number): Promise<AdapterFiles>;
+	/** Frees the model's GPU memory (its checkpoints stay). */
+	unregister(name: string): Promise<void>;
+	/** Frees everything (the device included). */
+	close(): Promise<void>;
+}
