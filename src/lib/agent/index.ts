@@ -1,8 +1,9 @@
 /**
  * @file The ART-style data layer for agent code, browser and Node alike: trajectories and
  * groups, gathering rollouts, validation, the training view (token sequences), JSONL in
- * ART's shape, and the tic-tac-toe environment. The OpenAI-compatible client is in
- * ./openai (its own index).
+ * ART's shape, TrainableModel and the backend contract, and the tic-tac-toe environment.
+ * The OpenAI-compatible client is in ./openai (its own index). The Node LocalBackend is in
+ * ./backend/node (it imports node:fs), the browser's in src/lib/worker/local-backend.ts.
  */
 export * from './errors';
 export * from './trajectory';
@@ -11,3 +12,6 @@ export * from './gather';
 export * from './to-train';
 export * from './jsonl';
 export * as tictactoe from './tictactoe';
+export * as letters from './letters';
+export * from './model';
+export type * from './backend/types';

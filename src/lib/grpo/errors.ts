@@ -7,7 +7,13 @@
  */
 
 export type GrpoErrorKind =
-	'non-finite-reward' | 'missing-logprobs' | 'invalid-sequence' | 'invalid-batch' | 'grpo-config';
+	| 'non-finite-reward'
+	| 'missing-logprobs'
+	| 'invalid-sequence'
+	| 'invalid-batch'
+	| 'grpo-config'
+	| 'checkpoint-corrupt'
+	| 'adapter-mismatch';
 
 export class GrpoError extends Error {
 	constructor(
@@ -77,5 +83,25 @@ export class GrpoConfigError extends GrpoError {
 	constructor(detail: string) {
 		super('grpo-config', `GRPO config: ${detail}`);
 		this.name = 'GrpoConfigError';
+	}
+}
+
+/** A saved checkpoint cannot be read: a file missing, bad JSON, wrong sizes. */
+export class CheckpointCorruptError extends GrpoError {
+	constructor(where: string, detail: string) {
+		super(
+			'checkpoint-corrupt',
+			`Checkpoint ${where}: ${detail}. The other checkpoints of the run are untouched; ` +
+				'delete this one or resume from an earlier step.'
+		);
+		this.name = 'CheckpointCorruptError';
+	}
+}
+
+/** A checkpoint or adapter made for another base model, rank or set of target modules. */
+export class AdapterMismatchError extends GrpoError {
+	constructor(detail: string) {
+		super('adapter-mismatch', `Adapter mismatch: ${detail}`);
+		this.name = 'AdapterMismatchError';
 	}
 }

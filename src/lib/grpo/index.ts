@@ -1,6 +1,8 @@
 /**
  * @file The GRPO layer's public surface (what src/lib/agent builds on): advantages,
- * packing, losses, SFT, the optimizer and the train steps, and the typed errors.
+ * packing, losses, SFT, the optimizer and the train steps, checkpoints and their retention,
+ * the run store contract, and the typed errors. The stores themselves are imported from
+ * their files: node-run-store.ts (node:fs) and idb-run-store.ts (IndexedDB).
  */
 export * from './advantages';
 export * from './errors';
@@ -9,3 +11,6 @@ export * from './optimizer';
 export * from './pack';
 export * from './sft';
 export * from './train-step';
+export * from './checkpoint';
+export * from './retention';
+export * from './run-store';

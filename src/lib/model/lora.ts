@@ -199,6 +199,49 @@ export class LoraParameters {
 		return out;
 	}
 
+	/** AdamW's first and second moments of A and B by PEFT name (waits for the GPU). */
+	async readState(): Promise<{ m: Map<string, Float32Array>; v: Map<string, Float32Array> }> {
+		const m = new Map<string, Float32Array>();
+		const v = new Map<string, Float32Array>();
+		for (const mod of this.modules)
+			for (const which of ['A', 'B'] as const) {
+				const name = peftName(mod.layer, mod.module, which);
+				m.set(name, (await readTensor(which === 'A' ? mod.mA : mod.mB)).slice());
+				v.set(name, (await readTensor(which === 'A' ? mod.vA : mod.vB)).slice());
+			}
+		return { m, v };
+	}
+
+	/** Restores AdamW's moments (every parameter's, by PEFT name); checks names and sizes
+	 * before writing anything. */
+	writeState(
+		m: ReadonlyMap<string, ArrayLike<number>>,
+		v: ReadonlyMap<string, ArrayLike<number>>
+	): void {
+		const targets: [Tensor<'f32'>, ArrayLike<number>][] = [];
+		for (const mod of this.modules)
+			for (const which of ['A', 'B'] as const) {
+				const name = peftName(mod.layer, mod.module, which);
+				const pairs: [Tensor<'f32'>, ArrayLike<number> | undefined, string][] = [
+					[which === 'A' ? mod.mA : mod.mB, m.get(name), 'first moment'],
+					[which === 'A' ? mod.vA : mod.vB, v.get(name), 'second moment']
+				];
+				for (const [t, data, what] of pairs) {
+					if (!data) throw new LoraConfigError(`The optimizer state has no ${what} for '${name}'.`);
+					if (data.length !== t.size)
+						throw new LoraConfigError(
+							`The optimizer's ${what} of '${name}' has ${data.length} values; this adapter's is [${t.shape}].`
+						);
+					targets.push([t, data]);
+				}
+			}
+		if (m.size !== this.modules.length * 2 || v.size !== this.modules.length * 2)
+			throw new LoraConfigError(
+				`The optimizer state holds ${m.size} parameters; this adapter has ${this.modules.length * 2}.`
+			);
+		for (const [t, data] of targets) writeTensor(t, data);
+	}
+
 	/** Overwrites A and/or B of the modules named in `values` (PEFT names); checks sizes. */
 	write(values: ReadonlyMap<string, ArrayLike<number>>): void {
 		const targets: [Tensor<'f32'>, ArrayLike<number>][] = [];

@@ -1,0 +1,86 @@
+/**
+ * @file The backend that owns the GPU, written once for every host: it holds the
+ * registered models by name (model-run.ts) and answers the Backend contract (types.ts).
+ * Where the device, the base models and the run stores come from is the host's: Node
+ * (node.ts: Dawn, folders, disk) or the browser worker (src/lib/worker: navigator.gpu, URL
+ * prefixes, IndexedDB). The device is acquired on first use and shared by the models.
+ */
+import type { Gpu } from '../../gpu/device';
+import type { Checkpoint } from '../../model/checkpoint';
+import type { RunStore } from '../../grpo';
+import { AgentError } from '../errors';
+import { ModelRun } from './model-run';
+import type { Backend, ModelSpec } from './types';
+
+export interface BackendHost {
+	acquireGpu(): Promise<Gpu>;
+	/** Opens the base model named by `spec.baseModel` (a folder, a URL prefix). */
+	openBaseModel(spec: ModelSpec): Promise<Checkpoint>;
+	/** The store of the run `spec.project` / `spec.name`. */
+	openStore(spec: ModelSpec): Promise<RunStore>;
+}
+
+export function createLocalBackend(host: BackendHost): Backend {
+	const runs = new Map<string, ModelRun>();
+	let gpu: Promise<Gpu> | undefined;
+
+	const device = () => {
+		gpu ??= host.acquireGpu().catch((error) => {
+			gpu = undefined;
+			throw error;
+		});
+		return gpu;
+	};
+	const run = (name: string): ModelRun => {
+		const r = runs.get(name);
+		if (!r)
+			throw new AgentError(
+				'not-registered',
+				`no model named '${name}' is registered with this backend; call model.register(backend) first.`
+			);
+		return r;
+	};
+
+	return {
+		async register(spec) {
+			if (!spec.name || !spec.project)
+				throw new AgentError('not-registered', 'a model needs a non-empty name and project.');
+			const existing = runs.get(spec.name);
+			if (existing) {
+				if (existing.spec.project !== spec.project || existing.spec.baseModel !== spec.baseModel)
+					throw new AgentError(
+						'not-registered',
+						`a model named '${spec.name}' is already registered with another project or base model.`
+					);
+				return existing.registration();
+			}
+			const [base, store, g] = await Promise.all([
+				host.openBaseModel(spec),
+				host.openStore(spec),
+				device()
+			]);
+			const opened = await ModelRun.open(spec, { gpu: g, base, store });
+			runs.set(spec.name, opened);
+			return opened.registration();
+		},
+		chat: async (name, request) => run(name).chat(request),
+		train: async (name, input, config) => run(name).train(input, config),
+		trainSft: async (name, data, config) => run(name).trainSft(data, config),
+		getStep: async (name) => run(name).step,
+		log: async (name, metrics) => run(name).log(metrics),
+		history: async (name) => run(name).history(),
+		deleteCheckpoints: async (name, options) => run(name).deleteCheckpoints(options),
+		exportAdapter: async (name, step) => run(name).exportAdapter(step),
+		async unregister(name) {
+			runs.get(name)?.release();
+			runs.delete(name);
+		},
+		async close() {
+			for (const r of runs.values()) r.release();
+			runs.clear();
+			const g = gpu;
+			gpu = undefined;
+			(await g?.catch(() => undefined))?.destroy();
+		}
+	};
+}

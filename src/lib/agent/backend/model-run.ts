@@ -1,0 +1,327 @@
+/**
+ * @file One registered model inside a backend: the base weights with their LoRA adapters
+ * on the GPU, the AdamW state, the generator and the OpenAI-compatible chat service that
+ * rollouts talk to, and the run's store (checkpoints and history).
+ *
+ * Lifecycle, as ART's LocalBackend: register() resumes from the latest checkpoint (or saves
+ * step 0 for a new run); every optimizer step is followed by a checkpoint of that step and a
+ * history line, written before the call returns, so a crash loses at most the step in
+ * flight (the store writes a checkpoint atomically). Rollouts and training share the GPU
+ * through a TrainGate: a step waits for the generations in flight and new ones wait for it.
+ */
+import type { Gpu } from '../../gpu/device';
+import type { Checkpoint } from '../../model/checkpoint';
+import { Generator } from '../../model/generation';
+import { resolveLoraConfig } from '../../model/lora';
+import { Tokenizer } from '../../model/tokenizer';
+import { TransformerModel } from '../../model/transformer';
+import {
+	applyCheckpoint,
+	captureCheckpoint,
+	decodeTrainingCheckpoint,
+	encodeTrainingCheckpoint,
+	checkpointsToDelete,
+	checkpointName,
+	type RunStore
+} from '../../grpo';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
+import { LoraOptimizer } from '../../grpo/optimizer';
+import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../../grpo/train-step';
+import { frameStream } from '../openai/client';
+import { ChatService } from '../openai/service';
+import type { ChatEngine } from '../openai/engine';
+import { sftSequence } from './sft-sequences';
+import { TrainGate } from './train-gate';
+import { AgentError } from '../errors';
+import type {
+	AdapterFiles,
+	ChatReply,
+	ChatRequest,
+	DeleteCheckpointsOptions,
+	HistoryEntry,
+	ModelSpec,
+	Registration,
+	SftConfig,
+	SftConversation,
+	StepMetrics,
+	TrainConfig,
+	TrainInput,
+	TrainReport
+} from './types';
+
+export interface ModelRunEnv {
+	gpu: Gpu;
+	/** The base model, opened (config, tokenizer files, weights). */
+	base: Checkpoint;
+	store: RunStore;
+}
+
+/** Deterministic Fisher-Yates with a 32-bit LCG (SFT epochs' order). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+	const out = [...items];
+	let s = seed >>> 0;
+	for (let i = out.length - 1; i > 0; i--) {
+		s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+		const j = s % (i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
+
+const nowIso = () => new Date().toISOString();
+
+export class ModelRun {
+	#released = false;
+
+	private constructor(
+		readonly spec: ModelSpec,
+		readonly model: TransformerModel,
+		readonly optimizer: LoraOptimizer,
+		readonly generator: Generator,
+		readonly tokenizer: Tokenizer,
+		readonly service: ChatService,
+		readonly store: RunStore,
+		readonly baseId: string,
+		readonly gate: TrainGate
+	) {}
+
+	/** Loads the base model and its adapters: the latest checkpoint's, or new ones (saved as step 0). */
+	static async open(spec: ModelSpec, env: ModelRunEnv): Promise<ModelRun> {
+		const { gpu, base, store } = env;
+		const { config, files } = base;
+		const tokenizer = Tokenizer.fromJson(
+			files.tokenizerJson,
+			files.tokenizerConfigJson,
+			files.chatTemplate
+		);
+		const steps = await store.listCheckpoints();
+		const latest = steps.at(-1);
+		const wanted = spec.lora ? resolveLoraConfig(spec.lora) : undefined;
+		const saved =
+			latest === undefined
+				? undefined
+				: await decodeTrainingCheckpoint(await store.loadCheckpoint(latest), {
+						modelConfig: config,
+						lora: wanted,
+						where: `checkpoints/${checkpointName(latest)}`
+					});
+		const lora = saved?.lora ?? wanted ?? resolveLoraConfig();
+		const model = await TransformerModel.create(gpu, config, base.weights, {
+			lora,
+			seed: spec.seed ?? 0
+		});
+		const optimizer = new LoraOptimizer(gpu, model.lora!);
+		const generator = new Generator(model, {
+			maxContext: spec.maxContext,
+			maxBatch: spec.maxBatch
+		});
+		let run: ModelRun | undefined;
+		try {
+			const gate = new TrainGate();
+			const engine: ChatEngine = {
+				generate: (prompts, options) => gate.shared(() => generator.generate(prompts, options)),
+				contextLength: generator.contextLength
+			};
+			const service = new ChatService({
+				engine,
+				tokenizer,
+				model: spec.name,
+				contextLength: generator.contextLength,
+				scheduler: { stopTokenIds: config.eosTokenIds }
+			});
+			run = new ModelRun(
+				spec,
+				model,
+				optimizer,
+				generator,
+				tokenizer,
+				service,
+				store,
+				base.where,
+				gate
+			);
+			if (saved) applyCheckpoint(model.lora!, optimizer, saved);
+			else await run.#saveCheckpoint({});
+			return run;
+		} catch (error) {
+			if (run) run.release();
+			else {
+				generator.release();
+				optimizer.release();
+				model.release();
+			}
+			throw error;
+		}
+	}
+
+	get step(): number {
+		return this.optimizer.step;
+	}
+
+	async registration(): Promise<Registration> {
+		return {
+			step: this.step,
+			lora: this.model.lora!.config,
+			contextLength: this.generator.contextLength,
+			checkpoints: await this.store.listCheckpoints()
+		};
+	}
+
+	/** Answers one OpenAI request; a stream's cancellation stops its decode. */
+	async chat(request: ChatRequest): Promise<ChatReply> {
+		const abort = new AbortController();
+		const r = await this.service.handle({ ...request, signal: abort.signal });
+		return 'sse' in r ? { status: 200, sse: frameStream(r.sse, abort) } : r;
+	}
+
+	/** One GRPO step over the sequences, then its checkpoint and history line. */
+	train(input: TrainInput, config: TrainConfig = {}): Promise<TrainReport> {
+		return this.gate.exclusive(async () => {
+			this.#checkLive();
+			// (scaleRewards acted in the frontend, where the advantages were computed.)
+			const result = await grpoStep(this.model, this.optimizer, input.sequences, {
+				...config,
+				lr: config.learningRate
+			});
+			return this.#finishStep(result, input.metrics, 'train');
+		});
+	}
+
+	/** SFT: one optimizer step per batch of conversations, each checkpointed. */
+	trainSft(data: SftConversation[], config: SftConfig = {}): Promise<TrainReport[]> {
+		return this.gate.exclusive(async () => {
+			this.#checkLive();
+			const sequences = data.map((c, i) => sftSequence(this.tokenizer, c, i));
+			const batchSize = config.batchSize ?? sequences.length;
+			if (!(Number.isInteger(batchSize) && batchSize >= 1))
+				throw new AgentError('sft-data', `batchSize must be a positive integer, got ${batchSize}.`);
+			const reports: TrainReport[] = [];
+			for (let epoch = 0; epoch < (config.epochs ?? 1); epoch++) {
+				const order =
+					config.shuffleSeed === undefined
+						? sequences
+						: shuffled(sequences, config.shuffleSeed + epoch);
+				for (let i = 0; i < order.length; i += batchSize) {
+					const result = await sftStep(this.model, this.optimizer, order.slice(i, i + batchSize), {
+						lr: config.learningRate,
+						tokenBudget: config.tokenBudget
+					});
+					reports.push(await this.#finishStep(result, { 'train/epoch': epoch }, 'sft'));
+				}
+			}
+			return reports;
+		});
+	}
+
+	async log(metrics: StepMetrics): Promise<void> {
+		await this.store.appendHistory({ step: this.step, recorded_at: nowIso(), ...metrics });
+	}
+
+	async history(): Promise<HistoryEntry[]> {
+		return (await this.store.readHistory()) as HistoryEntry[];
+	}
+
+	async deleteCheckpoints(options: DeleteCheckpointsOptions = {}): Promise<number[]> {
+		return this.gate.exclusive(async () => {
+			const steps = await this.store.listCheckpoints();
+			const doomed = checkpointsToDelete(steps, await this.history(), {
+				bestBy: options.bestBy ?? 'val/reward'
+			});
+			for (const step of doomed) await this.store.deleteCheckpoint(step);
+			return doomed;
+		});
+	}
+
+	async exportAdapter(step?: number): Promise<AdapterFiles> {
+		const files =
+			step === undefined
+				? encodeTrainingCheckpoint(await this.#capture({}))
+				: await this.store.loadCheckpoint(step);
+		const out: AdapterFiles = {};
+		for (const name of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) {
+			const bytes = files.get(name);
+			if (!bytes) throw new AgentError('not-registered', `checkpoint ${step} has no ${name}.`);
+			out[name] = bytes;
+		}
+		return out;
+	}
+
+	release(): void {
+		if (this.#released) return;
+		this.#released = true;
+		this.generator.release();
+		this.optimizer.release();
+		this.model.release();
+	}
+
+	#checkLive(): void {
+		if (this.#released)
+			throw new AgentError('not-registered', `model '${this.spec.name}' was unregistered.`);
+	}
+
+	#capture(metrics: StepMetrics) {
+		return captureCheckpoint(this.model.lora!, this.optimizer, {
+			baseModel: this.baseId,
+			modelConfig: this.model.config,
+			metrics
+		});
+	}
+
+	async #saveCheckpoint(metrics: StepMetrics): Promise<void> {
+		const files = encodeTrainingCheckpoint(await this.#capture(metrics));
+		await this.store.saveCheckpoint(this.step, files);
+	}
+
+	async #finishStep(
+		result: GrpoStepResult | SftStepResult,
+		extra: StepMetrics,
+		split: 'train' | 'sft'
+	): Promise<TrainReport> {
+		const metrics: StepMetrics = { ...extra };
+		if (result.skipped) {
+			metrics[`${split}/skipped`] = 1;
+			Object.assign(metrics, countMetrics(split, result.counts));
+		} else {
+			Object.assign(metrics, stepMetrics(split, result));
+			await this.#saveCheckpoint(metrics);
+		}
+		await this.log(metrics);
+		return { step: this.step, skipped: result.skipped, metrics, warnings: result.warnings };
+	}
+}
+
+function countMetrics(
+	split: string,
+	c: { sequences: number; sequencesDropped: number; microBatches: number }
+): StepMetrics {
+	return {
+		[`${split}/sequences`]: c.sequences,
+		[`${split}/sequences_dropped`]: c.sequencesDropped,
+		[`${split}/micro_batches`]: c.microBatches
+	};
+}
+
+/** A step's numbers under ART's `split/name` keys. */
+function stepMetrics(split: string, r: GrpoStepResult | SftStepResult): StepMetrics {
+	if (r.skipped) return {};
+	const m = r.metrics;
+	const out: StepMetrics = {
+		...countMetrics(split, m),
+		[`${split}/loss`]: m.loss,
+		[`${split}/grad_norm`]: m.gradNorm,
+		[`${split}/lr`]: m.lr,
+		[`${split}/tokens`]: m.tokens,
+		[`${split}/forward_backward_ms`]: m.times.forwardBackwardMs,
+		[`${split}/optimizer_ms`]: m.times.optimizerMs,
+		[`${split}/step_ms`]: m.times.totalMs
+	};
+	if ('policyLoss' in m) {
+		out[`${split}/policy_loss`] = m.policyLoss;
+		out[`${split}/ratio_mean`] = m.ratioMean;
+		out[`${split}/clip_low_fraction`] = m.clipLowFraction;
+		out[`${split}/clip_high_fraction`] = m.clipHighFraction;
+		out[`${split}/reference_ms`] = m.times.referenceMs;
+		if (m.klMean !== undefined) out[`${split}/kl`] = m.klMean;
+	}
+	return out;
+}

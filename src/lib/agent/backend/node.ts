@@ -1,0 +1,36 @@
+/**
+ * @file Node only (imports node:fs through the run store): ART's `LocalBackend` for a
+ * server or a script. The backend runs in this process on Dawn; base models are folders on
+ * disk; each run lives in `PATH/<project>/models/<name>/` as ART lays it out (history.jsonl,
+ * checkpoints/<step>/ with PEFT files), unless `runDir` says otherwise (the CLI's --out).
+ */
+import { join } from 'node:path';
+import { acquireGpu, type Gpu } from '../../gpu/device';
+import { openCheckpointFromDirectory } from '../../model/node-checkpoint';
+import { NodeRunStore } from '../../grpo/node-run-store';
+import { DelegatingBackend } from './delegate';
+import { createLocalBackend } from './local';
+import type { ModelSpec } from './types';
+
+export interface LocalBackendOptions {
+	/** Where runs are kept (default '.tabrl', as ART's '.art'). */
+	path?: string;
+	/** The folder of one run; default `path/<project>/models/<name>`. */
+	runDir?: (spec: ModelSpec) => string;
+	/** Where the GPU comes from (default: acquireGpu()). */
+	acquireGpu?: () => Promise<Gpu>;
+}
+
+export class LocalBackend extends DelegatingBackend {
+	constructor(options: LocalBackendOptions = {}) {
+		const path = options.path ?? '.tabrl';
+		const runDir = options.runDir ?? ((s: ModelSpec) => join(path, s.project, 'models', s.name));
+		super(
+			createLocalBackend({
+				acquireGpu: options.acquireGpu ?? (() => acquireGpu()),
+				openBaseModel: (spec) => openCheckpointFromDirectory(spec.baseModel),
+				openStore: async (spec) => new NodeRunStore(runDir(spec))
+			})
+		);
+	}
+}
