@@ -12,11 +12,13 @@ import { UsageError } from './cli/args';
 import { parseScoreArgs, runScore, SCORE_USAGE } from './cli/score';
 import { GENERATE_USAGE, parseGenerateArgs, runGenerate } from './cli/generate';
 import { parseServeArgs, runServe, SERVE_USAGE } from './cli/serve';
+import { parseTrainArgs, runTrain, TRAIN_USAGE } from './cli/train';
 
 const COMMANDS: Record<string, { usage: string; run(argv: string[]): Promise<unknown> }> = {
 	score: { usage: SCORE_USAGE, run: (argv) => runScore(parseScoreArgs(argv)) },
 	serve: { usage: SERVE_USAGE, run: (argv) => runServe(parseServeArgs(argv)) },
-	generate: { usage: GENERATE_USAGE, run: (argv) => runGenerate(parseGenerateArgs(argv)) }
+	generate: { usage: GENERATE_USAGE, run: (argv) => runGenerate(parseGenerateArgs(argv)) },
+	train: { usage: TRAIN_USAGE, run: (argv) => runTrain(parseTrainArgs(argv)) }
 };
 const USAGE = `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${Object.values(COMMANDS)
 	.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))

@@ -72,3 +72,18 @@ export function parseIdList(text: string, usage: string): number[] {
 		return n;
 	});
 }
+
+/** A numeric flag's value (undefined when absent), checked by `ok`; a UsageError says `what` it must be. */
+export function numberFlag(
+	name: string,
+	text: string | undefined,
+	ok: (n: number) => boolean,
+	what: string,
+	usage: string
+): number | undefined {
+	if (text === undefined) return undefined;
+	const n = Number(text);
+	if (text.trim() === '' || !ok(n))
+		throw new UsageError(`--${name}: '${text}' is not ${what}`, usage);
+	return n;
+}

@@ -2,7 +2,7 @@
  * @file `cli generate`: new tokens for one prompt from a model folder, sampled on the GPU
  * with a KV cache (Generator, generation.ts).
  *
- *   generate --model DIR (--ids 1,2,3 | --text STRING | --chat FILE) --max-tokens N
+ *   generate --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE) --max-tokens N
  *       --temperature T [--top-p P] [--top-k K] [--seed S] [--ignore-eos]
  *
  * prints {"prompt_ids": number[], "ids": number[], "logprobs": number[], "text": string,
@@ -22,17 +22,24 @@ import { parseChatRequest } from '../../src/lib/model/chat-template';
 import { ContextLengthError } from '../../src/lib/model/errors';
 import { Generator } from '../../src/lib/model/generation';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
-import { TransformerModel } from '../../src/lib/model/transformer';
-import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
-import { openModelFolder, readChatFile } from './model-folder';
+import {
+	CliInputError,
+	numberFlag as numberFlagOf,
+	parseFlags,
+	parseIdList,
+	UsageError
+} from './args';
+import { createModel, openModelFolder, readAdapterFolder, readChatFile } from './model-folder';
 import type { ScoreInput } from './score';
 
 export const GENERATE_USAGE =
-	'usage: npm run -s cli -- generate --model DIR (--ids 1,2,3 | --text STRING | --chat FILE) ' +
+	'usage: npm run -s cli -- generate --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE) ' +
 	'--max-tokens N --temperature T [--top-p P] [--top-k K] [--seed S] [--ignore-eos]';
 
 export interface GenerateArgs {
 	model: string;
+	/** A PEFT adapter folder applied to the model. */
+	adapter?: string;
 	input: ScoreInput;
 	maxTokens: number;
 	temperature: number;
@@ -50,18 +57,12 @@ export interface GenerateOutput {
 	finish_reason: 'stop' | 'length';
 }
 
-function numberFlag(
+const numberFlag = (
 	name: string,
 	text: string | undefined,
 	ok: (n: number) => boolean,
 	what: string
-): number | undefined {
-	if (text === undefined) return undefined;
-	const n = Number(text);
-	if (text.trim() === '' || !ok(n))
-		throw new UsageError(`--${name}: '${text}' is not ${what}`, GENERATE_USAGE);
-	return n;
-}
+) => numberFlagOf(name, text, ok, what, GENERATE_USAGE);
 
 export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 	// --ignore-eos is the one flag without a value; parseFlags reads the rest.
@@ -71,6 +72,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 		argv.filter((a) => a !== '--ignore-eos'),
 		{
 			model: {},
+			adapter: {},
 			ids: {},
 			text: {},
 			chat: {},
@@ -114,6 +116,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 		throw new UsageError('--temperature T is required (0: greedy)', GENERATE_USAGE);
 	return {
 		model: flags.model,
+		adapter: flags.adapter,
 		input,
 		maxTokens,
 		temperature,
@@ -132,6 +135,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 export async function runGenerate(args: GenerateArgs): Promise<GenerateOutput> {
 	const checkpoint = await openModelFolder(args.model);
 	const { config, files } = checkpoint;
+	const adapter = args.adapter ? await readAdapterFolder(args.adapter, config) : undefined;
 	const tokenizer = Tokenizer.fromJson(
 		files.tokenizerJson,
 		files.tokenizerConfigJson,
@@ -155,7 +159,7 @@ export async function runGenerate(args: GenerateArgs): Promise<GenerateOutput> {
 
 	const gpu = await acquireGpu();
 	try {
-		const model = await TransformerModel.create(gpu, config, checkpoint.weights);
+		const model = await createModel(gpu, checkpoint, adapter);
 		const generator = new Generator(model, { maxBatch: 1 });
 		try {
 			const [out] = await generator.generate([ids], {

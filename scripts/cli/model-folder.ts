@@ -1,10 +1,23 @@
 /**
  * @file What the model commands (score, generate, serve) read from disk before any GPU
  * work: the `--model` folder, checked to be a directory and opened as a Hugging Face
- * checkpoint, and the JSON of a `--chat FILE`. Both fail with CliInputError naming the flag.
+ * checkpoint, an `--adapter` folder in PEFT's format, and the JSON of a `--chat FILE`. Each
+ * fails with CliInputError naming the flag (an adapter that does not fit the model: the
+ * model layer's LoraConfigError).
  */
 import { readFile, stat } from 'node:fs/promises';
-import { openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
+import { join } from 'node:path';
+import type { Gpu } from '../../src/lib/gpu/device';
+import type { Checkpoint } from '../../src/lib/model/checkpoint';
+import { fileByteSource, openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
+import {
+	ADAPTER_CONFIG_FILE,
+	ADAPTER_WEIGHTS_FILE,
+	readPeftAdapter,
+	type PeftAdapter
+} from '../../src/lib/model/peft-adapter';
+import { TransformerModel } from '../../src/lib/model/transformer';
+import type { ModelConfig } from '../../src/lib/model/types';
 import { CliInputError } from './args';
 
 /** Opens the `--model` folder (config, tokenizer files, weights index). */
@@ -31,4 +44,41 @@ export async function readChatFile(file: string): Promise<unknown> {
 	} catch (error) {
 		throw new CliInputError(`--chat: ${file} is not valid JSON (${(error as Error).message})`);
 	}
+}
+
+/**
+ * Reads the `--adapter` folder (PEFT's adapter_config.json + adapter_model.safetensors, as
+ * `train` writes its checkpoints and peft's save_pretrained does) for `config`'s model;
+ * a folder that is not one, or an adapter for another model, fails before the GPU is used.
+ */
+export async function readAdapterFolder(dir: string, config: ModelConfig): Promise<PeftAdapter> {
+	const info = await stat(dir).catch(() => undefined);
+	if (!info?.isDirectory())
+		throw new CliInputError(
+			`--adapter: ${dir} is not a directory (give a PEFT adapter folder: ` +
+				`${ADAPTER_CONFIG_FILE}, ${ADAPTER_WEIGHTS_FILE})`
+		);
+	let configJson: string;
+	try {
+		configJson = await readFile(join(dir, ADAPTER_CONFIG_FILE), 'utf8');
+	} catch {
+		throw new CliInputError(`--adapter: ${dir} has no ${ADAPTER_CONFIG_FILE}`);
+	}
+	const weights = await fileByteSource(join(dir, ADAPTER_WEIGHTS_FILE)).catch(() => {
+		throw new CliInputError(`--adapter: ${dir} has no ${ADAPTER_WEIGHTS_FILE}`);
+	});
+	return readPeftAdapter(config, configJson, weights, { ignoreDropout: true });
+}
+
+/** The model with the adapter's weights in its LoRA (or the base model without one). */
+export async function createModel(
+	gpu: Gpu,
+	checkpoint: Checkpoint,
+	adapter: PeftAdapter | undefined
+): Promise<TransformerModel> {
+	const model = await TransformerModel.create(gpu, checkpoint.config, checkpoint.weights, {
+		lora: adapter?.config
+	});
+	if (adapter) model.lora!.write(adapter.params);
+	return model;
 }

@@ -1,13 +1,15 @@
 /**
  * @file `cli score`: per-token log-probabilities of a token sequence under a model folder.
  *
- *   score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)
+ *   score --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE)
  *
  * prints {"ids": number[], "logprobs": (number|null)[]}: logprobs[i] = log p(ids[i] |
  * ids[<i]), logprobs[0] = null (nothing precedes the first token). --text is tokenized
  * with no special tokens added; --chat FILE holds {"messages", "tools"?,
  * "add_generation_prompt"?, "enable_thinking"?, "chat_template_kwargs"?} rendered with
  * the model's chat template and tokenized with nothing added (Tokenizer.encodeChat).
+ * --adapter DIR applies a LoRA adapter in PEFT's format (a `train` checkpoint folder, or
+ * peft's save_pretrained output) to the model.
  *
  * Order of work: flags, then the folder (config, tokenizer, weight headers: every file
  * problem is reported before the GPU is touched), then the ids, then the GPU.
@@ -15,18 +17,19 @@
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/chat-template';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
-import { TransformerModel } from '../../src/lib/model/transformer';
 import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
-import { openModelFolder, readChatFile } from './model-folder';
+import { createModel, openModelFolder, readAdapterFolder, readChatFile } from './model-folder';
 
 export const SCORE_USAGE =
-	'usage: npm run -s cli -- score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)';
+	'usage: npm run -s cli -- score --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE)';
 
 export type ScoreInput =
 	{ kind: 'ids'; ids: number[] } | { kind: 'text'; text: string } | { kind: 'chat'; file: string };
 
 export interface ScoreArgs {
 	model: string;
+	/** A PEFT adapter folder applied to the model. */
+	adapter?: string;
 	input: ScoreInput;
 }
 
@@ -36,7 +39,11 @@ export interface ScoreOutput {
 }
 
 export function parseScoreArgs(argv: readonly string[]): ScoreArgs {
-	const flags = parseFlags(argv, { model: {}, ids: {}, text: {}, chat: {} }, SCORE_USAGE);
+	const flags = parseFlags(
+		argv,
+		{ model: {}, adapter: {}, ids: {}, text: {}, chat: {} },
+		SCORE_USAGE
+	);
 	if (flags.model === undefined) throw new UsageError('--model DIR is required', SCORE_USAGE);
 	const given = (['ids', 'text', 'chat'] as const).filter((k) => flags[k] !== undefined);
 	if (given.length !== 1)
@@ -52,12 +59,13 @@ export function parseScoreArgs(argv: readonly string[]): ScoreArgs {
 			: flags.text !== undefined
 				? { kind: 'text', text: flags.text }
 				: { kind: 'chat', file: flags.chat! };
-	return { model: flags.model, input };
+	return { model: flags.model, adapter: flags.adapter, input };
 }
 
 export async function runScore(args: ScoreArgs): Promise<ScoreOutput> {
 	const checkpoint = await openModelFolder(args.model);
 	const { config, files } = checkpoint;
+	const adapter = args.adapter ? await readAdapterFolder(args.adapter, config) : undefined;
 
 	let ids: number[];
 	if (args.input.kind === 'ids') ids = args.input.ids;
@@ -82,7 +90,7 @@ export async function runScore(args: ScoreArgs): Promise<ScoreOutput> {
 
 	const gpu = await acquireGpu();
 	try {
-		const model = await TransformerModel.create(gpu, config, checkpoint.weights);
+		const model = await createModel(gpu, checkpoint, adapter);
 		try {
 			const { logprobs } = await model.scoreTokens([ids]);
 			return {
