@@ -173,6 +173,30 @@ function logprobsOk(e: LogprobError): boolean {
 	return e.maxAbs <= PARITY_TOLERANCE.logprobMaxAbs && e.nanMismatch === 0 && e.count > 0;
 }
 
+/** What a case holds: its model folder opened, its PEFT adapter, its expected tensors
+ * (`need(name)` throws on a missing one) and its right-padded batch. */
+export async function openParityCase(root: string, c: ManifestCase) {
+	const checkpoint = await openCheckpoint(parityStore(join(root, c.model)));
+	const adapterDir = join(root, c.adapter);
+	const adapter = await readPeftAdapter(
+		checkpoint.config,
+		await readFile(join(adapterDir, ADAPTER_CONFIG_FILE), 'utf8'),
+		await fileByteSource(join(adapterDir, ADAPTER_WEIGHTS_FILE))
+	);
+	const expected = await readExpected(await readFile(join(root, c.expected)));
+	const need = (name: string): ExpectedTensor => {
+		const t = expected.get(name);
+		if (!t) throw new Error(`${c.expected} has no tensor '${name}'`);
+		return t;
+	};
+	const ids = need('ids');
+	const lengths = need('lengths');
+	const [B, T] = ids.shape;
+	const batch: TokenBatchInput = { ids: ids.data, lengths: lengths.data, seqLen: T };
+	if (lengths.data.length !== B) throw new Error('ids and lengths disagree on B');
+	return { checkpoint, adapter, expected, need, batch };
+}
+
 /** One case: load, score without and with the adapter, forwardBackward, compare. */
 export async function runParityCase(gpu: Gpu, root: string, c: ManifestCase): Promise<CaseReport> {
 	const t0 = performance.now();
@@ -185,27 +209,9 @@ export async function runParityCase(gpu: Gpu, root: string, c: ManifestCase): Pr
 	};
 	let model: TransformerModel | undefined;
 	try {
-		const checkpoint = await openCheckpoint(parityStore(join(root, c.model)));
+		const { checkpoint, adapter, expected, need, batch } = await openParityCase(root, c);
 		const { config } = checkpoint;
 		report.architecture = config.architecture;
-		const adapterDir = join(root, c.adapter);
-		const adapter = await readPeftAdapter(
-			config,
-			await readFile(join(adapterDir, ADAPTER_CONFIG_FILE), 'utf8'),
-			await fileByteSource(join(adapterDir, ADAPTER_WEIGHTS_FILE))
-		);
-		const expected = await readExpected(await readFile(join(root, c.expected)));
-		const need = (name: string) => {
-			const t = expected.get(name);
-			if (!t) throw new Error(`${c.expected} has no tensor '${name}'`);
-			return t;
-		};
-		const ids = need('ids');
-		const lengths = need('lengths');
-		const [B, T] = ids.shape;
-		const batch: TokenBatchInput = { ids: ids.data, lengths: lengths.data, seqLen: T };
-		if (lengths.data.length !== B) throw new Error('ids and lengths disagree on B');
-
 		model = await TransformerModel.create(gpu, config, checkpoint.weights, {
 			lora: adapter.config
 		});

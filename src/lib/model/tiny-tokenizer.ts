@@ -61,12 +61,20 @@ export function bytesToUnicode(): string[] {
 	return map;
 }
 
-/** Greedy BPE training on CORPUS: the most frequent adjacent pair, `count` times. */
-function learnMerges(byteChars: string[], count: number): [string, string][] {
+/** GPT-2's pre-tokenizer pattern (what the ByteLevel pre-tokenizer splits by at encoding). */
+const GPT2_SPLIT = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+
+/**
+ * Greedy BPE training: the most frequent adjacent pair, `count` times (ties: the smaller
+ * pair). The fixtures' tokenizer learns from CORPUS with a simpler split (kept: tests pin
+ * its ids); a given corpus is split as the tokenizer will split it when encoding.
+ */
+function learnMerges(byteChars: string[], count: number, corpus?: string): [string, string][] {
 	// Pre-split like the ByteLevel pre-tokenizer: a word carries its leading space.
-	const words = (CORPUS.match(/ ?[a-z]+| ?[^a-z\s]+|\s+/g) ?? []).map((w) =>
-		[...new TextEncoder().encode(w)].map((b) => byteChars[b])
-	);
+	const pieces = corpus
+		? (corpus.match(GPT2_SPLIT) ?? [])
+		: (CORPUS.match(/ ?[a-z]+| ?[^a-z\s]+|\s+/g) ?? []);
+	const words = pieces.map((w) => [...new TextEncoder().encode(w)].map((b) => byteChars[b]));
 	const merges: [string, string][] = [];
 	for (let m = 0; m < count; m++) {
 		const freq = new Map<string, number>();
@@ -99,12 +107,25 @@ export interface TinyTokenizer {
 	ids: { endoftext: number; imStart: number; imEnd: number };
 }
 
-/** Builds the tokenizer files; `templateInConfig` false leaves the template to a .jinja file. */
-export function tinyTokenizer(templateInConfig = true): TinyTokenizer {
+export interface TinyTokenizerOptions {
+	/** Text to learn the merges from (default: the fixtures' fixed English text). */
+	corpus?: string;
+	/** Merges to learn at most (default 64). */
+	merges?: number;
+}
+
+/**
+ * Builds the tokenizer files; `templateInConfig` false leaves the template to a .jinja file.
+ * With `corpus`, a real byte-level BPE for that domain (e.g. tic-tac-toe transcripts).
+ */
+export function tinyTokenizer(
+	templateInConfig = true,
+	options: TinyTokenizerOptions = {}
+): TinyTokenizer {
 	const byteChars = bytesToUnicode();
 	const vocab: Record<string, number> = {};
 	byteChars.forEach((c, b) => (vocab[c] = b));
-	const merges = learnMerges(byteChars, MERGES);
+	const merges = learnMerges(byteChars, options.merges ?? MERGES, options.corpus);
 	for (const [a, b] of merges)
 		if (!Object.hasOwn(vocab, a + b)) vocab[a + b] = Object.keys(vocab).length;
 	const first = Object.keys(vocab).length;

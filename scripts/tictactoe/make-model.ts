@@ -1,0 +1,106 @@
+/**
+ * @file The small model of the tic-tac-toe learning run: a Llama-architecture model with
+ * random initial weights (as transformers initialises a new LlamaForCausalLM: every matrix
+ * N(0, 0.02^2), norms 1) and a real byte-level BPE tokenizer whose merges are learned from
+ * tic-tac-toe conversations rendered with its ChatML template, so a board or a move is a
+ * handful of tokens. Written as a Hugging Face folder (config.json, generation_config.json,
+ * tokenizer.json, tokenizer_config.json, model.safetensors) that TabRL and transformers both
+ * load.
+ */
+import { Rng } from '../../src/lib/gpu/reference/random';
+import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
+import { parseModelConfig } from '../../src/lib/model/config';
+import { writeModelFiles } from '../../src/lib/model/node-checkpoint';
+import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
+import { tinyTokenizer } from '../../src/lib/model/tiny-tokenizer';
+import { Tokenizer } from '../../src/lib/model/tokenizer';
+import { weightSpecs } from '../../src/lib/model/weight-spec';
+
+export interface TicTacToeModelOptions {
+	hidden: number;
+	layers: number;
+	heads: number;
+	intermediate: number;
+	/** BPE merges learned from the transcripts. */
+	merges: number;
+	seed: number;
+}
+
+export const MODEL_SIZES: Record<'small' | 'tiny', TicTacToeModelOptions> = {
+	/** ~5M parameters: the GPU machine's run. */
+	small: { hidden: 256, layers: 6, heads: 4, intermediate: 768, merges: 400, seed: 1 },
+	/** For a smoke test on SwiftShader. */
+	tiny: { hidden: 32, layers: 2, heads: 2, intermediate: 64, merges: 200, seed: 1 }
+};
+
+/** Tic-tac-toe conversations rendered with the template: the tokenizer's training text. */
+function corpus(): string {
+	const plain = tinyTokenizer(true);
+	const renderer = Tokenizer.fromJson(plain.tokenizerJson, plain.tokenizerConfigJson);
+	return legalPlayTranscripts(400, 424242)
+		.map((t) =>
+			renderer.applyChatTemplate(
+				t.messages().map((m) => ({ role: m.role, content: String(m.content) })),
+				{ addGenerationPrompt: false }
+			)
+		)
+		.join('');
+}
+
+/** Writes the model folder into `dir`; returns its parameter count and vocabulary size. */
+export async function writeTicTacToeModel(
+	dir: string,
+	o: TicTacToeModelOptions
+): Promise<{ parameters: number; vocab: number }> {
+	const tok = tinyTokenizer(true, { corpus: corpus(), merges: o.merges });
+	const vocab = Math.ceil(tok.size / 64) * 64;
+	const { endoftext, imEnd } = tok.ids;
+	const raw = {
+		architectures: ['LlamaForCausalLM'],
+		model_type: 'llama',
+		hidden_act: 'silu',
+		hidden_size: o.hidden,
+		intermediate_size: o.intermediate,
+		num_hidden_layers: o.layers,
+		num_attention_heads: o.heads,
+		num_key_value_heads: o.heads,
+		head_dim: o.hidden / o.heads,
+		max_position_embeddings: 2048,
+		rms_norm_eps: 1e-5,
+		rope_theta: 10000.0,
+		attention_bias: false,
+		attention_dropout: 0.0,
+		mlp_bias: false,
+		tie_word_embeddings: true,
+		vocab_size: vocab,
+		initializer_range: 0.02,
+		bos_token_id: endoftext,
+		eos_token_id: imEnd,
+		torch_dtype: 'float32',
+		use_cache: true,
+		transformers_version: '4.46.0'
+	};
+	const generationConfig = {
+		bos_token_id: endoftext,
+		eos_token_id: [imEnd, endoftext],
+		pad_token_id: endoftext
+	};
+	const config = parseModelConfig(raw, generationConfig);
+	const rng = new Rng(o.seed);
+	let parameters = 0;
+	const tensors = weightSpecs(config).map(({ name, shape }) => {
+		const n = shape.reduce((a, b) => a * b, 1);
+		parameters += n;
+		const data = name.endsWith('norm.weight') ? new Float32Array(n).fill(1) : rng.normals(n, 0.02);
+		return { name, dtype: 'F32' as const, shape, data };
+	});
+	const files = new Map<string, string | Uint8Array>([
+		['config.json', JSON.stringify(raw, null, 2) + '\n'],
+		['generation_config.json', JSON.stringify(generationConfig, null, 2) + '\n'],
+		['tokenizer.json', tok.tokenizerJson],
+		['tokenizer_config.json', tok.tokenizerConfigJson],
+		['model.safetensors', encodeSafetensors(tensors, { format: 'pt' })]
+	]);
+	await writeModelFiles(dir, files);
+	return { parameters, vocab };
+}
