@@ -15,6 +15,7 @@ import { MATMUL_SELFTEST } from './matmul';
 import { RMSNORM_SELFTEST } from './rmsnorm';
 import { ROPE_SELFTEST } from './rope';
 import { SAMPLING_SELFTEST } from './sampling';
+import { SKINNY_SELFTEST } from './skinny';
 import { SWIGLU_SELFTEST } from './swiglu';
 import type { KernelCase } from './types';
 
@@ -32,5 +33,6 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ADD_SELFTEST,
 	...KV_CACHE_SELFTEST,
 	...DECODE_ATTENTION_SELFTEST,
-	...COPY_SELFTEST
+	...COPY_SELFTEST,
+	...SKINNY_SELFTEST
 ];

@@ -1,0 +1,330 @@
+/**
+ * @file Skinny matmul in WGSL: y[B, N] = x[B, K] W[N, K]^T (+ beta y) for few rows B (a
+ * decode step), generated per variant. Every weight element is read once per pass over
+ * the rows; the rows (all of them, up to `rows` per pass) are accumulated per weight read.
+ *
+ * Design (GEMV with a row block; see skinny.ts for the versions and the choice):
+ *  - A lane group of `lanes` invocations owns `cols` consecutive output columns. Its lanes
+ *    split K: lane l reads weight vectors l, l + lanes, ... of each of its columns (16-byte
+ *    loads: vec4<f32>, or 8 f16 as vec4<u32> widened with unpack2x16float, which needs no
+ *    `shader-f16`), and the matching x vectors of every row of the pass (x is small and
+ *    stays in L1/L2), into rows x cols f32 accumulators.
+ *  - Reduction over the lanes: with a fixed subgroup size S, a butterfly of
+ *    subgroupShuffleXor over min(lanes, S) lanes, then (lanes > S) one partial per
+ *    subgroup through workgroup memory; without subgroups, a tree in workgroup memory.
+ *  - A workgroup holds `groups` lane groups. Several weight matrices ("segments", e.g.
+ *    q, k and v, all reading the same x) share one dispatch: each workgroup belongs to one
+ *    segment, chosen by its (uniform) workgroup index, so barriers stay in uniform flow.
+ *  - Epilogue per output: + bias[n]; + scale * sum_j xa[row, off + j] B[n, j] (LoRA's
+ *    up projection, xa = x A^T computed before); + beta * y; written at
+ *    y[row * ldy + yOff + n] (lm_head chunks write straight into the logits' columns).
+ *    'swiglu' output: two segments (gate, up) of the same N, one output silu(g) * u.
+ */
+import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+
+export type SkinnyWeightType = 'f32' | 'f16';
+
+/** How a dispatch is laid out (the knobs the benchmark sweeps). */
+export interface SkinnyTiling {
+	/** Rows of x per pass (accumulated per weight read); more rows loop over passes. */
+	rows: number;
+	/** Output columns per lane group. */
+	cols: number;
+	/** Invocations splitting K for one lane group (a power of two). */
+	lanes: number;
+	/** Lane groups per workgroup. */
+	groups: number;
+	/** Fixed subgroup size for shuffle reductions, or 0: workgroup-memory reduction. */
+	subgroup: number;
+}
+
+export interface SkinnySegmentVariant {
+	w: SkinnyWeightType;
+	bias: boolean;
+	lora: boolean;
+}
+
+/** 'each': a y binding per segment; 'shared': one y for all (columns at offsets);
+ * 'swiglu': two segments (gate, up), one output silu(gate) * up. */
+export type SkinnyOutput = 'each' | 'shared' | 'swiglu';
+
+export interface SkinnyVariant extends SkinnyTiling {
+	segments: readonly SkinnySegmentVariant[];
+	output: SkinnyOutput;
+	/** 16-byte loads (K % 8 == 0 with f16 weights, K % 4 == 0 with f32 only). */
+	vec: boolean;
+}
+
+export function skinnyName(v: SkinnyVariant): string {
+	const segs = v.segments.map((s) => `${s.w}${s.bias ? 'b' : ''}${s.lora ? 'l' : ''}`).join('-');
+	return (
+		`skinny.${segs}.${v.output}.${v.vec ? 'v' : 's'}.r${v.rows}c${v.cols}` +
+		`l${v.lanes}g${v.groups}.${v.subgroup ? `sg${v.subgroup}` : 'wg'}`
+	);
+}
+
+/** Why a variant cannot be generated, or null. */
+export function skinnyVariantProblem(v: SkinnyVariant): string | null {
+	const pow2 = (n: number) => Number.isInteger(n) && n >= 1 && (n & (n - 1)) === 0;
+	if (v.segments.length < 1 || v.segments.length > MAX_SEGMENTS)
+		return `1..${MAX_SEGMENTS} segments per dispatch`;
+	if (v.output === 'swiglu' && v.segments.length !== 2) return 'swiglu needs two segments';
+	if (!pow2(v.lanes)) return 'lanes must be a power of two';
+	if (!(Number.isInteger(v.rows) && v.rows >= 1 && Number.isInteger(v.cols) && v.cols >= 1))
+		return 'rows and cols must be positive integers';
+	if (!(Number.isInteger(v.groups) && v.groups >= 1)) return 'groups must be a positive integer';
+	if (v.subgroup) {
+		if (!pow2(v.subgroup)) return 'the subgroup size must be a power of two';
+		if ((v.lanes * v.groups) % v.subgroup) return 'lanes x groups must fill whole subgroups';
+		if (v.lanes > v.subgroup && v.lanes % v.subgroup) return 'bad lanes for the subgroup';
+	}
+	return null;
+}
+
+/** Segments one dispatch can hold (the uniform struct and the binding count grow with it). */
+export const MAX_SEGMENTS = 4;
+
+/** Workgroup-memory floats a variant uses (0: none). */
+export function skinnyWorkgroupFloats(v: SkinnyVariant): number {
+	const T = v.output === 'swiglu' ? 2 : 1;
+	const nacc = T * v.rows * v.cols;
+	if (!v.subgroup) return nacc * v.lanes * v.groups;
+	if (v.lanes > v.subgroup) return nacc * v.groups * (v.lanes / v.subgroup);
+	return 0;
+}
+
+/** The storage bindings, in order: x, [xa], per segment w, [bias], [loraB], then y(s). */
+export function skinnyBindingCount(v: SkinnyVariant): number {
+	const anyLora = v.segments.some((s) => s.lora);
+	const perSeg = v.segments.reduce((n, s) => n + 1 + +s.bias + +s.lora, 0);
+	const outs = v.output === 'each' ? v.segments.length : 1;
+	return 1 + +anyLora + perSeg + outs;
+}
+
+export function skinnyWgsl(v: SkinnyVariant): string {
+	const problem = skinnyVariantProblem(v);
+	if (problem) throw new Error(`${skinnyName(v)}: ${problem}`);
+	const { rows: RB, cols: C, lanes: L, groups: G, subgroup: S } = v;
+	const T = v.output === 'swiglu' ? 2 : 1;
+	const WGT = L * G;
+	const nacc = T * RB * C;
+	const units = RB * C;
+	const anyLora = v.segments.some((s) => s.lora);
+
+	// Bindings.
+	let b = 0;
+	let decl = '';
+	decl += `@group(0) @binding(${b++}) var<storage, read> x: array<${v.vec ? 'vec4<f32>' : 'f32'}>; // [B, K] f32, row-major\n`;
+	if (anyLora)
+		decl += `@group(0) @binding(${b++}) var<storage, read> xa: array<f32>; // [B, ldxa]: x A^T of every LoRA segment\n`;
+	v.segments.forEach((s, i) => {
+		const wType = s.w === 'f16' ? (v.vec ? 'vec4<u32>' : 'u32') : v.vec ? 'vec4<f32>' : 'f32';
+		decl += `@group(0) @binding(${b++}) var<storage, read> w${i}: array<${wType}>; // [N${i}, K] ${s.w}${s.w === 'f16' ? ' (two halves per u32)' : ''}, row-major\n`;
+		if (s.bias)
+			decl += `@group(0) @binding(${b++}) var<storage, read> bias${i}: array<f32>; // [N${i}]\n`;
+		if (s.lora)
+			decl += `@group(0) @binding(${b++}) var<storage, read> lb${i}: array<f32>; // LoRA B [N${i}, r${i}]\n`;
+	});
+	if (v.output === 'each')
+		v.segments.forEach((_, i) => {
+			decl += `@group(0) @binding(${b++}) var<storage, read_write> y${i}: array<f32>; // [B, ldy${i}]\n`;
+		});
+	else
+		decl += `@group(0) @binding(${b++}) var<storage, read_write> y: array<f32>; // [B, ldy]${v.output === 'swiglu' ? ': silu(gate) * up' : ''}\n`;
+	let fields = 'k: u32, rows: u32, beta: f32, ldxa: u32';
+	v.segments.forEach((_, i) => {
+		fields += `,\n                n${i}: u32, wgEnd${i}: u32, ldy${i}: u32, yOff${i}: u32, xaOff${i}: u32, rank${i}: u32, scale${i}: f32`;
+	});
+	decl += `struct Params { ${fields} }\n@group(0) @binding(${b++}) var<uniform> p: Params;\n`;
+	const red = skinnyWorkgroupFloats(v);
+	if (red) decl += `var<workgroup> red: array<f32, ${red}>;\n`;
+
+	const acc = (t: number, i: number, c: number) => `acc_${t}_${i}_${c}`;
+	/** Accumulation index of (t, i, c) in workgroup memory. */
+	const jOf = (t: number, i: number, c: number) => (t * RB + i) * C + c;
+	const VW = (s: SkinnySegmentVariant) => (v.vec ? (s.w === 'f16' ? 8 : 4) : 1);
+
+	/** Loads of weight vector kv of column `col` of segment si into w_t_c (one or two vec4, or f32). */
+	const loadW = (si: number, t: number, c: number, col: string): string => {
+		const s = v.segments[si];
+		const name = `w_${t}_${c}`;
+		if (!v.vec) {
+			if (s.w === 'f32') return `      let ${name} = w${si}[${col} * p.k + kv];\n`;
+			return (
+				`      let e_${t}_${c} = ${col} * p.k + kv;\n` +
+				`      let ${name} = unpack2x16float(w${si}[e_${t}_${c} / 2u])[e_${t}_${c} % 2u];\n`
+			);
+		}
+		if (s.w === 'f32') return `      let ${name} = w${si}[${col} * (p.k / 4u) + kv];\n`;
+		return (
+			`      let q_${t}_${c} = w${si}[${col} * (p.k / 8u) + kv];\n` +
+			`      let ${name}a = vec4<f32>(unpack2x16float(q_${t}_${c}.x), unpack2x16float(q_${t}_${c}.y));\n` +
+			`      let ${name}b = vec4<f32>(unpack2x16float(q_${t}_${c}.z), unpack2x16float(q_${t}_${c}.w));\n`
+		);
+	};
+
+	/** The main loop and reduction for weight segments `segs` (one, or gate and up). */
+	const body = (segs: number[]): string => {
+		const first = v.segments[segs[0]];
+		const vw = VW(first);
+		let s = '';
+		s += `    let n0 = grp * ${C}u;\n`;
+		s += `    for (var r0 = 0u; r0 < p.rows; r0 += ${RB}u) {\n`;
+		for (let t = 0; t < T; t++)
+			for (let i = 0; i < RB; i++)
+				for (let c = 0; c < C; c++) s += `      var ${acc(t, i, c)} = 0.0;\n`;
+		s += `      for (var kv = lane; kv < p.k / ${vw}u; kv += ${L}u) {\n`;
+		segs.forEach((si, t) => {
+			for (let c = 0; c < C; c++)
+				s += loadW(si, t, c, `min(n0 + ${c}u, p.n${si} - 1u)`).replace(/^ {6}/gm, '        ');
+		});
+		for (let i = 0; i < RB; i++) {
+			s += `        { let row = min(r0 + ${i}u, p.rows - 1u);\n`;
+			if (!v.vec) s += `          let xv = x[row * p.k + kv];\n`;
+			else if (vw === 4) s += `          let xv = x[row * (p.k / 4u) + kv];\n`;
+			else
+				s +=
+					`          let xa4 = x[row * (p.k / 4u) + 2u * kv];\n` +
+					`          let xb4 = x[row * (p.k / 4u) + 2u * kv + 1u];\n`;
+			for (let t = 0; t < T; t++)
+				for (let c = 0; c < C; c++) {
+					const w = `w_${t}_${c}`;
+					const term = !v.vec
+						? `xv * ${w}`
+						: vw === 4
+							? `dot(xv, ${w})`
+							: `dot(xa4, ${w}a) + dot(xb4, ${w}b)`;
+					s += `          ${acc(t, i, c)} += ${term};\n`;
+				}
+			s += `        }\n`;
+		}
+		s += `      }\n`;
+		s += reduceAndStore(segs);
+		s += `    }\n`;
+		return s;
+	};
+
+	/** Sums each accumulator over the lane group, then the owning lanes run the epilogue. */
+	const reduceAndStore = (segs: number[]): string => {
+		let s = '';
+		const Q = Math.ceil(units / L);
+		const all: [number, number, number][] = [];
+		for (let t = 0; t < T; t++)
+			for (let i = 0; i < RB; i++) for (let c = 0; c < C; c++) all.push([t, i, c]);
+		if (S && L <= S) {
+			// Butterfly inside the subgroup: every lane of the group ends with every total.
+			for (let m = 1; m < L; m *= 2)
+				for (const [t, i, c] of all)
+					s += `      ${acc(t, i, c)} += subgroupShuffleXor(${acc(t, i, c)}, ${m}u);\n`;
+			for (let q = 0; q < Q; q++) {
+				s += `      {\n        var own = false; var ui = 0u; var uc = 0u;`;
+				for (let t = 0; t < T; t++) s += ` var v${t} = 0.0;`;
+				s += `\n`;
+				for (let o = q * L; o < Math.min(units, (q + 1) * L); o++) {
+					const i = Math.floor(o / C);
+					const c = o % C;
+					let set = `own = true; ui = ${i}u; uc = ${c}u;`;
+					for (let t = 0; t < T; t++) set += ` v${t} = ${acc(t, i, c)};`;
+					s += `        if (lane == ${o - q * L}u) { ${set} }\n`;
+				}
+				s += `        if (own) {\n${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
+			}
+			return s;
+		}
+		if (S) {
+			// Butterfly per subgroup, then one partial per subgroup through workgroup memory.
+			const P = L / S;
+			for (let m = 1; m < S; m *= 2)
+				for (const [t, i, c] of all)
+					s += `      ${acc(t, i, c)} += subgroupShuffleXor(${acc(t, i, c)}, ${m}u);\n`;
+			s += `      if (lane % ${S}u == 0u) {\n`;
+			for (const [t, i, c] of all)
+				s += `        red[(gl * ${nacc}u + ${jOf(t, i, c)}u) * ${P}u + lane / ${S}u] = ${acc(t, i, c)};\n`;
+			s += `      }\n      workgroupBarrier();\n`;
+			for (let q = 0; q < Q; q++) {
+				s += `      { let o = ${q * L}u + lane;\n        if (o < ${units}u) {\n`;
+				s += `          let ui = o / ${C}u; let uc = o % ${C}u;\n`;
+				for (let t = 0; t < T; t++) {
+					s += `          var v${t} = 0.0;\n`;
+					s += `          for (var h = 0u; h < ${P}u; h++) { v${t} += red[(gl * ${nacc}u + ${t * units}u + o) * ${P}u + h]; }\n`;
+				}
+				s += `${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
+			}
+			s += `      workgroupBarrier();\n`;
+			return s;
+		}
+		// Tree in workgroup memory: red[j * WGT + lid].
+		for (const [t, i, c] of all)
+			s += `      red[${jOf(t, i, c) * WGT}u + lid] = ${acc(t, i, c)};\n`;
+		s += `      workgroupBarrier();\n`;
+		for (let st = L / 2; st >= 1; st /= 2) {
+			s += `      if (lane < ${st}u) {\n`;
+			for (let j = 0; j < nacc; j++)
+				s += `        red[${j * WGT}u + lid] += red[${j * WGT}u + lid + ${st}u];\n`;
+			s += `      }\n      workgroupBarrier();\n`;
+		}
+		for (let q = 0; q < Q; q++) {
+			s += `      { let o = ${q * L}u + lane;\n        if (o < ${units}u) {\n`;
+			s += `          let ui = o / ${C}u; let uc = o % ${C}u;\n`;
+			for (let t = 0; t < T; t++)
+				s += `          let v${t} = red[(${t * units}u + o) * ${WGT}u + gl * ${L}u];\n`;
+			s += `${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
+		}
+		s += `      workgroupBarrier();\n`;
+		return s;
+	};
+
+	/** Output (r0 + ui, n0 + uc) from the totals v0 (and v1). */
+	const epilogue = (segs: number[], ui: string, uc: string): string => {
+		let s = `          let row = r0 + ${ui}; let n = n0 + ${uc};\n`;
+		s += `          if (row < p.rows && n < p.n${segs[0]}) {\n`;
+		segs.forEach((si, t) => {
+			const seg = v.segments[si];
+			s += `            var z${t} = v${t};\n`;
+			if (seg.bias) s += `            z${t} += bias${si}[n];\n`;
+			if (seg.lora)
+				s +=
+					`            { var l = 0.0;\n` +
+					`              for (var j = 0u; j < p.rank${si}; j++) { l += xa[row * p.ldxa + p.xaOff${si} + j] * lb${si}[n * p.rank${si} + j]; }\n` +
+					`              z${t} += p.scale${si} * l; }\n`;
+		});
+		const si = segs[0];
+		const yName = v.output === 'each' ? `y${si}` : 'y';
+		s += `            let idx = row * p.ldy${si} + p.yOff${si} + n;\n`;
+		if (v.output === 'swiglu') {
+			s +=
+				`            let e = exp(-abs(z0));\n` +
+				`            let sg = select(e / (1.0 + e), 1.0 / (1.0 + e), z0 >= 0.0);\n` +
+				`            ${yName}[idx] = z0 * sg * z1;\n`;
+		} else {
+			s += `            if (p.beta == 0.0) { ${yName}[idx] = z0; } else { ${yName}[idx] = z0 + p.beta * ${yName}[idx]; }\n`;
+		}
+		s += `          }\n`;
+		return s;
+	};
+
+	// Segment selection by workgroup (uniform); 'swiglu' has one pair.
+	let main = '';
+	if (v.output === 'swiglu') {
+		main += `  if (wg >= p.wgEnd0) { return; }\n  {\n    let grp = wg * ${G}u + gl;\n${body([0, 1])}  }\n`;
+	} else {
+		const last = v.segments.length - 1;
+		main += `  if (wg >= p.wgEnd${last}) { return; }\n`;
+		v.segments.forEach((_, si) => {
+			const lo = si === 0 ? '0u' : `p.wgEnd${si - 1}`;
+			const cond = si === last ? '' : `if (wg < p.wgEnd${si}) `;
+			main += `  ${si === 0 ? '' : 'else '}${cond}{\n    let grp = (wg - ${lo}) * ${G}u + gl;\n${body([si])}  }\n`;
+		});
+	}
+
+	return /* wgsl */ `${S ? 'enable subgroups;\n' : ''}// ${skinnyName(v)}: y = x W^T (+ bias) (+ LoRA) (+ beta y), ${RB} rows per pass,
+// ${C} columns per group of ${L} lanes, ${G} groups per workgroup (skinny.ts says why).
+${decl}${LINEAR_WORKGROUP_WGSL}
+@compute @workgroup_size(${WGT})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let wg = linear_workgroup(wid, nwg);
+  let gl = lid / ${L}u;   // lane group in the workgroup
+  let lane = lid % ${L}u;
+${main}}`;
+}
