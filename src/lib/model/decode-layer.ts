@@ -9,18 +9,28 @@
  *   q, k = rope(q, k at positions[b]); cache[b, positions[b]] = k, v
  *   x += attention(q, cache) Wo^T; h2 = rmsnorm(x); x += (silu(h2 Wg^T) * h2 Wu^T) Wd^T
  *
- * Nothing here is kept for a backward: LoRA's x A^T goes to one shared [B, r] buffer.
+ * Nothing here is kept for a backward: LoRA's x A^T goes to one shared [B, 3r] buffer.
+ *
+ * Matmuls (DecodeMatmulOptions, chosen per session): for B <= 32 rows the skinny kernel
+ * (gpu/kernels/skinny.ts), by default 'fused': q, k and v in one dispatch (bias and
+ * LoRA's up projection in its epilogue), gate and up in one with SwiGLU in its epilogue
+ * (acts.gate and acts.up stay unused), o and down adding into the residual, and LoRA's
+ * x A^T of the projections that share an input in one dispatch before them: 6 to 8
+ * matmul dispatches per layer where the tiled path had 7 matmuls, 3 biases, a SwiGLU and
+ * 14 LoRA products (plus split-K reduce passes). 'skinny': one skinny call per
+ * projection (and one per LoRA A); 'tiled': the general matmul, bias and LoRA kernels.
  */
 import { addBias } from '../gpu/kernels/add';
 import { decodeAttention } from '../gpu/kernels/decode-attention';
 import { kvCacheAppend } from '../gpu/kernels/kv-cache';
 import { loraForward } from '../gpu/kernels/lora';
 import { matmul } from '../gpu/kernels/matmul';
+import { skinnyMatmul, type SkinnySegment, type SkinnyTiling } from '../gpu/kernels/skinny';
 import { rmsNormForward } from '../gpu/kernels/rmsnorm';
 import { ropeForward } from '../gpu/kernels/rope';
 import { swigluForward } from '../gpu/kernels/swiglu';
 import type { Recorder } from '../gpu/kernel';
-import type { Tensor } from '../gpu/tensor';
+import { Tensor } from '../gpu/tensor';
 import type { LoraParameters } from './lora';
 import type { ModelConfig } from './types';
 import type { LayerWeights } from './weights';
@@ -38,6 +48,52 @@ export interface DecodeContext {
 	attentionScaling: number;
 	/** The adapters, or undefined for the base model. */
 	lora?: LoraParameters;
+	/** Which matmul kernels; default DEFAULT_DECODE_MATMUL. */
+	matmul?: DecodeMatmulOptions;
+}
+
+/** How a decode step does its weight products (benchmarks compare these). */
+export interface DecodeMatmulOptions {
+	/** 'fused' (default): skinny kernels, projections sharing an input in one dispatch;
+	 * 'skinny': one skinny dispatch per projection; 'tiled': the general matmul. */
+	mode: 'fused' | 'skinny' | 'tiled';
+	/** Rows (sequences) up to which the skinny kernels are used; more take the tiled path. */
+	maxSkinnyRows: number;
+	/** Override the skinny kernel's chosen tiling (every call of the step). */
+	tiling?: Partial<SkinnyTiling>;
+}
+
+export const DEFAULT_DECODE_MATMUL: DecodeMatmulOptions = { mode: 'fused', maxSkinnyRows: 32 };
+
+/** Parses 'fused' | 'skinny' | 'tiled', optionally with tiling, e.g.
+ * 'skinny:lanes=16,cols=2,rows=8,groups=4,subgroup=0,maxRows=64' (bench flags). */
+export function parseDecodeMatmul(spec: string): DecodeMatmulOptions {
+	const [mode, rest = ''] = spec.split(':');
+	if (mode !== 'fused' && mode !== 'skinny' && mode !== 'tiled')
+		throw new RangeError(`decode matmul '${spec}': the mode must be fused, skinny or tiled`);
+	const out: DecodeMatmulOptions = { ...DEFAULT_DECODE_MATMUL, mode };
+	const tiling: Partial<SkinnyTiling> = {};
+	for (const kv of rest.split(',').filter(Boolean)) {
+		const [k, v] = kv.split('=');
+		const n = Number(v);
+		if (!Number.isInteger(n) || n < 0)
+			throw new RangeError(`decode matmul '${spec}': ${k} needs a non-negative integer`);
+		if (k === 'maxRows') out.maxSkinnyRows = n;
+		else if (['rows', 'cols', 'lanes', 'groups', 'subgroup'].includes(k))
+			tiling[k as keyof SkinnyTiling] = n;
+		else
+			throw new RangeError(
+				`decode matmul '${spec}': unknown key ${k} (rows, cols, lanes, groups, subgroup, maxRows)`
+			);
+	}
+	if (Object.keys(tiling).length) out.tiling = tiling;
+	return out;
+}
+
+/** The mode a step of B rows runs with these options. */
+export function decodeMatmulMode(o: DecodeMatmulOptions | undefined, B: number) {
+	const opts = o ?? DEFAULT_DECODE_MATMUL;
+	return B <= opts.maxSkinnyRows ? opts.mode : 'tiled';
 }
 
 const f32 = (...shape: number[]): TensorSpec => ({ shape, dtype: 'f32' });
@@ -63,8 +119,8 @@ export function decodeActSpecs(config: ModelConfig, B: number, loraRank = 0) {
 		gate: f32(B, config.intermediateSize),
 		up: f32(B, config.intermediateSize),
 		m: f32(B, config.intermediateSize),
-		/** LoRA's x A^T, shared by the projections in turn. */
-		xa: loraRank > 0 ? f32(B, loraRank) : undefined
+		/** LoRA's x A^T, shared by the projections in turn (q, k, v side by side). */
+		xa: loraRank > 0 ? f32(B, 3 * loraRank) : undefined
 	};
 }
 
@@ -76,8 +132,8 @@ export type DecodeActs = {
 		: Tensor | undefined;
 };
 
-/** y (=|+=) x W^T (+ bias) (+ LoRA). */
-function linear(
+/** y (=|+=) x W^T (+ bias) (+ LoRA) with the general kernels. */
+function linearTiled(
 	rec: Recorder,
 	ctx: DecodeContext,
 	layer: number,
@@ -92,7 +148,63 @@ function linear(
 	const bias = w.bias[name];
 	if (bias) addBias(rec, { bias, y });
 	const m = ctx.lora?.get(layer, name);
-	if (m && ctx.lora) loraForward(rec, { ...ctx.lora.adapter(m), x, y, xa: xa! });
+	if (m && ctx.lora) {
+		// xa holds 3r columns per row; this product uses a [B, r] prefix of it.
+		const r = m.a.shape[0];
+		const xaR = new Tensor(rec.gpu, xa!.buffer, [ctx.B, r], 'f32', { giveBack: () => {} });
+		loraForward(rec, { ...ctx.lora.adapter(m), x, y, xa: xaR });
+	}
+}
+
+/** One product of a skinny call: the projection's weight, bias and output. */
+interface Projection {
+	name: ProjectionName;
+	y?: Tensor;
+}
+
+/**
+ * The projections `ps` of input x with skinny kernels: first every LoRA A (x A^T into xa,
+ * side by side), then the weights with bias and LoRA's up projection in the epilogue.
+ * `fused`: each of those a single call (its dispatches split only by binding limits);
+ * else one call per projection. `swiglu`: ps are gate and up, out = silu(gate) * up.
+ */
+function linearSkinny(
+	rec: Recorder,
+	ctx: DecodeContext,
+	layer: number,
+	w: LayerWeights,
+	x: Tensor,
+	ps: Projection[],
+	xa: Tensor | undefined,
+	o: { accumulate?: boolean; swiglu?: Tensor; fused: boolean }
+): void {
+	const tiling = ctx.matmul?.tiling;
+	const lora = ctx.lora;
+	const segments: SkinnySegment[] = [];
+	const loraA: SkinnySegment[] = [];
+	let offset = 0;
+	for (const p of ps) {
+		const seg: SkinnySegment = { w: w.proj[p.name], bias: w.bias[p.name], y: p.y };
+		const m = lora?.get(layer, p.name);
+		if (m && lora && xa) {
+			const r = m.a.shape[0];
+			loraA.push({ w: m.a, y: xa, yOffset: offset });
+			seg.lora = { xa, offset, b: m.b, scale: lora.scale };
+			offset += r;
+		}
+		segments.push(seg);
+	}
+	const beta = o.accumulate ? 1 : 0;
+	if (o.fused || o.swiglu) {
+		if (loraA.length) skinnyMatmul(rec, { x, segments: loraA, tiling });
+		skinnyMatmul(rec, { x, segments, beta, swiglu: o.swiglu, tiling });
+		return;
+	}
+	let a = 0;
+	for (const seg of segments) {
+		if (seg.lora) skinnyMatmul(rec, { x, segments: [loraA[a++]], tiling });
+		skinnyMatmul(rec, { x, segments: [seg], beta, tiling });
+	}
 }
 
 /** Layer `layer` on the residual stream x [B, C] in place; writes the layer's cache. */
@@ -109,12 +221,22 @@ export function decodeLayerForward(
 	const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
 	const eps = config.rmsNormEps;
 	const xa = acts.xa;
+	const mode = decodeMatmulMode(ctx.matmul, B);
+	const fused = mode === 'fused';
+	/** The projections `ps` of input x (accumulating into their outputs when asked). */
+	const project = (x0: Tensor, ps: Projection[], accumulate = false) => {
+		if (mode === 'tiled')
+			for (const p of ps) linearTiled(rec, ctx, layer, p.name, w, x0, p.y!, xa, accumulate);
+		else linearSkinny(rec, ctx, layer, w, x0, ps, xa, { accumulate, fused });
+	};
 	rmsNormForward(rec, { x, weight: w.inputNorm, y: acts.h1, rstd: acts.rstd, eps });
 	const qLin = config.qkNorm ? acts.qPre! : acts.q;
 	const kLin = config.qkNorm ? acts.kPre! : acts.k;
-	linear(rec, ctx, layer, 'q_proj', w, acts.h1, qLin, xa, false);
-	linear(rec, ctx, layer, 'k_proj', w, acts.h1, kLin, xa, false);
-	linear(rec, ctx, layer, 'v_proj', w, acts.h1, acts.v, xa, false);
+	project(acts.h1, [
+		{ name: 'q_proj', y: qLin },
+		{ name: 'k_proj', y: kLin },
+		{ name: 'v_proj', y: acts.v }
+	]);
 	if (config.qkNorm) {
 		const rows = (t: Tensor) => t.view([t.size / D, D]);
 		rmsNormForward(rec, {
@@ -146,10 +268,16 @@ export function decodeLayerForward(
 	kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
 	const att = acts.att.view([B, 1, Hq, D]);
 	decodeAttention(rec, { q, k: cache.k, v: cache.v, positions: ctx.positions, out: att });
-	linear(rec, ctx, layer, 'o_proj', w, acts.att, x, xa, true);
+	project(acts.att, [{ name: 'o_proj', y: x }], true);
 	rmsNormForward(rec, { x, weight: w.postNorm, y: acts.h2, rstd: acts.rstd, eps });
-	linear(rec, ctx, layer, 'gate_proj', w, acts.h2, acts.gate, xa, false);
-	linear(rec, ctx, layer, 'up_proj', w, acts.h2, acts.up, xa, false);
-	swigluForward(rec, { gate: acts.gate, up: acts.up, h: acts.m });
-	linear(rec, ctx, layer, 'down_proj', w, acts.m, x, xa, true);
+	const gateUp: Projection[] = [
+		{ name: 'gate_proj', y: acts.gate },
+		{ name: 'up_proj', y: acts.up }
+	];
+	if (fused) linearSkinny(rec, ctx, layer, w, acts.h2, gateUp, xa, { swiglu: acts.m, fused });
+	else {
+		project(acts.h2, gateUp);
+		swigluForward(rec, { gate: acts.gate, up: acts.up, h: acts.m });
+	}
+	project(acts.m, [{ name: 'down_proj', y: x }], true);
 }

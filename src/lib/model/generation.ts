@@ -41,12 +41,19 @@ import { copyColumns } from '../gpu/kernels/copy';
 import { embeddingForward } from '../gpu/kernels/embedding';
 import { advancePositions } from '../gpu/kernels/kv-cache';
 import { matmul } from '../gpu/kernels/matmul';
+import { skinnyMatmul } from '../gpu/kernels/skinny';
 import { rmsNormForward } from '../gpu/kernels/rmsnorm';
 import { sampleTokens, type SampleTokensArgs } from '../gpu/kernels/sampling';
 import { BufferPool } from '../gpu/pool';
 import { createTensor, Tensor, writeTensor } from '../gpu/tensor';
 import { CapturedCommands } from './captured-commands';
-import { decodeActSpecs, decodeLayerForward, type DecodeActs } from './decode-layer';
+import {
+	decodeActSpecs,
+	decodeLayerForward,
+	decodeMatmulMode,
+	type DecodeActs,
+	type DecodeMatmulOptions
+} from './decode-layer';
 import { ContextLengthError, GenerationOptionsError } from './errors';
 import { estimateGenerationMemory } from './generation-memory';
 import { KvCache } from './kv-cache';
@@ -101,6 +108,9 @@ export interface GeneratorOptions {
 	/** Context window (prompt + new tokens) at most; default and cap: the model's
 	 * max_position_embeddings. */
 	maxContext?: number;
+	/** The decode step's matmul kernels (default: fused skinny kernels up to 32 sequences,
+	 * see decode-layer.ts); benchmarks compare the variants. */
+	decodeMatmul?: DecodeMatmulOptions;
 }
 
 const DEFAULT_MAX_BATCH = 64;
@@ -202,7 +212,8 @@ class DecodeSession {
 	constructor(
 		readonly model: TransformerModel,
 		readonly B: number,
-		readonly S: number
+		readonly S: number,
+		decodeMatmul?: DecodeMatmulOptions
 	) {
 		const { gpu, config, weights } = model;
 		this.cache = new KvCache(gpu, config, B, S);
@@ -229,7 +240,8 @@ class DecodeSession {
 			const logits = t([B, V], 'f32');
 			const chunks = weights.lmHead.chunks;
 			const maxRows = Math.max(...chunks.map((c) => c.rows));
-			const chunkLogits = chunks.length > 1 ? t([B, maxRows], 'f32') : undefined;
+			const skinnyHead = decodeMatmulMode(decodeMatmul, B) !== 'tiled';
+			const chunkLogits = chunks.length > 1 && !skinnyHead ? t([B, maxRows], 'f32') : undefined;
 			const specs = decodeActSpecs(config, B, model.lora?.config.rank ?? 0);
 			const acts = {} as Record<string, Tensor | undefined>;
 			for (const [k, s] of Object.entries(specs)) acts[k] = s ? t(s.shape, 'f32') : undefined;
@@ -239,15 +251,23 @@ class DecodeSession {
 			let rec = head.recorder;
 			const eps = config.rmsNormEps;
 			rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
-			for (const c of chunks) {
-				if (!chunkLogits) {
-					matmul(rec, { a: hf, b: c.tensor, c: logits, transB: true });
-					continue;
+			// Skinny: every chunk of the lm_head writes its columns of the logits, one call.
+			if (skinnyHead)
+				skinnyMatmul(rec, {
+					x: hf,
+					segments: chunks.map((c) => ({ w: c.tensor, y: logits, yOffset: c.rowOffset })),
+					tiling: decodeMatmul?.tiling
+				});
+			else
+				for (const c of chunks) {
+					if (!chunkLogits) {
+						matmul(rec, { a: hf, b: c.tensor, c: logits, transB: true });
+						continue;
+					}
+					const z = new Tensor(gpu, chunkLogits.buffer, [B, c.rows], 'f32', { giveBack: () => {} });
+					matmul(rec, { a: hf, b: c.tensor, c: z, transB: true });
+					copyColumns(rec, { src: z, dst: logits, offset: c.rowOffset });
 				}
-				const z = new Tensor(gpu, chunkLogits.buffer, [B, c.rows], 'f32', { giveBack: () => {} });
-				matmul(rec, { a: hf, b: c.tensor, c: z, transB: true });
-				copyColumns(rec, { src: z, dst: logits, offset: c.rowOffset });
-			}
 			this.#samplerArgs = {
 				logits,
 				temperature: this.temperature,
@@ -272,7 +292,8 @@ class DecodeSession {
 				positions: this.positions,
 				invFreq: model.invFreq,
 				attentionScaling: model.attentionScaling,
-				lora: model.lora
+				lora: model.lora,
+				matmul: decodeMatmul
 			};
 			for (let l = 0; l < config.numLayers; l++) {
 				const cache = { k: this.cache.k[l], v: this.cache.v[l] };
@@ -340,6 +361,7 @@ export class Generator {
 	readonly #maxBatch: number;
 	readonly #context: number;
 	readonly #pool: BufferPool;
+	readonly #decodeMatmul?: DecodeMatmulOptions;
 	#session: DecodeSession | undefined;
 	/** Calls run one at a time, in order. */
 	#queue: Promise<unknown> = Promise.resolve();
@@ -357,6 +379,7 @@ export class Generator {
 		this.#maxBatch = maxBatch;
 		this.#context = Math.min(maxContext, limit);
 		this.#pool = new BufferPool(model.gpu);
+		this.#decodeMatmul = options.decodeMatmul;
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
@@ -504,7 +527,7 @@ export class Generator {
 				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
 		);
 		if (reuse) return kept;
-		this.#session = new DecodeSession(model, B, S);
+		this.#session = new DecodeSession(model, B, S, this.#decodeMatmul);
 		return this.#session;
 	}
 
