@@ -10,6 +10,13 @@
  *   npx tsx scripts/bench-grpo.ts [--shape smollm2-135m] [--groups 8] [--group-size 8]
  *       [--prompt 128] [--new 256] [--micro 16] [--reps 3] [--tiny]
  *
+ * Micro-batches: 16 sequences (16 x 384 = 6144 tokens, tokenBudget 6144, maxRows 16), so the
+ * update is 4 forward+backward passes and one AdamW, as a real step accumulates gradients.
+ * 6144 rows is past where the f32 matmuls reach their speed (4096, BENCHMARKS.md), the lm
+ * head's logits are chunked by vocabulary either way, and the peaks stay small on both
+ * sides (TabRL keep ~7 GiB, PyTorch ~16 GiB of the H200's 139); one micro-batch of all 64
+ * (--micro 64) also fits on both but gains little and hides the accumulation.
+ *
  * Reported per step (median over REPS after one warm-up step): rolloutMs (Generator.generate
  * of all 64 sequences at once), trainMs (grpoStep: forward + backward over every micro-batch,
  * then AdamW), totalMs, rollout tokens/s (new tokens / rolloutMs), train tokens/s (all
@@ -74,6 +81,12 @@ async function main() {
 			{ maxTokens: NEW, temperature: 1, ignoreEos: true, seed }
 		);
 		const rolloutMs = performance.now() - t0;
+		const short = rollouts.findIndex((r) => r.ids.length !== NEW);
+		if (short >= 0)
+			throw new Error(
+				`rollout ${short} has ${rollouts[short].ids.length} new tokens, not ${NEW}: ` +
+					'both sides must do the same work (is ignoreEos honoured?)'
+			);
 		const rewards = lcg(seed + 7);
 		const sequences: TrainSequence[] = [];
 		for (let g = 0; g < GROUPS; g++) {

@@ -10,9 +10,14 @@ completion tokens, dapo: summed over the step and divided by its trained tokens)
 clip_grad_norm_(0.1), torch.optim.AdamW(lr 5e-6, betas (0.9, 0.99), weight_decay 0.1).
 
 Timing: CUDA-synchronised wall time, median of REPS steps after one warm-up step; peak
-memory torch.cuda.max_memory_allocated over the timed steps. One JSON object on stdout.
+memory torch.cuda.max_memory_allocated over the timed steps (weights included). fp32 by
+default (TF32 off, as TabRL's f32 kernels); `--dtypes fp32,bf16` adds a bf16 run (about
+as long again). With `--tabrl FILE` (scripts/bench-grpo.ts's JSON from the same device
+call) the output also holds TabRL's report and the ratios TabRL / PyTorch per dtype.
+One JSON object on stdout, progress on stderr.
 
-  python3 scripts/bench_grpo_torch.py [--dtypes fp32,bf16] [--reps 3] [--micro 16]
+  python3 scripts/bench_grpo_torch.py [--dtypes fp32[,bf16]] [--reps 3] [--micro 16]
+      [--tabrl tabrl-grpo.json]
 """
 
 import argparse
@@ -49,6 +54,7 @@ def grpo_step(pm, opt, prompts, args, seed):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     pm.eval()
+    torch.manual_seed(seed)  # the sampling (TabRL seeds its own the same way: per step)
     with torch.no_grad():
         out = pm.generate(
             input_ids=ids,
@@ -65,9 +71,17 @@ def grpo_step(pm, opt, prompts, args, seed):
             return_dict_in_generate=True,
         )
         seqs = out.sequences  # [B, P + new]
-        scores = torch.stack(out.scores, dim=1).float()  # [B, new, V]: logits / T
-        old = torch.log_softmax(scores, dim=-1).gather(-1, seqs[:, P:, None]).squeeze(-1)
-        del scores, out
+        assert seqs.shape == (groups * k, P + new), seqs.shape
+        # The rollout logprobs, one step at a time (out.scores: new x [B, V], the processed
+        # logits / T), so no [B, new, V] copy adds to the peak: old [B, new].
+        old = torch.stack(
+            [
+                torch.log_softmax(s.float(), dim=-1).gather(-1, seqs[:, P + i, None]).squeeze(-1)
+                for i, s in enumerate(out.scores)
+            ],
+            dim=1,
+        )
+        del out
     rollout_ms = sync_ms(t0)
 
     g = torch.Generator().manual_seed(seed)
@@ -107,17 +121,60 @@ def grpo_step(pm, opt, prompts, args, seed):
     }
 
 
+RATIO_KEYS = {
+    "rolloutMs": "rolloutMs",
+    "trainMs": "trainMs",
+    "totalMs": "totalMs",
+    "rolloutTokensPerSecond": "rolloutTokensPerSecond",
+    "trainTokensPerSecond": "trainTokensPerSecond",
+    "peakBytes": ("peakLiveBytes", "peakAllocatedBytes"),
+}
+
+
+def ratios(tabrl, results, args):
+    """TabRL / PyTorch for each timed dtype: above 1 is slower for the ms, faster for the
+    tokens/s, more for the bytes. Refused (an "error" entry) when the two did not do the
+    same work or either side failed."""
+    if "error" in tabrl:
+        return {"error": "the TabRL run failed: " + str(tabrl["error"])[:500]}
+    w = tabrl.get("work", {})
+    mine = (w.get("groups"), w.get("groupSize"), w.get("promptTokens"), w.get("newTokens"),
+            w.get("microBatchSequences"))
+    theirs = (args.groups, args.group_size, args.prompt, args.new, args.micro)
+    if mine != theirs or tabrl.get("shape") != args.shape:
+        return {"error": f"different work: TabRL {tabrl.get('shape')} {mine} (groups, group "
+                         f"size, prompt, new, micro) vs PyTorch {args.shape} {theirs}"}
+    out = {"meaning": "TabRL / PyTorch: ms above 1 = TabRL slower; tokens/s above 1 = "
+                      "TabRL faster; peakBytes: TabRL's live buffers / torch's max allocated"}
+    for r in results:
+        if "error" in r:
+            out[r["dtype"]] = {"error": r["error"]}
+            continue
+        entry = {}
+        for name, key in RATIO_KEYS.items():
+            t_key, p_key = key if isinstance(key, tuple) else (key, key)
+            t, p = tabrl.get(t_key), r.get(p_key)
+            entry[name] = round(t / p, 3) if t is not None and p else None
+        out[r["dtype"]] = entry
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="smollm2-135m", choices=list(bg.SHAPES))
-    ap.add_argument("--dtypes", default="fp32,bf16")
+    ap.add_argument("--dtypes", default="fp32", help="fp32 and/or bf16, comma-separated")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--micro", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tabrl", help="scripts/bench-grpo.ts's JSON, for the ratios")
     args = ap.parse_args()
+    tabrl = None
+    if args.tabrl:
+        with open(args.tabrl) as f:
+            tabrl = json.load(f)
     transformers.logging.set_verbosity_error()
     results = []
     for dname in args.dtypes.split(","):
@@ -156,7 +213,7 @@ def main():
             log(f"  failed: {e}")
         torch.cuda.empty_cache()
         results.append(entry)
-    print(json.dumps({
+    report = {
         "bench": "one GRPO step: transformers generate + peft + cispo/dapo + AdamW",
         "tool": "scripts/bench_grpo_torch.py",
         "device": torch.cuda.get_device_name(0),
@@ -166,7 +223,11 @@ def main():
         "shape": args.shape,
         "work": vars(args),
         "results": results,
-    }, indent=1))
+    }
+    if tabrl is not None:
+        report["tabrl"] = tabrl
+        report["ratios"] = ratios(tabrl, results, args)
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
