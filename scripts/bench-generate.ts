@@ -9,6 +9,7 @@
  *
  *   npx tsx scripts/bench-generate.ts [--shape smollm2-135m|qwen2.5-0.5b] [--batches 1,8,32]
  *       [--prompt 128] [--new 256] [--reps N] [--warmup N] [--lora] [--tiny]
+ *       [--decode-matmul fused/skinny/tiled/fused:lanes=16,cols=2,...]
  *
  * Timing, per call (median of REPS after WARMUP calls of the same shape, which also record
  * the decode step and compile its pipelines):
@@ -20,8 +21,13 @@
  * over the timed calls, weights included.
  * --lora: also a run with LoRA r = 8 (alpha 16, all 7 projections, B random): the policy
  * of an RL rollout. --tiny: tiny shapes and lengths, to check the script on a CPU driver.
+ * --decode-matmul (or env TABRL_DECODE_MATMUL): the decode step's matmul variants to time,
+ * '/'-separated, each run at every batch (decode-layer.ts's parseDecodeMatmul: mode fused,
+ * skinny or tiled, then optional skinny tiling keys rows, cols, lanes, groups, subgroup,
+ * maxRows). Default: the Generator's default (fused).
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
+import { parseDecodeMatmul } from '../src/lib/model/decode-layer';
 import { Generator } from '../src/lib/model/generation';
 import { TransformerModel } from '../src/lib/model/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
@@ -43,6 +49,10 @@ const BATCHES = (option('batches') ?? (TINY ? '1,2' : '1,8,32')).split(',').map(
 const PROMPT = Number(option('prompt') ?? (TINY ? 8 : 128));
 const NEW = Number(option('new') ?? (TINY ? 8 : 256));
 const LORA = flag('lora');
+const DECODE_MATMUL = (option('decode-matmul') ?? process.env.TABRL_DECODE_MATMUL ?? '')
+	.split('/')
+	.filter(Boolean);
+for (const spec of DECODE_MATMUL) parseDecodeMatmul(spec); // bad specs fail before any work
 
 const round = (x: number, d = 2) => +x.toFixed(d);
 
@@ -67,8 +77,9 @@ async function timedCall(gen: Generator, prompts: number[][], seed: number) {
 	return { totalMs: total, firstTokenMs: first - t0, decodeMs: last - first, steps };
 }
 
-async function benchBatch(gpu: Gpu, model: TransformerModel, B: number) {
-	const gen = new Generator(model, { maxBatch: B });
+async function benchBatch(gpu: Gpu, model: TransformerModel, B: number, matmul?: string) {
+	const decodeMatmul = matmul ? parseDecodeMatmul(matmul) : undefined;
+	const gen = new Generator(model, { maxBatch: B, decodeMatmul });
 	try {
 		let x = 12345 + B;
 		const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
@@ -82,6 +93,7 @@ async function benchBatch(gpu: Gpu, model: TransformerModel, B: number) {
 		const decode = median(calls.map((c) => c.decodeMs));
 		const result = {
 			B,
+			decodeMatmul: matmul ?? 'default',
 			promptTokens: PROMPT,
 			newTokens: NEW,
 			totalMs: round(total),
@@ -94,7 +106,7 @@ async function benchBatch(gpu: Gpu, model: TransformerModel, B: number) {
 			session: gen.session
 		};
 		log(
-			`  B=${B}: ${result.decodeTokensPerSecond} tok/s decode (${result.msPerDecodeStep} ms/step), ` +
+			`  B=${B}${matmul ? ` [${matmul}]` : ''}: ${result.decodeTokensPerSecond} tok/s decode (${result.msPerDecodeStep} ms/step), ` +
 				`${result.tokensPerSecond} tok/s overall, first token ${result.firstTokenMs} ms`
 		);
 		return result;
@@ -132,16 +144,21 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 		}
 		const afterLoad = mem.state.live;
 		const batches = [];
-		for (const B of BATCHES) {
-			mem.resetPeak();
-			try {
-				const r = await benchBatch(gpu, model, B);
-				batches.push({ ...r, peakLiveBytes: mem.state.peak });
-			} catch (error) {
-				log(`  B=${B} failed: ${String(error)}`);
-				batches.push({ B, error: String((error as Error)?.stack ?? error) });
+		for (const B of BATCHES)
+			for (const matmul of DECODE_MATMUL.length ? DECODE_MATMUL : [undefined]) {
+				mem.resetPeak();
+				try {
+					const r = await benchBatch(gpu, model, B, matmul);
+					batches.push({ ...r, peakLiveBytes: mem.state.peak });
+				} catch (error) {
+					log(`  B=${B}${matmul ? ` [${matmul}]` : ''} failed: ${String(error)}`);
+					batches.push({
+						B,
+						decodeMatmul: matmul,
+						error: String((error as Error)?.stack ?? error)
+					});
+				}
 			}
-		}
 		return {
 			name,
 			lora: lora ? { rank: 8, alpha: 16 } : null,
@@ -178,6 +195,7 @@ async function main() {
 		node: process.version,
 		device: gpu.adapter,
 		features: gpu.features,
+		maxStorageBuffersPerShaderStage: gpu.limits.maxStorageBuffersPerShaderStage,
 		work: `B prompts of ${PROMPT} random tokens, ${NEW} new tokens each (ignoreEos), temperature 1, top-k/top-p off, f32`,
 		timing: `wall time of await generate; decode = first to last onStep; median of ${REPS} after ${WARMUP} warmup`,
 		results
