@@ -8,7 +8,9 @@
  *      (not hang), and "run again" must recover on a fresh device;
  *   4. the Model panel (model.ts): tiny fixture models served under /fixtures/, loaded by
  *      URL, scored against Node's f64 reference, loaded again from the Cache API with no
- *      request, refused over a memory budget, and downloads broken off halfway.
+ *      request, refused over a memory budget, and downloads broken off halfway;
+ *   5. the Train panel (train.ts): GRPO steps in the training worker, the run kept in
+ *      IndexedDB and resumed after a reload, a missing base model refused with a typed error.
  * Each assertion is one check; the last line is `N passed, N failed`; the exit code is
  * non-zero on any failure. Screenshots go to test-results/.
  *
@@ -23,6 +25,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
 import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
 import { serveStatic, type StaticServer } from './serve';
+import { trainPanelChecks } from './train';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_S ?? 600) * 1000;
@@ -268,6 +271,7 @@ async function main(): Promise<void> {
 		await noWebGpuPage(browser, server.url);
 		await deviceLostPage(browser, server.url);
 		await modelPanelChecks(check, browser, server, models);
+		await trainPanelChecks(check, browser, server);
 	} catch (error) {
 		check('the e2e run completes', false, String(error));
 	} finally {

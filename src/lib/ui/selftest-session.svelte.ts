@@ -35,6 +35,9 @@ export interface Row extends CaseInfo {
 export interface SessionOptions {
 	/** Testing aid: destroy the device after the first case, to watch the loss surface. */
 	simulateDeviceLoss?: boolean;
+	/** Run the self-test on start (default true); false only probes the GPU (`?selftest=off`),
+	 * leaving the GPU to the other panels until the user asks for the self-test. */
+	autoRun?: boolean;
 }
 
 export class SelfTestSession {
@@ -79,7 +82,11 @@ export class SelfTestSession {
 		});
 		const cases = await Promise.race([backend.api.listCases(), backend.failed.then(() => [])]);
 		this.rows = cases.map((c) => ({ ...c, status: 'pending' }));
-		await this.run();
+		if (this.#options.autoRun !== false) return this.run();
+		const probe = await backend.guard(backend.api.probe());
+		if (!probe.ok) return this.#fail(probe.error);
+		this.summary = probe.value;
+		this.phase = 'done';
 	}
 
 	/** Probes the GPU (acquiring a new device after a loss) and runs every case. */
