@@ -1,0 +1,189 @@
+/**
+ * @file A CPU stand-in for peft_roundtrip.py, so the TabRL half of the PEFT round trip runs
+ * end to end where there is no PyTorch (`peft-roundtrip.ts selftest`). It writes what the
+ * Python side writes, in the same places (peft-roundtrip-lib.ts lists them), with the f64
+ * CPU reference model (src/lib/model/reference.ts) in the place of transformers + peft:
+ *
+ * - TabRL's checkpoints scored by the reference (the adapter read with our own PEFT reader,
+ *   so this checks the GPU against the reference, not peft's loading: only the GPU machine
+ *   run proves that);
+ * - per case, the plan's peft adapters as folders in peft's layout (adapter_config.json
+ *   with the fields a recent peft writes, adapter_model.safetensors with A [r, in] and
+ *   B [out, r] under peft's names, a README.md), random A and B, and the reference's
+ *   logprobs for them.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Rng } from '../../src/lib/gpu/reference/random';
+import { memoryByteSource } from '../../src/lib/model/byte-source';
+import { toTokenBatch } from '../../src/lib/model/batch';
+import { makeFixture } from '../../src/lib/model/fixtures';
+import { peftName } from '../../src/lib/model/lora';
+import {
+	ADAPTER_CONFIG_FILE,
+	ADAPTER_WEIGHTS_FILE,
+	readPeftAdapter
+} from '../../src/lib/model/peft-adapter';
+import { referenceLogprobs, type ReferenceLora } from '../../src/lib/model/reference';
+import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
+import { PROJECTIONS, projectionShape, type ProjectionName } from '../../src/lib/model/weight-spec';
+import { checkpointName } from '../../src/lib/grpo/run-store';
+import {
+	caseDir,
+	compare,
+	perSequence,
+	readJson,
+	runDir,
+	TRAINED_STEP,
+	within,
+	type Plan,
+	type PythonReport,
+	type RoundTripCase,
+	type SequenceLogprobs
+} from './peft-roundtrip-lib';
+
+function referenceScores(c: RoundTripCase, lora?: ReferenceLora): SequenceLogprobs {
+	const fixture = makeFixture(c.fixture, { seed: c.seed, numLayers: c.numLayers });
+	const batch = toTokenBatch(c.sequences);
+	return perSequence(
+		referenceLogprobs(fixture.config, fixture.tensors, batch, lora),
+		c.sequences,
+		batch.T
+	);
+}
+
+/** adapter_config.json as a recent peft's save_pretrained writes it (fields it adds that
+ * TabRL does not write included, values at their defaults). */
+function peftStyleConfig(
+	r: number,
+	alpha: number,
+	dropout: number,
+	targets: string[],
+	base: string
+) {
+	return {
+		alpha_pattern: {},
+		auto_mapping: null,
+		base_model_name_or_path: base,
+		bias: 'none',
+		corda_config: null,
+		eva_config: null,
+		exclude_modules: null,
+		fan_in_fan_out: false,
+		inference_mode: true,
+		init_lora_weights: true,
+		layer_replication: null,
+		layers_pattern: null,
+		layers_to_transform: null,
+		loftq_config: {},
+		lora_alpha: alpha,
+		lora_bias: false,
+		lora_dropout: dropout,
+		megatron_config: null,
+		megatron_core: 'megatron.core',
+		modules_to_save: null,
+		peft_type: 'LORA',
+		qalora_group_size: 16,
+		r,
+		rank_pattern: {},
+		revision: null,
+		target_modules: targets,
+		target_parameters: null,
+		task_type: 'CAUSAL_LM',
+		trainable_token_indices: null,
+		use_dora: false,
+		use_qalora: false,
+		use_rslora: false
+	};
+}
+
+export async function writeStandIn(root: string): Promise<void> {
+	const plan = await readJson<Plan>(join(root, 'plan.json'));
+	const report: PythonReport = {
+		versions: { standIn: 'CPU f64 reference (src/lib/model/reference.ts), not peft' },
+		tabrlToPeft: [],
+		peftAdapters: []
+	};
+	for (const c of plan.cases) {
+		const fixture = makeFixture(c.fixture, { seed: c.seed, numLayers: c.numLayers });
+		const config = fixture.config;
+
+		// TabRL's checkpoint, scored by the reference.
+		const ckpt = join(runDir(root, c), 'checkpoints', checkpointName(TRAINED_STEP));
+		const adapter = await readPeftAdapter(
+			config,
+			await readFile(join(ckpt, ADAPTER_CONFIG_FILE), 'utf8'),
+			memoryByteSource(new Uint8Array(await readFile(join(ckpt, ADAPTER_WEIGHTS_FILE))))
+		);
+		const ours = await readJson<{ base: SequenceLogprobs; lora: SequenceLogprobs }>(
+			join(caseDir(root, c), 'tabrl-logprobs.json')
+		);
+		const refLora = referenceScores(c, {
+			scale: adapter.config.alpha / adapter.config.rank,
+			params: adapter.params
+		});
+		const refBase = referenceScores(c);
+		const lora = compare(ours.lora, refLora);
+		const base = compare(ours.base, refBase);
+		const effect = compare(refLora, refBase).maxAbs;
+		report.tabrlToPeft.push({
+			name: c.name,
+			lora_max_abs: lora.maxAbs,
+			base_max_abs: base.maxAbs,
+			adapter_effect_max_abs: effect,
+			pass: within(lora) && within(base) && effect >= plan.minAdapterEffect
+		});
+
+		// peft-style adapters with random A and B.
+		for (const [i, spec] of plan.peftAdapters.entries()) {
+			const targets = (
+				spec.target_modules === 'all-linear' ? [...PROJECTIONS] : spec.target_modules
+			) as ProjectionName[];
+			const rng = new Rng(1000 * c.seed + i);
+			const params = new Map<string, Float32Array>();
+			const tensors = [];
+			for (let layer = 0; layer < config.numLayers; layer++)
+				for (const m of targets) {
+					const [out, inF] = projectionShape(config, m);
+					for (const [which, shape, std] of [
+						['A', [spec.r, inF], 1 / Math.sqrt(inF)],
+						['B', [out, spec.r], 0.1]
+					] as const) {
+						const name = peftName(layer, m, which);
+						const data = rng.normals(shape[0] * shape[1], std);
+						params.set(name, data);
+						tensors.push({ name, dtype: 'F32' as const, shape: [...shape], data });
+					}
+				}
+			const dir = join(c.name, 'peft', spec.name);
+			await mkdir(join(root, dir), { recursive: true });
+			// peft saves the resolved target list of 'all-linear' in no particular order.
+			const saved = [...targets].reverse();
+			await writeFile(
+				join(root, dir, ADAPTER_CONFIG_FILE),
+				JSON.stringify(
+					peftStyleConfig(spec.r, spec.lora_alpha, spec.lora_dropout, saved, 'stand-in'),
+					null,
+					2
+				)
+			);
+			await writeFile(
+				join(root, dir, ADAPTER_WEIGHTS_FILE),
+				encodeSafetensors(tensors, { format: 'pt' })
+			);
+			await writeFile(join(root, dir, 'README.md'), '---\nlibrary_name: peft\n---\n');
+			report.peftAdapters.push({
+				case: c.name,
+				name: spec.name,
+				dir,
+				r: spec.r,
+				lora_alpha: spec.lora_alpha,
+				target_modules: saved,
+				logprobs: referenceScores(c, { scale: spec.lora_alpha / spec.r, params }),
+				base_logprobs: refBase
+			});
+		}
+	}
+	report.pass = report.tabrlToPeft.every((r) => r.pass === true);
+	await writeFile(join(root, 'python-report.json'), JSON.stringify(report, null, 1) + '\n');
+}
