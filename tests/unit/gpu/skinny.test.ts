@@ -49,6 +49,41 @@ describe('skinny matmul', () => {
 				],
 				output: 'swiglu'
 			},
+			// RMSNorm fused: scalar f32, vector f16, swiglu, every reduction path.
+			{ rows: 3, k: 37, segments: [{ n: 29, bias: true }], norm: true },
+			{
+				rows: 9,
+				k: 64,
+				segments: [
+					{ n: 40, w: 'f16', rank: 2 },
+					{ n: 9, w: 'f16' }
+				],
+				norm: true
+			},
+			{
+				rows: 6,
+				k: 48,
+				segments: [
+					{ n: 21, w: 'f16' },
+					{ n: 21, w: 'f16' }
+				],
+				output: 'swiglu',
+				norm: true
+			},
+			{
+				rows: 5,
+				k: 80,
+				segments: [{ n: 19, w: 'f16' }],
+				norm: true,
+				tiling: { subgroup: 0, lanes: 8, groups: 2 }
+			},
+			{
+				rows: 5,
+				k: 80,
+				segments: [{ n: 19 }],
+				norm: true,
+				tiling: { lanes: 16, groups: 1, cols: 3 }
+			},
 			// Tilings: workgroup-memory tree, lanes past one subgroup, one row per pass.
 			{
 				rows: 5,

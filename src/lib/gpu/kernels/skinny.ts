@@ -74,6 +74,9 @@ export interface SkinnyArgs {
 	segments: readonly SkinnySegment[];
 	/** y = x W^T (+ ...) + beta * y; default 0 (y not read). */
 	beta?: number;
+	/** RMS-normalise x first: x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps) per row
+	 * (the decode step's input norms, fused). weight [K] f32. */
+	norm?: { weight: Tensor; eps: number };
 	/** With two segments (gate, up) of one N: out[B, N] = silu(gate) * up. */
 	swiglu?: Tensor;
 	/** Override the chosen tiling (benchmarks, tests). */
@@ -138,6 +141,10 @@ function prepare(args: SkinnyArgs): Prepared {
 	const B = K > 0 ? x.size / K : 0;
 	assertShape(x.dtype === 'f32' && K > 0, () => `${what}: x must be f32 with K > 0`);
 	assertShape(segments.length >= 1, () => `${what}: give at least one weight segment`);
+	assertShape(
+		!args.norm || (args.norm.weight.size === K && args.norm.weight.dtype === 'f32'),
+		() => `${what}: the norm weight must be [${K}] f32; got [${args.norm?.weight.shape}]`
+	);
 	const n: number[] = [];
 	for (const [i, s] of segments.entries()) {
 		const N = s.w.shape[0];
@@ -193,7 +200,11 @@ function prepare(args: SkinnyArgs): Prepared {
 		);
 	}
 	const outs = args.swiglu ? [args.swiglu.buffer] : segments.map((s) => s.y!.buffer);
-	const ins = [x, ...segments.flatMap((s) => [s.w, s.bias, s.lora?.xa, s.lora?.b])];
+	const ins = [
+		x,
+		args.norm?.weight,
+		...segments.flatMap((s) => [s.w, s.bias, s.lora?.xa, s.lora?.b])
+	];
 	assertShape(
 		ins.every((t) => !t || !outs.includes(t.buffer)),
 		() => `${what}: an output shares a buffer with an input`
@@ -236,7 +247,7 @@ function bindings(args: SkinnyArgs, idx: number[], output: SkinnyOutput): number
 		const s = args.segments[i];
 		return n + 1 + +!!s.bias + +!!s.lora;
 	}, 0);
-	return 1 + +anyLora + per + (output === 'each' ? idx.length : 1);
+	return 1 + +!!args.norm + +anyLora + per + (output === 'each' ? idx.length : 1);
 }
 
 /** y = x W^T (+ bias) (+ LoRA) (+ beta y) for every segment; see SkinnyArgs. */
@@ -270,6 +281,7 @@ function dispatchOne(rec: Recorder, args: SkinnyArgs, p: Prepared, idx: number[]
 			lora: !!s.lora
 		})),
 		output,
+		norm: !!args.norm,
 		vec
 	};
 	const problem = skinnyVariantProblem(v);
@@ -294,6 +306,7 @@ function dispatchOne(rec: Recorder, args: SkinnyArgs, p: Prepared, idx: number[]
 		() => 'skinny matmul: the LoRA segments of one call must share one xa tensor'
 	);
 	const binds: Binding[] = [args.x];
+	if (args.norm) binds.push(args.norm.weight);
 	if (xaTensor) binds.push(xaTensor);
 	for (const s of segs) {
 		binds.push(s.w);
@@ -307,7 +320,8 @@ function dispatchOne(rec: Recorder, args: SkinnyArgs, p: Prepared, idx: number[]
 		.u32(p.K)
 		.u32(p.B)
 		.f32(args.beta ?? 0)
-		.u32(xaTensor ? xaTensor.size / p.B : 0);
+		.u32(xaTensor ? xaTensor.size / p.B : 0)
+		.f32(args.norm?.eps ?? 0);
 	let wgEnd = 0;
 	const perWg = v.cols * v.groups;
 	segs.forEach((s, j) => {

@@ -19,6 +19,10 @@
  *    up projection, xa = x A^T computed before); + beta * y; written at
  *    y[row * ldy + yOff + n] (lm_head chunks write straight into the logits' columns).
  *    'swiglu' output: two segments (gate, up) of the same N, one output silu(g) * u.
+ *  - `norm`: x is first RMS-normalised (x * rstd * g, g [K]): the lanes multiply x by g
+ *    as they load it and also sum x^2 per row (x is read anyway), reduced with the
+ *    products; the epilogue scales by rstd = 1 / sqrt(sum / K + eps). Saves a norm
+ *    dispatch and its output's round trip.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 
@@ -51,6 +55,8 @@ export type SkinnyOutput = 'each' | 'shared' | 'swiglu';
 export interface SkinnyVariant extends SkinnyTiling {
 	segments: readonly SkinnySegmentVariant[];
 	output: SkinnyOutput;
+	/** RMS-normalise x first (a norm weight binding and eps). */
+	norm?: boolean;
 	/** 16-byte loads (K % 8 == 0 with f16 weights, K % 4 == 0 with f32 only). */
 	vec: boolean;
 }
@@ -58,7 +64,7 @@ export interface SkinnyVariant extends SkinnyTiling {
 export function skinnyName(v: SkinnyVariant): string {
 	const segs = v.segments.map((s) => `${s.w}${s.bias ? 'b' : ''}${s.lora ? 'l' : ''}`).join('-');
 	return (
-		`skinny.${segs}.${v.output}.${v.vec ? 'v' : 's'}.r${v.rows}c${v.cols}` +
+		`skinny.${segs}.${v.output}${v.norm ? '.norm' : ''}.${v.vec ? 'v' : 's'}.r${v.rows}c${v.cols}` +
 		`l${v.lanes}g${v.groups}.${v.subgroup ? `sg${v.subgroup}` : 'wg'}`
 	);
 }
@@ -87,7 +93,7 @@ export const MAX_SEGMENTS = 4;
 /** Workgroup-memory floats a variant uses (0: none). */
 export function skinnyWorkgroupFloats(v: SkinnyVariant): number {
 	const T = v.output === 'swiglu' ? 2 : 1;
-	const nacc = T * v.rows * v.cols;
+	const nacc = T * v.rows * v.cols + (v.norm ? v.rows : 0);
 	if (!v.subgroup) return nacc * v.lanes * v.groups;
 	if (v.lanes > v.subgroup) return nacc * v.groups * (v.lanes / v.subgroup);
 	return 0;
@@ -98,7 +104,7 @@ export function skinnyBindingCount(v: SkinnyVariant): number {
 	const anyLora = v.segments.some((s) => s.lora);
 	const perSeg = v.segments.reduce((n, s) => n + 1 + +s.bias + +s.lora, 0);
 	const outs = v.output === 'each' ? v.segments.length : 1;
-	return 1 + +anyLora + perSeg + outs;
+	return 1 + +!!v.norm + +anyLora + perSeg + outs;
 }
 
 export function skinnyWgsl(v: SkinnyVariant): string {
@@ -107,7 +113,8 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 	const { rows: RB, cols: C, lanes: L, groups: G, subgroup: S } = v;
 	const T = v.output === 'swiglu' ? 2 : 1;
 	const WGT = L * G;
-	const nacc = T * RB * C;
+	const NM = v.norm ? RB : 0; // sum-of-squares accumulators, one per row
+	const nacc = T * RB * C + NM;
 	const units = RB * C;
 	const anyLora = v.segments.some((s) => s.lora);
 
@@ -115,6 +122,8 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 	let b = 0;
 	let decl = '';
 	decl += `@group(0) @binding(${b++}) var<storage, read> x: array<${v.vec ? 'vec4<f32>' : 'f32'}>; // [B, K] f32, row-major\n`;
+	if (v.norm)
+		decl += `@group(0) @binding(${b++}) var<storage, read> g: array<${v.vec ? 'vec4<f32>' : 'f32'}>; // [K] RMSNorm weight\n`;
 	if (anyLora)
 		decl += `@group(0) @binding(${b++}) var<storage, read> xa: array<f32>; // [B, ldxa]: x A^T of every LoRA segment\n`;
 	v.segments.forEach((s, i) => {
@@ -131,7 +140,7 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 		});
 	else
 		decl += `@group(0) @binding(${b++}) var<storage, read_write> y: array<f32>; // [B, ldy]${v.output === 'swiglu' ? ': silu(gate) * up' : ''}\n`;
-	let fields = 'k: u32, rows: u32, beta: f32, ldxa: u32';
+	let fields = 'k: u32, rows: u32, beta: f32, ldxa: u32, eps: f32';
 	v.segments.forEach((_, i) => {
 		fields += `,\n                n${i}: u32, wgEnd${i}: u32, ldy${i}: u32, yOff${i}: u32, xaOff${i}: u32, rank${i}: u32, scale${i}: f32`;
 	});
@@ -173,19 +182,34 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 		for (let t = 0; t < T; t++)
 			for (let i = 0; i < RB; i++)
 				for (let c = 0; c < C; c++) s += `      var ${acc(t, i, c)} = 0.0;\n`;
+		for (let i = 0; i < NM; i++) s += `      var ss_${i} = 0.0;\n`;
 		s += `      for (var kv = lane; kv < p.k / ${vw}u; kv += ${L}u) {\n`;
 		segs.forEach((si, t) => {
 			for (let c = 0; c < C; c++)
 				s += loadW(si, t, c, `min(n0 + ${c}u, p.n${si} - 1u)`).replace(/^ {6}/gm, '        ');
 		});
+		if (v.norm) {
+			if (!v.vec || vw === 4) s += `        let gv = g[kv];\n`;
+			else s += `        let ga4 = g[2u * kv];\n        let gb4 = g[2u * kv + 1u];\n`;
+		}
 		for (let i = 0; i < RB; i++) {
 			s += `        { let row = min(r0 + ${i}u, p.rows - 1u);\n`;
-			if (!v.vec) s += `          let xv = x[row * p.k + kv];\n`;
-			else if (vw === 4) s += `          let xv = x[row * (p.k / 4u) + kv];\n`;
+			// With norm: the raw x feeds the sum of squares, x * g the products.
+			const raw = v.norm ? 'r' : '';
+			if (!v.vec) s += `          let ${raw}xv = x[row * p.k + kv];\n`;
+			else if (vw === 4) s += `          let ${raw}xv = x[row * (p.k / 4u) + kv];\n`;
 			else
 				s +=
-					`          let xa4 = x[row * (p.k / 4u) + 2u * kv];\n` +
-					`          let xb4 = x[row * (p.k / 4u) + 2u * kv + 1u];\n`;
+					`          let ${raw}xa4 = x[row * (p.k / 4u) + 2u * kv];\n` +
+					`          let ${raw}xb4 = x[row * (p.k / 4u) + 2u * kv + 1u];\n`;
+			if (v.norm) {
+				if (!v.vec || vw === 4)
+					s += `          ss_${i} += ${!v.vec ? 'rxv * rxv' : 'dot(rxv, rxv)'};\n          let xv = rxv * gv;\n`;
+				else
+					s +=
+						`          ss_${i} += dot(rxa4, rxa4) + dot(rxb4, rxb4);\n` +
+						`          let xa4 = rxa4 * ga4;\n          let xb4 = rxb4 * gb4;\n`;
+			}
 			for (let t = 0; t < T; t++)
 				for (let c = 0; c < C; c++) {
 					const w = `w_${t}_${c}`;
@@ -208,16 +232,23 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 	const reduceAndStore = (segs: number[]): string => {
 		let s = '';
 		const Q = Math.ceil(units / L);
-		const all: [number, number, number][] = [];
+		// Every register to reduce, with its slot j in workgroup memory.
+		const regs: { name: string; j: number }[] = [];
 		for (let t = 0; t < T; t++)
-			for (let i = 0; i < RB; i++) for (let c = 0; c < C; c++) all.push([t, i, c]);
+			for (let i = 0; i < RB; i++)
+				for (let c = 0; c < C; c++) regs.push({ name: acc(t, i, c), j: jOf(t, i, c) });
+		for (let i = 0; i < NM; i++) regs.push({ name: `ss_${i}`, j: T * units + i });
+		const butterfly = (width: number) => {
+			let b = '';
+			for (let m = 1; m < width; m *= 2)
+				for (const r of regs) b += `      ${r.name} += subgroupShuffleXor(${r.name}, ${m}u);\n`;
+			return b;
+		};
 		if (S && L <= S) {
 			// Butterfly inside the subgroup: every lane of the group ends with every total.
-			for (let m = 1; m < L; m *= 2)
-				for (const [t, i, c] of all)
-					s += `      ${acc(t, i, c)} += subgroupShuffleXor(${acc(t, i, c)}, ${m}u);\n`;
+			s += butterfly(L);
 			for (let q = 0; q < Q; q++) {
-				s += `      {\n        var own = false; var ui = 0u; var uc = 0u;`;
+				s += `      {\n        var own = false; var ui = 0u; var uc = 0u; var rs = 0.0;`;
 				for (let t = 0; t < T; t++) s += ` var v${t} = 0.0;`;
 				s += `\n`;
 				for (let o = q * L; o < Math.min(units, (q + 1) * L); o++) {
@@ -225,6 +256,7 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 					const c = o % C;
 					let set = `own = true; ui = ${i}u; uc = ${c}u;`;
 					for (let t = 0; t < T; t++) set += ` v${t} = ${acc(t, i, c)};`;
+					if (NM) set += ` rs = ss_${i};`;
 					s += `        if (lane == ${o - q * L}u) { ${set} }\n`;
 				}
 				s += `        if (own) {\n${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
@@ -234,28 +266,26 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 		if (S) {
 			// Butterfly per subgroup, then one partial per subgroup through workgroup memory.
 			const P = L / S;
-			for (let m = 1; m < S; m *= 2)
-				for (const [t, i, c] of all)
-					s += `      ${acc(t, i, c)} += subgroupShuffleXor(${acc(t, i, c)}, ${m}u);\n`;
+			s += butterfly(S);
 			s += `      if (lane % ${S}u == 0u) {\n`;
-			for (const [t, i, c] of all)
-				s += `        red[(gl * ${nacc}u + ${jOf(t, i, c)}u) * ${P}u + lane / ${S}u] = ${acc(t, i, c)};\n`;
+			for (const r of regs)
+				s += `        red[(gl * ${nacc}u + ${r.j}u) * ${P}u + lane / ${S}u] = ${r.name};\n`;
 			s += `      }\n      workgroupBarrier();\n`;
+			const total = (name: string, j: string) =>
+				`          var ${name} = 0.0;\n` +
+				`          for (var h = 0u; h < ${P}u; h++) { ${name} += red[(gl * ${nacc}u + ${j}) * ${P}u + h]; }\n`;
 			for (let q = 0; q < Q; q++) {
 				s += `      { let o = ${q * L}u + lane;\n        if (o < ${units}u) {\n`;
 				s += `          let ui = o / ${C}u; let uc = o % ${C}u;\n`;
-				for (let t = 0; t < T; t++) {
-					s += `          var v${t} = 0.0;\n`;
-					s += `          for (var h = 0u; h < ${P}u; h++) { v${t} += red[(gl * ${nacc}u + ${t * units}u + o) * ${P}u + h]; }\n`;
-				}
+				for (let t = 0; t < T; t++) s += total(`v${t}`, `${t * units}u + o`);
+				if (NM) s += total('rs', `${T * units}u + ui`);
 				s += `${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
 			}
 			s += `      workgroupBarrier();\n`;
 			return s;
 		}
 		// Tree in workgroup memory: red[j * WGT + lid].
-		for (const [t, i, c] of all)
-			s += `      red[${jOf(t, i, c) * WGT}u + lid] = ${acc(t, i, c)};\n`;
+		for (const r of regs) s += `      red[${r.j * WGT}u + lid] = ${r.name};\n`;
 		s += `      workgroupBarrier();\n`;
 		for (let st = L / 2; st >= 1; st /= 2) {
 			s += `      if (lane < ${st}u) {\n`;
@@ -268,6 +298,7 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 			s += `          let ui = o / ${C}u; let uc = o % ${C}u;\n`;
 			for (let t = 0; t < T; t++)
 				s += `          let v${t} = red[(${t * units}u + o) * ${WGT}u + gl * ${L}u];\n`;
+			if (NM) s += `          let rs = red[(${T * units}u + ui) * ${WGT}u + gl * ${L}u];\n`;
 			s += `${epilogue(segs, 'ui', 'uc')}        }\n      }\n`;
 		}
 		s += `      workgroupBarrier();\n`;
@@ -278,9 +309,10 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 	const epilogue = (segs: number[], ui: string, uc: string): string => {
 		let s = `          let row = r0 + ${ui}; let n = n0 + ${uc};\n`;
 		s += `          if (row < p.rows && n < p.n${segs[0]}) {\n`;
+		if (NM) s += `            let rstd = inverseSqrt(rs / f32(p.k) + p.eps);\n`;
 		segs.forEach((si, t) => {
 			const seg = v.segments[si];
-			s += `            var z${t} = v${t};\n`;
+			s += `            var z${t} = v${t}${NM ? ' * rstd' : ''};\n`;
 			if (seg.bias) s += `            z${t} += bias${si}[n];\n`;
 			if (seg.lora)
 				s +=

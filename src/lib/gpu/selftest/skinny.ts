@@ -9,13 +9,16 @@
  * or up by at most |up| + |gate| (silu' <= 1.1), and exp adds a few ulps relative to the
  * result: atol = 2.2 * atol * max(|z|, 1), rtol 1e-5 + 8 ulps.
  * y starts as NaN where beta = 0 (a read would show), and columns outside a segment's
- * [yOffset, yOffset + N) must come back unchanged.
+ * [yOffset, yOffset + N) must come back unchanged. With the norm fused, x * rstd * g is up
+ * to sqrt(3) times |x| (rstd of uniform rows is about sqrt(3)) plus rstd's own rounding:
+ * atol doubled.
  */
 import type { Gpu } from '../device';
 import { f16BitsToF32, f32ToF16Bits } from '../half';
 import { run } from '../kernel';
 import { skinnyMatmul, type SkinnySegment, type SkinnyTiling } from '../kernels/skinny';
 import { Rng } from '../reference/random';
+import { rmsNormRef } from '../reference/rmsnorm';
 import { placeRef, skinnySegmentRef, skinnySwigluRef } from '../reference/skinny';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
@@ -39,6 +42,8 @@ export interface SkinnyCaseSpec {
 	/** Shared output: columns before the first segment and after the last. */
 	pad?: number;
 	tiling?: Partial<SkinnyTiling>;
+	/** RMS-normalise x first (random norm weight, eps 1e-6). */
+	norm?: boolean;
 }
 
 function roundF16(x: Float32Array): Float32Array {
@@ -57,7 +62,7 @@ export function skinnyCaseName(s: SkinnyCaseSpec): string {
 				.map(([k, v]) => `${k}=${v}`)
 				.join(' ')
 		: '';
-	return `B=${s.rows} K=${s.k} N=[${segs}] ${s.output ?? 'each'}${s.beta ? ` beta=${s.beta}` : ''}${t}`;
+	return `B=${s.rows} K=${s.k} N=[${segs}] ${s.output ?? 'each'}${s.norm ? ' norm' : ''}${s.beta ? ` beta=${s.beta}` : ''}${t}`;
 }
 
 export function skinnyCases(specs: SkinnyCaseSpec[]): KernelCase[] {
@@ -77,6 +82,11 @@ export function skinnyCases(specs: SkinnyCaseSpec[]): KernelCase[] {
 			};
 			const xh = rng.uniform(B * K);
 			const x = up(xh, [B, K]);
+			const eps = 1e-6;
+			const gh = spec.norm ? rng.uniform(K) : undefined;
+			const norm = gh ? { weight: up(gh, [K]), eps } : undefined;
+			// What the products see: x, or rmsnorm(x) in f64.
+			const xr = gh ? rmsNormRef(xh, gh, K, eps).y : xh;
 			const ranks = spec.segments.map((g) => g.rank ?? 0);
 			const ldxa = ranks.reduce((a, r) => a + r, 0) + 1; // one spare column: offsets matter
 			const xah = rng.uniform(B * ldxa);
@@ -113,7 +123,7 @@ export function skinnyCases(specs: SkinnyCaseSpec[]): KernelCase[] {
 				const seg: SkinnySegment = { w };
 				if (bh) seg.bias = up(bh, [g.n]);
 				if (lbh) seg.lora = { xa: xa!, offset: xaOff, b: up(lbh, [g.n, r]), scale };
-				const z = skinnySegmentRef(xh, B, K, {
+				const z = skinnySegmentRef(xr, B, K, {
 					w: wh,
 					n: g.n,
 					bias: bh,
@@ -138,10 +148,10 @@ export function skinnyCases(specs: SkinnyCaseSpec[]): KernelCase[] {
 					: undefined;
 			try {
 				await run(gpu, (rec) =>
-					skinnyMatmul(rec, { x, segments: segs, beta, swiglu, tiling: spec.tiling })
+					skinnyMatmul(rec, { x, segments: segs, beta, swiglu, norm, tiling: spec.tiling })
 				);
 				const maxRank = Math.max(0, ...ranks);
-				const atol = 1e-5 * (Math.sqrt(K) + scale * maxRank + 1);
+				const atol = 1e-5 * (Math.sqrt(K) + scale * maxRank + 1) * (norm ? 2 : 1);
 				const tol = { atol, rtol: 1e-5 };
 				if (swiglu) {
 					const expected = skinnySwigluRef(refs[0].z, refs[1].z);
@@ -196,6 +206,7 @@ export const SKINNY_SELFTEST = skinnyCases([
 			{ n: 13, w: 'f16', rank: 2 },
 			{ n: 13, w: 'f16', rank: 2 }
 		],
-		output: 'swiglu'
+		output: 'swiglu',
+		norm: true
 	}
 ]);
