@@ -40,7 +40,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 import safetensors  # noqa: E402
-from peft.utils import get_peft_model_state_dict  # noqa: E402
+from peft import get_peft_model_state_dict  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 LORA_B_STD = 0.1
