@@ -17,7 +17,8 @@
  * (acts.gate and acts.up stay unused), o and down adding into the residual, and LoRA's
  * x A^T of the projections that share an input in one dispatch before them: 6 to 8
  * matmul dispatches per layer where the tiled path had 7 matmuls, 3 biases, a SwiGLU and
- * 14 LoRA products (plus split-K reduce passes). 'skinny': one skinny call per
+ * 14 LoRA products (plus split-K reduce passes); the two RMSNorms are fused into the
+ * products that read them (acts.h1 and acts.h2 stay unused too). 'skinny': one skinny call per
  * projection (and one per LoRA A); 'tiled': the general matmul, bias and LoRA kernels.
  */
 import { addBias } from '../gpu/kernels/add';
@@ -176,9 +177,10 @@ function linearSkinny(
 	x: Tensor,
 	ps: Projection[],
 	xa: Tensor | undefined,
-	o: { accumulate?: boolean; swiglu?: Tensor; fused: boolean }
+	o: { accumulate?: boolean; swiglu?: Tensor; fused: boolean; norm?: Tensor }
 ): void {
 	const tiling = ctx.matmul?.tiling;
+	const norm = o.norm && { weight: o.norm, eps: ctx.config.rmsNormEps };
 	const lora = ctx.lora;
 	const segments: SkinnySegment[] = [];
 	const loraA: SkinnySegment[] = [];
@@ -196,14 +198,14 @@ function linearSkinny(
 	}
 	const beta = o.accumulate ? 1 : 0;
 	if (o.fused || o.swiglu) {
-		if (loraA.length) skinnyMatmul(rec, { x, segments: loraA, tiling });
-		skinnyMatmul(rec, { x, segments, beta, swiglu: o.swiglu, tiling });
+		if (loraA.length) skinnyMatmul(rec, { x, segments: loraA, norm, tiling });
+		skinnyMatmul(rec, { x, segments, beta, swiglu: o.swiglu, norm, tiling });
 		return;
 	}
 	let a = 0;
 	for (const seg of segments) {
-		if (seg.lora) skinnyMatmul(rec, { x, segments: [loraA[a++]], tiling });
-		skinnyMatmul(rec, { x, segments: [seg], beta, tiling });
+		if (seg.lora) skinnyMatmul(rec, { x, segments: [loraA[a++]], norm, tiling });
+		skinnyMatmul(rec, { x, segments: [seg], beta, norm, tiling });
 	}
 }
 
@@ -229,14 +231,19 @@ export function decodeLayerForward(
 			for (const p of ps) linearTiled(rec, ctx, layer, p.name, w, x0, p.y!, xa, accumulate);
 		else linearSkinny(rec, ctx, layer, w, x0, ps, xa, { accumulate, fused });
 	};
-	rmsNormForward(rec, { x, weight: w.inputNorm, y: acts.h1, rstd: acts.rstd, eps });
 	const qLin = config.qkNorm ? acts.qPre! : acts.q;
 	const kLin = config.qkNorm ? acts.kPre! : acts.k;
-	project(acts.h1, [
+	const qkv: Projection[] = [
 		{ name: 'q_proj', y: qLin },
 		{ name: 'k_proj', y: kLin },
 		{ name: 'v_proj', y: acts.v }
-	]);
+	];
+	// Fused: the input norm happens inside the q/k/v (and LoRA A) products.
+	if (fused) linearSkinny(rec, ctx, layer, w, x, qkv, xa, { fused, norm: w.inputNorm });
+	else {
+		rmsNormForward(rec, { x, weight: w.inputNorm, y: acts.h1, rstd: acts.rstd, eps });
+		project(acts.h1, qkv);
+	}
 	if (config.qkNorm) {
 		const rows = (t: Tensor) => t.view([t.size / D, D]);
 		rmsNormForward(rec, {
@@ -269,13 +276,14 @@ export function decodeLayerForward(
 	const att = acts.att.view([B, 1, Hq, D]);
 	decodeAttention(rec, { q, k: cache.k, v: cache.v, positions: ctx.positions, out: att });
 	project(acts.att, [{ name: 'o_proj', y: x }], true);
-	rmsNormForward(rec, { x, weight: w.postNorm, y: acts.h2, rstd: acts.rstd, eps });
 	const gateUp: Projection[] = [
 		{ name: 'gate_proj', y: acts.gate },
 		{ name: 'up_proj', y: acts.up }
 	];
-	if (fused) linearSkinny(rec, ctx, layer, w, acts.h2, gateUp, xa, { swiglu: acts.m, fused });
+	if (fused)
+		linearSkinny(rec, ctx, layer, w, x, gateUp, xa, { swiglu: acts.m, fused, norm: w.postNorm });
 	else {
+		rmsNormForward(rec, { x, weight: w.postNorm, y: acts.h2, rstd: acts.rstd, eps });
 		project(acts.h2, gateUp);
 		swigluForward(rec, { gate: acts.gate, up: acts.up, h: acts.m });
 	}

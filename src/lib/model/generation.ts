@@ -16,7 +16,8 @@
  * Decode: every step is the same GPU commands (captured-commands.ts), recorded once per
  * batch shape: the embedding of the tokens the last step sampled (read on the GPU), every
  * layer (decode-layer.ts: attention over each sequence's own cache length), the final
- * norm, the logits [B, V] and the sampler; token ids, positions and the cache live on the
+ * norm, the logits [B, V] (up to 32 sequences: one skinny matmul over every lm_head chunk,
+ * the norm fused in; see GeneratorOptions.decodeMatmul) and the sampler; token ids, positions and the cache live on the
  * GPU. Per step the host writes the sampler's step counter, submits, and reads back the
  * B token ids and logprobs (one 8 B-per-sequence readback). The host stays one step
  * ahead: step s + 1 is submitted before step s's ids are read, since it needs nothing
@@ -27,7 +28,7 @@
  * Reproducibility: sequence i of a call (its index in `prompts`) samples with the Philox
  * key derived from (seed, i) at counter = the token's index, so a call repeats exactly
  * and a sequence's draws do not depend on its neighbours (its logits may still differ in
- * the last bits with the batch size: matmul's split-K choice depends on the row count).
+ * the last bits with the batch size: the matmuls' tilings depend on the row count).
  *
  * Memory: the call's estimate (generation-memory.ts) is checked against the model's
  * budget and the device's per-buffer limits before anything is allocated
@@ -250,11 +251,15 @@ class DecodeSession {
 			const head = (this.#head = new CapturedCommands(gpu));
 			let rec = head.recorder;
 			const eps = config.rmsNormEps;
-			rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
-			// Skinny: every chunk of the lm_head writes its columns of the logits, one call.
+			// Skinny: every chunk of the lm_head writes its columns of the logits, one call,
+			// with the final norm fused in ('fused') or before it.
+			const fusedNorm = decodeMatmulMode(decodeMatmul, B) === 'fused';
+			if (!fusedNorm)
+				rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
 			if (skinnyHead)
 				skinnyMatmul(rec, {
-					x: hf,
+					x: fusedNorm ? this.x : hf,
+					norm: fusedNorm ? { weight: weights.finalNorm, eps } : undefined,
 					segments: chunks.map((c) => ({ w: c.tensor, y: logits, yOffset: c.rowOffset })),
 					tiling: decodeMatmul?.tiling
 				});

@@ -12,19 +12,33 @@
  * cost (~10-20 us on Dawn/Vulkan), so both the arithmetic per weight byte and the
  * dispatch count matter.
  *
- * Versions (designed for the H200: 132 SMs, ~4.8 TB/s, subgroup size 32; only checked
- * for correctness on SwiftShader, subgroup size 4, so not timed yet):
+ * Versions (designed for the H200: 132 SMs, ~4.8 TB/s, subgroup size 32; checked for
+ * correctness on SwiftShader, subgroup size 4, so none is timed yet; the tiled path is
+ * the baseline they replace in the decode step):
  *  1. lane groups of `lanes` invocations split K with 16-byte loads, `cols` columns per
  *     group, all rows of a pass (`rows`) accumulated per weight load; shuffle butterfly
  *     reduction, workgroup memory only past one subgroup. Default tiling (chooseTiling):
- *     ~8 weight vectors per lane (lanes = K / 8 vectors, between 4 and 32), rows x cols
- *     <= 32 accumulators, workgroups of >= 1 subgroup sized so a product has >= 264
- *     workgroups (2 per SM) where N allows, else 128 invocations.
- *  2. the same without subgroups: a tree in workgroup memory (portable fallback).
+ *     ~8 weight vectors per lane (lanes = K / 8 vectors, between 4 and 32; more when the
+ *     output is too narrow to fill the GPU, e.g. LoRA's A with N = r), rows x cols <= 32
+ *     accumulators (B = 8: 8 x 4), workgroups of >= 1 subgroup, at most 128 invocations,
+ *     smaller while that leaves < 264 workgroups (2 per SM).
+ *  2. the same without subgroups: a tree in workgroup memory (portable fallback; also
+ *     selectable with subgroup = 0).
+ *  3. fusions that cut dispatches (decode-layer.ts 'fused'): several weights per dispatch
+ *     (split only where the device's storage-buffer limit says so), bias, LoRA's up
+ *     projection, SwiGLU and the input RMSNorm in the epilogue / loads. On the tiny test
+ *     model a decode step went from 69 dispatches (tiled) to 49 (one skinny call per
+ *     product) to 37 (fused) before the norms were fused too.
  * Worth timing on the H200 (bench-generate --decode-matmul, see scripts/bench-generate.ts):
- *  lanes 8 / 16 / 32 on the lm_head (K = 896: 14 / 7 / 3.5 vectors per lane); cols 2 vs
- *  4 at B = 8 (x reloads from L1 per weight vector: rows / cols of them); rows 8 vs 16 vs
- *  32 at B = 32 (registers vs weight re-reads); subgroup vs workgroup-memory reduction.
+ *  - 'tiled' / 'skinny' / 'fused': what the kernel and what the fusions buy;
+ *  - lanes 8 / 16 / 32 (K = 896 f32: 28 / 14 / 7 vectors per lane on q/k/v, o, gate/up
+ *    and the lm_head);
+ *  - cols 2 vs 4 at B = 8 (x is reloaded from L1 rows / cols times per weight vector);
+ *  - rows 8 vs 16 vs 32 at B = 32 (registers vs re-reading weights for a second pass);
+ *  - subgroup = 0 (workgroup-memory tree) vs the shuffle butterfly;
+ *  - groups (threads per workgroup / lanes) 1..8 on the narrow q/k/v and down products.
+ * Not tried yet: unrolling the K loop by 2 for more loads in flight; staging x in
+ * workgroup memory; f16 arithmetic (`shader-f16`) for the products.
  */
 import type { Gpu } from '../device';
 import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';
