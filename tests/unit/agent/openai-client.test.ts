@@ -190,6 +190,32 @@ describe('openaiClient on the real engine', () => {
 			}
 	});
 
+	it('decodes concurrent seeded requests in one call, each as it samples alone', async () => {
+		const ask = (seed: number, text: string) =>
+			client.chat.completions.create({
+				model: MODEL_NAME,
+				messages: [{ role: 'user', content: text }],
+				max_tokens: 4,
+				n: 2,
+				temperature: 1.5,
+				seed
+			});
+		const alone = [];
+		for (const [seed, text] of [
+			[5, 'first question'],
+			[6, 'second question']
+		] as const)
+			alone.push(tabrl(await ask(seed, text)));
+		const before = chat.service.scheduler.callSizes.length;
+		const together = (await Promise.all([ask(5, 'first question'), ask(6, 'second question')])).map(
+			tabrl
+		);
+		expect(chat.service.scheduler.callSizes.slice(before)).toEqual([4]);
+		expect(together.map((a) => a.choices.map((c) => c.tabrl.ids))).toEqual(
+			alone.map((a) => a.choices.map((c) => c.tabrl.ids))
+		);
+	});
+
 	it('streams chunks that add up to the whole answer (same seed)', async () => {
 		const body = {
 			model: MODEL_NAME,

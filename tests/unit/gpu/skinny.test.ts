@@ -84,6 +84,13 @@ describe('skinny matmul', () => {
 				norm: true,
 				tiling: { lanes: 16, groups: 1, cols: 3 }
 			},
+			// 32 rows in one pass (32 accumulators), a bench variant for B = 32.
+			{
+				rows: 32,
+				k: 64,
+				segments: [{ n: 9, w: 'f16', bias: true }],
+				tiling: { rows: 32, cols: 1 }
+			},
 			// Tilings: workgroup-memory tree, lanes past one subgroup, one row per pass.
 			{
 				rows: 5,

@@ -8,9 +8,11 @@
  *
  * What a call shares, so what groups jobs:
  *  - greedy jobs (temperature 0) share one call whatever their other sampling options;
- *  - sampling jobs share a call when temperature, top_p and top_k are equal and none has a
- *    seed. A seeded job gets a call of its own: the engine derives sequence i's key from
- *    (seed, i), so the job's choices must be sequences 0..n-1 for a seed to repeat;
+ *  - sampling jobs share a call when temperature, top_p and top_k are equal, seeded or not:
+ *    the call gives the engine one Philox key per sequence (`sequenceKeys`), a seeded job's
+ *    choice i the key it would have alone (sequenceSeed(seed, i)) and an unseeded job's a
+ *    random one, so a seed repeats whatever the job's batch neighbours (rollouts with
+ *    per-request seeds still decode together);
  *  - max_tokens: the call decodes up to the largest of its jobs, and a sequence whose own
  *    limit is lower is stopped through `onStep` when it reaches it (finish 'length').
  * Per-token work (stop strings, streaming) runs in the job's `onToken`, called from the
@@ -18,6 +20,7 @@
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
  * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
  */
+import { sequenceSeed } from '../../model/generation';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {
@@ -55,18 +58,22 @@ interface Pending {
 	reject(error: unknown): void;
 }
 
-/** The key of the call a job may share; seeded sampling jobs share with no one. */
-function groupKey(p: SamplingParams, unique: number): string {
+/** The key of the call a job may share. */
+function groupKey(p: SamplingParams): string {
 	if (p.temperature <= 0) return 'greedy';
-	if (p.seed !== undefined) return `seeded#${unique}`;
 	return `sample|${p.temperature}|${p.topP}|${p.topK}`;
+}
+
+function randomKey(): number {
+	const c = (globalThis as { crypto?: Crypto }).crypto;
+	if (c?.getRandomValues) return c.getRandomValues(new Uint32Array(1))[0];
+	return Math.floor(Math.random() * 2 ** 32);
 }
 
 export class BatchScheduler {
 	private queue: Pending[] = [];
 	private timer: ReturnType<typeof setTimeout> | null = null;
 	private running = false;
-	private unique = 0;
 	/** Engine calls made so far, and how many sequences each had (for tests and stats). */
 	readonly callSizes: number[] = [];
 
@@ -116,7 +123,7 @@ export class BatchScheduler {
 		const byKey = new Map<string, Pending[][]>();
 		const max = this.options.maxBatch ?? Infinity;
 		for (const p of jobs) {
-			const key = groupKey(p.job.params, this.unique++);
+			const key = groupKey(p.job.params);
 			const calls = byKey.get(key) ?? [];
 			byKey.set(key, calls);
 			const last = calls.at(-1);
@@ -183,7 +190,12 @@ export class BatchScheduler {
 			topK: first.topK,
 			onStep
 		};
-		if (first.temperature > 0 && first.seed !== undefined) options.seed = first.seed;
+		if (first.temperature > 0)
+			options.sequenceKeys = live.flatMap((p) =>
+				p.job.prompts.map((_, i) =>
+					p.job.params.seed === undefined ? randomKey() : sequenceSeed(p.job.params.seed, i)
+				)
+			);
 		this.callSizes.push(seqs.length);
 		let results: EngineSequence[];
 		try {
