@@ -287,6 +287,13 @@ function dispatchOne(rec: Recorder, args: SkinnyArgs, p: Prepared, idx: number[]
 		pair: output === 'swiglu'
 	});
 	const tiling = { ...chosen, ...args.tiling };
+	// Lanes overridden alone: keep the chosen workgroup size (and at least one subgroup).
+	if (args.tiling?.lanes && !args.tiling.groups)
+		tiling.groups = Math.max(
+			1,
+			Math.floor((chosen.lanes * chosen.groups) / tiling.lanes),
+			Math.ceil(tiling.subgroup / tiling.lanes)
+		);
 	const v: SkinnyVariant = {
 		...tiling,
 		segments: segs.map((s) => ({
