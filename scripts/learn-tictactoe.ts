@@ -1,206 +1,310 @@
 /**
- * @file The tic-tac-toe learning run (issue 5, item 7): SFT on transcripts of legal random
- * play teaches a small random-init Llama (make-model.ts: ~5M parameters, a BPE tokenizer
- * learned from tic-tac-toe text) the move format; GRPO against the random opponent then
- * raises its score. Everything goes through the public API (TrainableModel, the Node
- * LocalBackend, the model's own OpenAI client, gatherTrajectoryGroups, tictactoe.rollout).
+ * @file The tic-tac-toe learning run (issue 5, item 7b), for the GPU machine: SFT on
+ * transcripts of legal random play teaches a small random-init Llama (tictactoe/make-model.ts:
+ * ~5M parameters, a byte-level BPE tokenizer learned from tic-tac-toe conversations) the move
+ * format; GRPO against the random opponent then raises its score. Everything goes through
+ * the public API: TrainableModel, the Node LocalBackend, the model's own OpenAI client,
+ * gatherTrajectoryGroups and tictactoe.rollout (the same agent code a user would write).
  *
- *   npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--steps 200] [--groups 16]
- *       [--group-size 8] [--lr 1e-4] [--sft-games 4096] [--sft-epochs 2] [--sft-batch 64]
- *       [--sft-lr 1e-3] [--rank 64] [--eval-games 200] [--eval-every 25] [--time-limit-s 540]
+ *   npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--steps 250] [--groups 32]
+ *       [--group-size 16] [--lr 5e-4] ...        (all flags: tictactoe/options.ts)
+ *   npx tsx scripts/tictactoe/report-md.ts DIR/report.json   (tables for BENCHMARKS.md)
  *
- * Evaluation: `--eval-games` games from fixed seeds (disjoint from training's), scored win 1,
- * draw 0.5, loss 0, an illegal move the game's penalty (reported apart), as X and as O, at
- * temperature 0 (greedy: the headline) and at 1 (the sampling policy GRPO trains). Evaluated
- * before training, after SFT (the baseline), every --eval-every GRPO steps and at the end;
- * logged into the run's history as val/... and written to DIR/report.json with the training
- * curve. Resumable: the run keeps its checkpoints in DIR/run, so a second call with the same
- * --out (e.g. the next device call, after --time-limit-s stopped the first) continues.
+ * --tiny (SwiftShader, ~4 min) checks the plumbing of every phase with a 35k-parameter model
+ * that learns nothing in 2 SFT steps: its games are all illegal first moves, so its GRPO
+ * rounds have no reward spread and it stops "stuck" after --max-no-signal rounds; a second
+ * call with `--tiny --steps 0` resumes and runs the final evaluation.
  *
- * Choices (the base is random, so the adapter does all the work): LoRA r 64 on every
- * projection (near full rank for hidden 256); SFT lr 1e-3 in batches of 64 transcripts;
- * GRPO lr 1e-4, cispo, groups of 8 games of one scenario (the agent's mark and the
- * opponent's moves fixed per group, so rewards differ only by the policy's choices).
+ * Phases: make the model -> evaluate the base -> SFT -> evaluate (the SFT baseline) -> GRPO,
+ * evaluating every --eval-every steps -> final evaluation. Each evaluation plays --eval-games
+ * games from fixed seeds, greedy (the headline) and at T = 1 (the policy GRPO samples);
+ * tictactoe/evaluate.ts says how they are scored. DIR/report.json holds the options, the SFT
+ * losses, the GRPO curve (train reward, illegal moves, loss, seconds per step) and every
+ * evaluation; DIR/run holds checkpoints and history.jsonl (val/... metrics included).
+ *
+ * Resumable under a time limit: before each phase (an SFT chunk, a GRPO step, an evaluation)
+ * the run checks that it should end within --time-limit-s (from the durations measured so
+ * far); if not, it saves and exits 0 with `"done": false`, and the same command with the same
+ * --out continues from the latest checkpoint (the model's step says where: SFT batches first,
+ * then GRPO steps). A hard kill loses at most the step in flight.
+ *
+ * Choices, and why. The target is hard: taking wins and blocking losses scores 0.880 against
+ * this opponent, optimal play 0.980, random play 0.500 (tictactoe/policy-values.ts), so the
+ * model must read threats off the board text from a game's single reward. The same GRPO on
+ * an MLP policy that gets the board and the legal moves for free (tictactoe/mlp-grpo.ts)
+ * passes 0.85 greedy only after ~100k games, and groups of 16 learn faster than groups of 8
+ * at equal games; so:
+ * - SFT: 8192 transcripts x 2 epochs, batches of 64 (256 steps), lr 1e-3 decaying linearly to
+ *   1e-4: enough for the move format and the legality of moves; its score is random play's.
+ * - GRPO: 32 groups x 16 games per step (512 games), 250 steps (128k games), lr 5e-4 (the
+ *   base is random, so the adapter does all the work; ART's 5e-6 is for pretrained 8B
+ *   models), cispo (ART's default), no KL (the reference would be the random base), rollouts
+ *   at T = 1. A group is one scenario: its 16 games share the seed, so the agent's mark and
+ *   the opponent's random draws, and differ only by the policy's choices.
+ * - LoRA r 64 (alpha 128) on every projection: near full rank at hidden 256.
+ * - Requests carry no sampling seed, so each turn of all 512 games decodes as one batch
+ *   (seeded requests are decoded one by one), 256 sequences per decode call at most.
  */
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { appendFile, mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { gatherTrajectoryGroups, tictactoe, TrainableModel } from '../src/lib/agent';
 import { LocalBackend } from '../src/lib/agent/backend/node';
 import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
+import type { Trajectory } from '../src/lib/agent/trajectory';
+import { Rng } from '../src/lib/gpu/reference/random';
+import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evaluate';
 import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
+import { parseLearnArgs, type LearnOptions } from './tictactoe/options';
+import { loadReport, saveReport, type CurvePoint, type Report } from './tictactoe/report';
 
-interface Options {
-	out: string;
-	tiny: boolean;
-	steps: number;
-	groups: number;
-	groupSize: number;
-	lr: number;
-	sftGames: number;
-	sftEpochs: number;
-	sftBatch: number;
-	sftLr: number;
-	rank: number;
-	evalGames: number;
-	evalEvery: number;
-	timeLimitS: number;
-	maxTokens: number;
+const T0 = performance.now();
+const elapsed = () => (performance.now() - T0) / 1000;
+
+/** Seeds of the SFT transcripts (50 * 1_000_003 + i) and of GRPO's scenarios (1e6 + ...). */
+const SFT_SEED = 50;
+const SCENARIO_SEED = 1_000_000;
+/** SFT batches per trainSft call (a resumable chunk). */
+const SFT_CHUNK = 16;
+let logFile: string | undefined;
+function log(line: string): void {
+	process.stderr.write(`[learn-tictactoe ${elapsed().toFixed(0)}s] ${line}\n`);
+	if (logFile) void appendFile(logFile, `${new Date().toISOString()} ${line}\n`);
 }
 
-function parse(argv: string[]): Options {
-	const get = (name: string) => {
-		const i = argv.indexOf(`--${name}`);
-		return i >= 0 ? argv[i + 1] : undefined;
-	};
-	const num = (name: string, fallback: number) => {
-		const v = get(name);
-		if (v === undefined) return fallback;
-		const n = Number(v);
-		if (!Number.isFinite(n)) throw new Error(`--${name}: '${v}' is not a number`);
-		return n;
-	};
-	const out = get('out');
-	if (!out)
-		throw new Error('usage: learn-tictactoe --out DIR [--tiny] [flags: see the file header]');
-	const tiny = argv.includes('--tiny');
-	return {
-		out: resolve(out),
-		tiny,
-		steps: num('steps', tiny ? 3 : 200),
-		groups: num('groups', tiny ? 2 : 16),
-		groupSize: num('group-size', tiny ? 4 : 8),
-		lr: num('lr', 1e-4),
-		sftGames: num('sft-games', tiny ? 32 : 4096),
-		sftEpochs: num('sft-epochs', tiny ? 2 : 2),
-		sftBatch: num('sft-batch', tiny ? 8 : 64),
-		sftLr: num('sft-lr', tiny ? 1e-2 : 1e-3),
-		rank: num('rank', tiny ? 8 : 64),
-		evalGames: num('eval-games', tiny ? 8 : 200),
-		evalEvery: num('eval-every', tiny ? 2 : 25),
-		timeLimitS: num('time-limit-s', 540),
-		maxTokens: num('max-tokens', 16)
-	};
-}
-
-const EVAL_SEED = 900_000_000;
-const log = (line: string) => process.stderr.write(`[learn-tictactoe] ${line}\n`);
 const exists = (p: string) =>
 	stat(p).then(
 		() => true,
 		() => false
 	);
 
-interface Evaluation {
-	step: number;
-	phase: string;
-	temperature: number;
-	games: number;
-	score: number;
-	wins: number;
-	draws: number;
-	losses: number;
-	illegal: number;
-	scoreAsX: number;
-	scoreAsO: number;
-	seconds: number;
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+	const out = [...items];
+	const rng = new Rng(seed);
+	for (let i = out.length - 1; i > 0; i--) {
+		const j = rng.int(i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
 }
 
-async function evaluate(
-	client: OpenAI,
-	model: TrainableModel,
-	o: Options,
-	temperature: number,
-	phase: string
-): Promise<Evaluation> {
-	const t0 = performance.now();
-	const [group] = await gatherTrajectoryGroups(
-		[
-			Array.from({ length: o.evalGames }, (_, i) =>
-				tictactoe.rollout(client, {
-					model: model.name,
-					seed: EVAL_SEED + i,
-					maxTokens: o.maxTokens,
-					request: { temperature, seed: i }
-				})
-			)
-		],
-		{ maxExceptions: o.evalGames }
-	);
-	const games = group.trajectories;
-	const outcome = (k: string) => games.filter((t) => t.metadata.outcome === k).length;
-	const scoreOf = (ts: typeof games) =>
-		ts.reduce((s, t) => s + (t.metadata.outcome === 'illegal' ? 0 : t.reward), 0) /
-		Math.max(1, ts.length);
-	const e: Evaluation = {
-		step: await model.getStep(),
-		phase,
-		temperature,
-		games: games.length,
-		// Wins 1, draws 0.5, losses 0; an illegal move scores 0 here (its training penalty is
-		// below 0, which would make an average of scores hard to read).
-		score: scoreOf(games),
-		wins: outcome('win'),
-		draws: outcome('draw'),
-		losses: outcome('loss'),
-		illegal: outcome('illegal'),
-		scoreAsX: scoreOf(games.filter((t) => t.metadata.agent_symbol === 'x')),
-		scoreAsO: scoreOf(games.filter((t) => t.metadata.agent_symbol === 'o')),
-		seconds: (performance.now() - t0) / 1000
-	};
-	const tag = temperature === 0 ? 'greedy' : `t${temperature}`;
-	await model.log(
-		{
-			[`${tag}/score`]: e.score,
-			[`${tag}/illegal`]: e.illegal / e.games,
-			...(temperature === 0 ? { reward: e.score } : {})
-		},
-		{ split: 'val' }
-	);
-	log(
-		`eval ${phase} step ${e.step} T=${temperature}: score ${e.score.toFixed(3)} (W ${e.wins} D ${e.draws} L ${e.losses} illegal ${e.illegal}) in ${e.seconds.toFixed(1)} s`
-	);
-	return e;
-}
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
-interface Report {
-	options: Options;
-	model?: { parameters: number; vocab: number };
-	evaluations: Evaluation[];
-	curve: {
-		step: number;
-		reward: number;
-		loss: number | null;
-		skipped: boolean;
-		rolloutS: number;
-		trainS: number;
-	}[];
-	sft: { step: number; loss: number }[];
-	done: boolean;
-	seconds: number;
+class LearnRun {
+	#stoppedBy = '';
+	constructor(
+		readonly o: LearnOptions,
+		readonly model: TrainableModel,
+		readonly client: OpenAI,
+		readonly report: Report,
+		readonly save: () => Promise<void>
+	) {}
+
+	get stopped(): string {
+		return this.#stoppedBy;
+	}
+
+	/** True when `seconds` more still end within the limit; else records why it stops. */
+	fits(seconds: number, what: string): boolean {
+		if (this.#stoppedBy) return false;
+		if (elapsed() + seconds <= this.o.timeLimitS) return true;
+		this.#stoppedBy = `time limit before ${what}`;
+		log(
+			`${this.#stoppedBy} (${elapsed().toFixed(0)} s + ~${seconds.toFixed(0)} s > ` +
+				`${this.o.timeLimitS} s): run the same command again to continue`
+		);
+		return false;
+	}
+
+	/** Seconds the last evaluation pair took (0 before the first). */
+	get evalEstimate(): number {
+		const last = this.report.evaluations.slice(-2);
+		return 1.2 * last.reduce((s, e) => s + e.seconds, 0);
+	}
+
+	async grpoStep(): Promise<number> {
+		return (await this.model.getStep()) - (this.report.sftEnd ?? 0);
+	}
+
+	/** Greedy and T = 1 evaluations at `phase`, unless done already; false when out of time. */
+	async evaluatePhase(phase: string): Promise<boolean> {
+		const grpoStep = this.report.sftEnd === null ? 0 : await this.grpoStep();
+		for (const temperature of [0, 1]) {
+			// base and sft happen once; grpo and final at a GRPO step.
+			const once = phase === 'base' || phase === 'sft';
+			const done = this.report.evaluations.some(
+				(e) =>
+					e.phase === phase && e.temperature === temperature && (once || e.grpoStep === grpoStep)
+			);
+			if (done) continue;
+			if (!this.fits(this.evalEstimate / 2, `the ${phase} evaluation`)) return false;
+			const e: Evaluation = {
+				phase,
+				step: await this.model.getStep(),
+				grpoStep,
+				...(await evaluate(this.client, this.model.name, {
+					games: this.o.evalGames,
+					temperature,
+					maxTokens: this.o.maxTokens
+				}))
+			};
+			this.report.evaluations.push(e);
+			const tag = temperature === 0 ? 'greedy' : 't1';
+			await this.model.log(
+				{
+					...(temperature === 0 ? { reward: e.score } : {}),
+					[`${tag}_score`]: e.score,
+					[`${tag}_score_x`]: e.asX.score,
+					[`${tag}_score_o`]: e.asO.score,
+					[`${tag}_illegal`]: e.illegal
+				},
+				{ split: 'val' }
+			);
+			log(describeEvaluation(e));
+			await this.save();
+		}
+		return true;
+	}
+
+	/** SFT in chunks of SFT_CHUNK batches; the model's step is the next batch's index. */
+	async sft(): Promise<boolean> {
+		const o = this.o;
+		const perEpoch = Math.ceil(o.sftGames / o.sftBatch);
+		const total = o.sftEpochs * perEpoch;
+		const transcripts = legalPlayTranscripts(o.sftGames, SFT_SEED);
+		let chunkS = 0;
+		for (let step = await this.model.getStep(); step < total;) {
+			if (!this.fits(1.5 * chunkS, `SFT step ${step}`)) return false;
+			const epoch = Math.floor(step / perEpoch);
+			const first = step % perEpoch;
+			const batches = Math.min(SFT_CHUNK, perEpoch - first);
+			const order = shuffled(transcripts, 1000 + epoch);
+			const chunk: Trajectory[] = order.slice(first * o.sftBatch, (first + batches) * o.sftBatch);
+			// Linear decay from sftLr to sftLr / 10 over all batches, constant within a chunk.
+			const lr = o.sftLr * (1 - (0.9 * step) / total);
+			const t = performance.now();
+			const reports = await this.model.trainSft(chunk, {
+				learningRate: lr,
+				batchSize: o.sftBatch,
+				tokenBudget: o.tokenBudget
+			});
+			chunkS = (performance.now() - t) / 1000;
+			for (const r of reports)
+				if (!r.skipped) this.report.sft.push({ step: r.step, loss: r.metrics['sft/loss'], lr });
+			const next = await this.model.getStep();
+			if (next === step)
+				throw new Error(
+					`SFT made no step at batch ${step} (${reports[0]?.skipped}): lower --sft-lr`
+				);
+			step = next;
+			log(
+				`SFT ${step}/${total} (epoch ${epoch + 1}/${o.sftEpochs}): loss ` +
+					`${this.report.sft.at(-1)?.loss.toFixed(4)} lr ${lr.toExponential(2)}, ${chunkS.toFixed(1)} s per ${batches}`
+			);
+			await this.model.deleteCheckpoints(); // every SFT step is checkpointed: keep the disk small
+			await this.save();
+		}
+		this.report.sftEnd = await this.model.getStep();
+		await this.save();
+		return true;
+	}
+
+	/** One rollout round and one GRPO step (or a skipped one when no group has a spread). */
+	async grpoRound(): Promise<CurvePoint> {
+		const o = this.o;
+		const round = this.report.rounds++;
+		const r0 = performance.now();
+		const groups = await gatherTrajectoryGroups(
+			Array.from({ length: o.groups }, (_, g) => {
+				const seed = SCENARIO_SEED + round * 1009 + g;
+				return Array.from(
+					{ length: o.groupSize },
+					() => () =>
+						tictactoe.rollout(this.client, {
+							model: this.model.name,
+							seed,
+							maxTokens: o.maxTokens,
+							request: { temperature: o.temperature }
+						})
+				);
+			}),
+			{ maxExceptions: 0.05 }
+		);
+		const rolloutS = (performance.now() - r0) / 1000;
+		const t1 = performance.now();
+		const r = await this.model.train(
+			groups,
+			{ learningRate: o.lr, temperature: o.temperature, tokenBudget: o.tokenBudget },
+			{ 'train/rollout_s': rolloutS }
+		);
+		const games = groups.flatMap((g) => g.trajectories);
+		const point: CurvePoint = {
+			grpoStep: await this.grpoStep(),
+			reward: r.metrics['train/reward'],
+			illegal: mean(games.map((t) => (t.metadata.outcome === 'illegal' ? 1 : 0))),
+			loss: r.skipped ? null : r.metrics['train/loss'],
+			skipped: r.skipped ?? null,
+			rolloutS,
+			trainS: (performance.now() - t1) / 1000
+		};
+		this.report.curve.push(point);
+		return point;
+	}
+
+	async grpo(): Promise<boolean> {
+		const o = this.o;
+		let noSignal = 0;
+		for (let step = await this.grpoStep(); step < o.steps;) {
+			// (an evaluation the previous call had no time for comes first)
+			if (step > 0 && step % o.evalEvery === 0 && !(await this.evaluatePhase('grpo'))) return false;
+			const recent = this.report.curve.slice(-5).map((c) => c.rolloutS + c.trainS);
+			const stepS = recent.length ? 1.3 * Math.max(...recent) : 0;
+			const evalDue = (step + 1) % o.evalEvery === 0 || step + 1 === o.steps;
+			if (!this.fits(stepS + (evalDue ? this.evalEstimate : 0), `GRPO step ${step + 1}`))
+				return false;
+			const c = await this.grpoRound();
+			log(
+				`GRPO ${c.grpoStep}/${o.steps}: reward ${c.reward.toFixed(3)} illegal ` +
+					`${(100 * c.illegal).toFixed(1)}%${c.skipped ? ` (skipped: ${c.skipped})` : ''}; ` +
+					`rollouts ${c.rolloutS.toFixed(1)} s, train ${c.trainS.toFixed(1)} s`
+			);
+			await this.save();
+			if (c.grpoStep === step) {
+				if (++noSignal >= o.maxNoSignal) {
+					this.#stoppedBy = `stuck: ${noSignal} rounds in a row without a reward spread`;
+					log(`${this.#stoppedBy} (every game of each group scored alike; more SFT may help)`);
+					return false;
+				}
+				continue;
+			}
+			noSignal = 0;
+			step = c.grpoStep;
+			if (step % o.evalEvery === 0 && step < o.steps) {
+				if (!(await this.evaluatePhase('grpo'))) return false;
+				// Every step is checkpointed: keep the latest and the best by val/reward.
+				await this.model.deleteCheckpoints({ bestBy: 'val/reward' });
+			}
+		}
+		return true;
+	}
 }
 
 async function main(): Promise<void> {
-	const t0 = performance.now();
-	const o = parse(process.argv.slice(2));
-	const elapsed = () => (performance.now() - t0) / 1000;
+	const o = parseLearnArgs(process.argv.slice(2));
 	await mkdir(o.out, { recursive: true });
+	logFile = join(o.out, 'log.txt');
 	const reportPath = join(o.out, 'report.json');
-	const report: Report = (await exists(reportPath))
-		? { ...(JSON.parse(await readFile(reportPath, 'utf8')) as Report), options: o }
-		: { options: o, evaluations: [], curve: [], sft: [], done: false, seconds: 0 };
+	const report = await loadReport(o, reportPath);
+	const call = { startedAt: new Date().toISOString(), seconds: 0, stoppedBy: '' };
+	report.calls.push(call);
 	const save = async () => {
-		report.seconds += elapsed() - (report as { _t?: number })._t!;
-		(report as { _t?: number })._t = elapsed();
-		const { _t, ...rest } = report as Report & { _t?: number };
-		void _t;
-		await writeFile(reportPath, JSON.stringify(rest, null, 1) + '\n');
+		call.seconds = elapsed();
+		await saveReport(report, reportPath);
 	};
-	(report as { _t?: number })._t = 0;
 
 	const modelDir = join(o.out, 'model');
 	if (!(await exists(join(modelDir, 'model.safetensors')))) {
-		report.model = await writeTicTacToeModel(modelDir, MODEL_SIZES[o.tiny ? 'tiny' : 'small']);
+		report.model = await writeTicTacToeModel(modelDir, MODEL_SIZES[o.size]);
 		log(`model: ${report.model.parameters} parameters, vocab ${report.model.vocab}`);
 	}
 	const backend = new LocalBackend({ runDir: () => join(o.out, 'run') });
@@ -211,96 +315,27 @@ async function main(): Promise<void> {
 			baseModel: modelDir,
 			lora: { rank: o.rank, alpha: 2 * o.rank },
 			seed: 7,
-			maxContext: 1024
+			// The longest game is ~310 tokens with this tokenizer, plus one reply.
+			maxContext: 512,
+			maxBatch: Math.min(256, Math.max(o.groups * o.groupSize, o.evalGames))
 		});
-		await model.register(backend);
-		const client = model.openaiClient();
-		const sftSteps = o.sftEpochs * Math.ceil(o.sftGames / o.sftBatch);
-		const evaluated = (phase: string) => report.evaluations.some((e) => e.phase === phase);
-
-		if (!evaluated('base')) {
-			for (const T of [0, 1]) report.evaluations.push(await evaluate(client, model, o, T, 'base'));
-			await save();
-		}
-		if ((await model.getStep()) < sftSteps) {
-			if ((await model.getStep()) !== 0)
-				throw new Error('SFT was interrupted part-way; start a new --out (SFT is short)');
-			const transcripts = legalPlayTranscripts(o.sftGames, 1);
-			const reports = await model.trainSft(transcripts, {
-				learningRate: o.sftLr,
-				batchSize: o.sftBatch,
-				epochs: o.sftEpochs,
-				shuffleSeed: 3
-			});
-			report.sft = reports.map((r) => ({ step: r.step, loss: r.metrics['sft/loss'] }));
-			log(
-				`SFT: ${reports.length} steps, loss ${report.sft[0]?.loss.toFixed(3)} -> ${report.sft.at(-1)?.loss.toFixed(3)}`
-			);
-			await save();
-		}
-		if (!evaluated('sft')) {
-			for (const T of [0, 1]) report.evaluations.push(await evaluate(client, model, o, T, 'sft'));
-			await model.deleteCheckpoints({ bestBy: 'val/reward' });
-			await save();
-		}
-
-		const target = sftSteps + o.steps;
-		let attempt = report.curve.length;
-		// A round where every group ties changes nothing; give up after as many such rounds
-		// as steps asked for (a policy that only makes illegal moves never gets a signal).
-		let noSignal = 0;
-		for (let step = await model.getStep(); step < target && noSignal < o.steps; attempt++) {
-			if (elapsed() > o.timeLimitS) {
-				log(`time limit: stopping at step ${step}; run again with the same --out to continue`);
-				break;
-			}
-			const r0 = performance.now();
-			const groups = await gatherTrajectoryGroups(
-				Array.from({ length: o.groups }, (_, g) => {
-					const scenario = 1_000_000 + attempt * 1009 + g;
-					return Array.from({ length: o.groupSize }, (_, k) =>
-						tictactoe.rollout(client, {
-							model: model.name,
-							seed: scenario,
-							maxTokens: o.maxTokens,
-							request: { temperature: 1, seed: scenario * 64 + k }
-						})
-					);
-				})
-			);
-			const rolloutS = (performance.now() - r0) / 1000;
-			const t1 = performance.now();
-			const r = await model.train(
-				groups,
-				{ learningRate: o.lr },
-				{ 'train/rollout_ms': rolloutS * 1000 }
-			);
-			step = r.step;
-			if (r.skipped) noSignal++;
-			report.curve.push({
-				step,
-				reward: r.metrics['train/reward'],
-				loss: r.skipped ? null : r.metrics['train/loss'],
-				skipped: !!r.skipped,
-				rolloutS,
-				trainS: (performance.now() - t1) / 1000
-			});
-			log(
-				`step ${step - sftSteps}/${o.steps}: reward ${r.metrics['train/reward'].toFixed(3)}${r.skipped ? ` (${r.skipped})` : ''} rollouts ${rolloutS.toFixed(1)} s`
-			);
-			if (!r.skipped && (step - sftSteps) % o.evalEvery === 0 && step < target) {
-				report.evaluations.push(await evaluate(client, model, o, 0, `grpo-${step - sftSteps}`));
-				// Keep the disk small: the latest and the best by val/reward stay.
-				await model.deleteCheckpoints({ bestBy: 'val/reward' });
-			}
-			await save();
-		}
-		if ((await model.getStep()) >= target && !evaluated('final')) {
-			for (const T of [0, 1]) report.evaluations.push(await evaluate(client, model, o, T, 'final'));
-			report.done = true;
-		}
+		const registration = await model.register(backend);
+		log(`registered at step ${registration.step} (${elapsed().toFixed(1)} s)`);
+		const run = new LearnRun(o, model, model.openaiClient(), report, save);
+		const finished =
+			(report.sftEnd !== null || (await run.evaluatePhase('base'))) &&
+			(report.sftEnd !== null || (await run.sft())) &&
+			(await run.evaluatePhase('sft')) &&
+			(await run.grpo()) &&
+			(await run.evaluatePhase('final'));
+		report.done = finished;
+		call.stoppedBy = finished ? 'done' : run.stopped;
 		await save();
-		process.stdout.write(JSON.stringify(report) + '\n');
+		const last = (T: number) => report.evaluations.filter((e) => e.temperature === T).at(-1);
+		log(
+			`${finished ? 'done' : 'stopped (resumable)'}: GRPO step ${await run.grpoStep()}/${o.steps}; ` +
+				`latest greedy ${last(0)?.score.toFixed(3)}, T=1 ${last(1)?.score.toFixed(3)}; ${reportPath}`
+		);
 	} finally {
 		await backend.close();
 	}

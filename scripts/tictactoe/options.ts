@@ -1,0 +1,161 @@
+/**
+ * @file The flags of scripts/learn-tictactoe.ts: one typed configuration with defaults for
+ * the GPU machine's run and for the `--tiny` smoke run (SwiftShader, a few minutes), as the
+ * house keeps a run's configuration (typed, defaults, only what differs is written).
+ * Why the defaults are what they are: the header of scripts/learn-tictactoe.ts.
+ */
+import { resolve } from 'node:path';
+
+export interface LearnOptions {
+	/** The run's folder: model/, run/ (checkpoints, history.jsonl), report.json. */
+	out: string;
+	tiny: boolean;
+	/** Model size (scripts/tictactoe/make-model.ts MODEL_SIZES). */
+	size: 'small' | 'tiny';
+	/** LoRA rank; alpha is twice it. */
+	rank: number;
+	/** Transcripts of random legal play, passes over them, transcripts per step, peak lr. */
+	sftGames: number;
+	sftEpochs: number;
+	sftBatch: number;
+	sftLr: number;
+	/** GRPO steps, groups per step, games per group, learning rate. */
+	steps: number;
+	groups: number;
+	groupSize: number;
+	lr: number;
+	/** Sampling temperature of the GRPO rollouts. */
+	temperature: number;
+	/** Evaluation games (fixed seeds) and how often (GRPO steps) to evaluate. */
+	evalGames: number;
+	evalEvery: number;
+	/** Reply tokens at most (a move is 9 tokens with the tic-tac-toe tokenizer). */
+	maxTokens: number;
+	/** Padded tokens per micro-batch (B x T) in SFT and GRPO steps. */
+	tokenBudget: number;
+	/** Rounds in a row without any reward spread (no GRPO step) before the run stops. */
+	maxNoSignal: number;
+	/** Stop (resumable) before a phase that would end after this many seconds. */
+	timeLimitS: number;
+}
+
+type Tunable = Omit<LearnOptions, 'out' | 'tiny'>;
+
+export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
+	full: {
+		size: 'small',
+		rank: 64,
+		sftGames: 8192,
+		sftEpochs: 2,
+		sftBatch: 64,
+		sftLr: 1e-3,
+		steps: 250,
+		groups: 32,
+		groupSize: 16,
+		lr: 5e-4,
+		temperature: 1,
+		evalGames: 200,
+		evalEvery: 25,
+		maxTokens: 16,
+		tokenBudget: 32768,
+		maxNoSignal: 20,
+		timeLimitS: 540
+	},
+	tiny: {
+		size: 'tiny',
+		rank: 4,
+		sftGames: 8,
+		sftEpochs: 1,
+		sftBatch: 4,
+		sftLr: 1e-2,
+		steps: 2,
+		groups: 2,
+		groupSize: 2,
+		lr: 1e-3,
+		temperature: 1,
+		evalGames: 4,
+		evalEvery: 1,
+		maxTokens: 10,
+		tokenBudget: 4096,
+		maxNoSignal: 2,
+		timeLimitS: 1800
+	}
+};
+
+export class LearnArgsError extends Error {
+	readonly kind = 'learn-args';
+	constructor(message: string) {
+		super(message);
+		this.name = 'LearnArgsError';
+	}
+}
+
+const FLAGS: Record<string, keyof Tunable> = {
+	size: 'size',
+	rank: 'rank',
+	'sft-games': 'sftGames',
+	'sft-epochs': 'sftEpochs',
+	'sft-batch': 'sftBatch',
+	'sft-lr': 'sftLr',
+	steps: 'steps',
+	groups: 'groups',
+	'group-size': 'groupSize',
+	lr: 'lr',
+	temperature: 'temperature',
+	'eval-games': 'evalGames',
+	'eval-every': 'evalEvery',
+	'max-tokens': 'maxTokens',
+	'token-budget': 'tokenBudget',
+	'max-no-signal': 'maxNoSignal',
+	'time-limit-s': 'timeLimitS'
+};
+
+export const USAGE =
+	'usage: npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] ' +
+	Object.keys(FLAGS)
+		.map((f) => `[--${f} N]`)
+		.join(' ');
+
+/** Parses `--out DIR [--tiny] [--flag value ...]`; unknown flags and bad values are errors. */
+export function parseLearnArgs(argv: readonly string[]): LearnOptions {
+	const tiny = argv.includes('--tiny');
+	const o: Tunable = { ...DEFAULTS[tiny ? 'tiny' : 'full'] };
+	let out: string | undefined;
+	for (let i = 0; i < argv.length; i++) {
+		const arg = argv[i];
+		if (arg === '--tiny') continue;
+		const name = arg.startsWith('--') ? arg.slice(2) : undefined;
+		const value = argv[i + 1];
+		if (name === undefined || value === undefined)
+			throw new LearnArgsError(`unexpected '${arg}'. ${USAGE}`);
+		i++;
+		if (name === 'out') {
+			out = value;
+			continue;
+		}
+		const key = FLAGS[name];
+		if (!key) throw new LearnArgsError(`unknown flag --${name}. ${USAGE}`);
+		if (key === 'size') {
+			if (value !== 'small' && value !== 'tiny')
+				throw new LearnArgsError(`--size must be 'small' or 'tiny', got '${value}'.`);
+			o.size = value;
+			continue;
+		}
+		const n = Number(value);
+		if (!(Number.isFinite(n) && n >= 0))
+			throw new LearnArgsError(`--${name} must be a non-negative number, got '${value}'.`);
+		(o as unknown as Record<string, number>)[key] = n;
+	}
+	if (!out) throw new LearnArgsError(`--out DIR is required. ${USAGE}`);
+	for (const k of [
+		'sftBatch',
+		'groups',
+		'groupSize',
+		'evalGames',
+		'evalEvery',
+		'maxNoSignal'
+	] as const)
+		if (!(Number.isInteger(o[k]) && o[k] >= 1))
+			throw new LearnArgsError(`${k} must be a positive integer, got ${o[k]}.`);
+	return { out: resolve(out), tiny, ...o };
+}
