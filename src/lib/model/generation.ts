@@ -76,6 +76,10 @@ export interface GenerateOptions {
 	 * (seed, i), so the same call repeats exactly and a sequence does not depend on its
 	 * batch neighbours. Default: a random seed. */
 	seed?: number;
+	/** The Philox key of each prompt's sequence, overriding `seed`: lets one call decode the
+	 * sequences of several seeded requests, each with the key it would have alone
+	 * (`sequenceSeed(its seed, its index)`). One u32 per prompt. */
+	sequenceKeys?: readonly number[];
 	/** Token ids that end a sequence (finish 'stop', the stop token kept in ids). Default:
 	 * the model config's eosTokenIds (generation_config.json). */
 	stopTokenIds?: readonly number[];
@@ -152,6 +156,7 @@ interface Resolved {
 	topP: number;
 	topK: number;
 	seed: number;
+	keys: readonly number[] | undefined;
 	stop: Set<number>;
 }
 
@@ -174,7 +179,10 @@ function resolveOptions(o: GenerateOptions, eos: readonly number[], vocab: numbe
 	for (const id of stopIds)
 		if (!(Number.isInteger(id) && id >= 0 && id < vocab))
 			bad(`stop token id ${id} is outside the vocabulary [0, ${vocab})`);
-	return { maxTokens: o.maxTokens, temperature, topP, topK, seed, stop: new Set(stopIds) };
+	const keys = o.sequenceKeys;
+	if (keys && !keys.every((k) => Number.isInteger(k) && k >= 0 && k < 2 ** 32))
+		bad('sequenceKeys must be u32 integers, one per prompt');
+	return { maxTokens: o.maxTokens, temperature, topP, topK, seed, keys, stop: new Set(stopIds) };
 }
 
 /** Groups of consecutive prompts whose padded size stays within PREFILL_TOKENS. */
@@ -423,6 +431,10 @@ export class Generator {
 		this.#checkLive();
 		const { config } = this.#model;
 		const o = resolveOptions(options, config.eosTokenIds, config.vocabSize);
+		if (o.keys && o.keys.length !== prompts.length)
+			throw new GenerationOptionsError(
+				`sequenceKeys has ${o.keys.length} keys for ${prompts.length} prompts: give one per prompt`
+			);
 		prompts.forEach((p, i) => {
 			if (p.length === 0)
 				throw new GenerationOptionsError(`prompt ${i} is empty: give at least one token`);
@@ -464,7 +476,7 @@ export class Generator {
 		// Slots: the prompt, then every new token but the last (it is never fed back).
 		const need = Math.max(...lengths.map((n, b) => n + Math.max(0, budget[b] - 1)));
 		const session = this.#sessionFor(B, need, lengths);
-		const seeds = prompts.map((_, b) => sequenceSeed(o.seed, base + b));
+		const seeds = prompts.map((_, b) => o.keys?.[base + b] ?? sequenceSeed(o.seed, base + b));
 		writeTensor(session.temperature, new Float32Array(B).fill(o.temperature));
 		writeTensor(session.topK, new Uint32Array(B).fill(o.topK));
 		writeTensor(session.topP, new Float32Array(B).fill(o.topP));
