@@ -6,6 +6,15 @@
  * handful of tokens. Written as a Hugging Face folder (config.json, generation_config.json,
  * tokenizer.json, tokenizer_config.json, model.safetensors) that TabRL and transformers both
  * load.
+ *
+ * One departure from transformers' initialisation: the final norm's weight is not 1 but
+ * `outputScale` (default LOGIT_BOUND / (0.02 * hidden): 7.8 at hidden 256). LoRA trains
+ * neither the embeddings nor the norms, and the LM head is the frozen random embedding
+ * (tied, rows of norm 0.02 * sqrt(hidden)), while the normed hidden state has norm
+ * sqrt(hidden) * weight; with weight 1 no logit can exceed 0.02 * hidden (5.1 at hidden 256),
+ * so no token of 448 can get a probability above ~0.27 whatever the adapter learns (measured
+ * by optimising the hidden state directly), and a reply sampled at T = 1 is almost never a
+ * move. Scaled, the bound is LOGIT_BOUND (40) and the same optimum is p = 1 - 1e-15.
  */
 import { Rng } from '../../src/lib/gpu/reference/random';
 import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
@@ -24,7 +33,12 @@ export interface TicTacToeModelOptions {
 	/** BPE merges learned from the transcripts. */
 	merges: number;
 	seed: number;
+	/** The final norm's initial weight (default: LOGIT_BOUND / (0.02 * hidden)). */
+	outputScale?: number;
 }
+
+/** The largest logit the frozen LM head allows, by the default outputScale. */
+export const LOGIT_BOUND = 40;
 
 export const MODEL_SIZES: Record<'small' | 'tiny', TicTacToeModelOptions> = {
 	/** ~5M parameters: the GPU machine's run. */
@@ -86,12 +100,18 @@ export async function writeTicTacToeModel(
 		pad_token_id: endoftext
 	};
 	const config = parseModelConfig(raw, generationConfig);
+	const outputScale = o.outputScale ?? LOGIT_BOUND / (0.02 * o.hidden);
 	const rng = new Rng(o.seed);
 	let parameters = 0;
 	const tensors = weightSpecs(config).map(({ name, shape }) => {
 		const n = shape.reduce((a, b) => a * b, 1);
 		parameters += n;
-		const data = name.endsWith('norm.weight') ? new Float32Array(n).fill(1) : rng.normals(n, 0.02);
+		const data =
+			name === 'model.norm.weight'
+				? new Float32Array(n).fill(outputScale)
+				: name.endsWith('norm.weight')
+					? new Float32Array(n).fill(1)
+					: rng.normals(n, 0.02);
 		return { name, dtype: 'F32' as const, shape, data };
 	});
 	const files = new Map<string, string | Uint8Array>([

@@ -9,7 +9,14 @@
  *   request would be decoded alone, not batched).
  * - parseLearnArgs: defaults, overrides, refusals with a typed error.
  * - reportMarkdown: one table row per evaluated (phase, step), greedy and T=1 side by side.
+ * - writeTicTacToeModel (tiny size): a folder that parses, the parameter count it reports,
+ *   embeddings of std 0.02, the final norm at the scale that lets a logit reach LOGIT_BOUND
+ *   (at 1 the frozen tied head caps every token near p 0.27), a whole game within the run's
+ *   512-token context.
  */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import {
@@ -22,7 +29,16 @@ import {
 	type Cell,
 	type Mark
 } from '../../../src/lib/agent/tictactoe';
+import { legalPlayTranscripts } from '../../../src/lib/agent/tictactoe-sft';
+import { parseModelConfig } from '../../../src/lib/model/config';
+import { decodeToF32, parseSafetensorsHeader } from '../../../src/lib/model/safetensors';
+import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { evaluate, type Evaluation } from '../../../scripts/tictactoe/evaluate';
+import {
+	LOGIT_BOUND,
+	MODEL_SIZES,
+	writeTicTacToeModel
+} from '../../../scripts/tictactoe/make-model';
 import { DEFAULTS, parseLearnArgs } from '../../../scripts/tictactoe/options';
 import { reportMarkdown } from '../../../scripts/tictactoe/report-md';
 import type { Report } from '../../../scripts/tictactoe/report';
@@ -186,4 +202,62 @@ describe('reportMarkdown', () => {
 		expect(md).toContain('| 3-3 | 0.300 |');
 		expect(md).toContain('not finished');
 	});
+});
+
+describe('writeTicTacToeModel', () => {
+	it('writes a loadable Llama folder whose LM head can be confident, and a game fits its context', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'ttt-model-'));
+		try {
+			const size = MODEL_SIZES.tiny;
+			const { parameters, vocab } = await writeTicTacToeModel(dir, size);
+			const raw = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'));
+			const generation = JSON.parse(await readFile(join(dir, 'generation_config.json'), 'utf8'));
+			const config = parseModelConfig(raw, generation);
+			expect(config.vocabSize).toBe(vocab);
+			const bytes = new Uint8Array(await readFile(join(dir, 'model.safetensors')));
+			const header = parseSafetensorsHeader(bytes, 'model.safetensors', bytes.length);
+			const tensor = (name: string) => {
+				const t = header.tensors.get(name)!;
+				return decodeToF32(bytes.subarray(t.begin, t.end), 'float32');
+			};
+			let count = 0;
+			for (const t of header.tensors.values()) count += t.shape.reduce((a, b) => a * b, 1);
+			expect(count).toBe(parameters);
+			// The final norm lifts the largest possible logit to LOGIT_BOUND; the others stay 1.
+			const scale = tensor('model.norm.weight');
+			expect(scale.every((v) => Math.abs(v - LOGIT_BOUND / (0.02 * size.hidden)) < 1e-4)).toBe(
+				true
+			);
+			expect(tensor('model.layers.0.input_layernorm.weight').every((v) => v === 1)).toBe(true);
+			const embed = tensor('model.embed_tokens.weight');
+			const rms = Math.sqrt(embed.reduce((s, v) => s + v * v, 0) / embed.length);
+			expect(Math.abs(rms - 0.02)).toBeLessThan(0.002);
+			// |normed h| * |embedding row| = sqrt(C) * scale * 0.02 * sqrt(C): the bound.
+			expect(Math.sqrt(size.hidden) * scale[0] * rms * Math.sqrt(size.hidden)).toBeCloseTo(
+				LOGIT_BOUND,
+				-1
+			);
+			// The longest of 500 random games, plus a reply, fits learn-tictactoe's 512 tokens.
+			const tok = Tokenizer.fromJson(
+				await readFile(join(dir, 'tokenizer.json'), 'utf8'),
+				await readFile(join(dir, 'tokenizer_config.json'), 'utf8')
+			);
+			const longest = Math.max(
+				...legalPlayTranscripts(500, 77).map(
+					(t) =>
+						tok.encode(
+							tok.applyChatTemplate(
+								t.messages().map((m) => ({ role: m.role, content: String(m.content) })),
+								{ addGenerationPrompt: false }
+							)
+						).length
+				)
+			);
+			expect(longest).toBeGreaterThan(100);
+			expect(longest + 16).toBeLessThanOrEqual(512);
+			expect(tok.encode('<move>B2</move>').length).toBeLessThanOrEqual(8);
+		} finally {
+			await rm(dir, { recursive: true, force: true });
+		}
+	}, 60_000);
 });
