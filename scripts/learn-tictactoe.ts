@@ -26,7 +26,10 @@
  * the run checks that it should end within --time-limit-s (from the durations measured so
  * far); if not, it saves and exits 0 with `"done": false`, and the same command with the same
  * --out continues from the latest checkpoint (the model's step says where: SFT batches first,
- * then GRPO steps). A hard kill loses at most the step in flight.
+ * then GRPO steps). A hard kill loses at most the step in flight. On a machine that comes back
+ * bare (the GPU machine after it went idle), `--save-state DIR` writes the resumable state as 7
+ * flat files at the end of each call and `--load-state DIR` restores them into a new --out
+ * (tictactoe/state.ts); the model folder is rewritten from its seed.
  *
  * Choices, and why. The target is hard: taking wins and blocking losses scores 0.880 against
  * this opponent, optimal play 0.980, random play 0.500 (tictactoe/policy-values.ts), so the
@@ -34,8 +37,11 @@
  * an MLP policy that gets the board and the legal moves for free (tictactoe/mlp-grpo.ts)
  * passes 0.85 greedy only after ~100k games, and groups of 16 learn faster than groups of 8
  * at equal games; so:
- * - SFT: 8192 transcripts x 2 epochs, batches of 64 (256 steps), lr 1e-3 decaying linearly to
- *   1e-4: enough for the move format and the legality of moves; its score is random play's.
+ * - SFT: 16384 transcripts, one pass (fresh games beat a second epoch at equal cost), batches
+ *   of 64 (256 steps), lr 1e-3 decaying linearly to 1e-4: the move format and the legality of
+ *   moves; imitating random play, its score is random play's (0.50 when every move is legal).
+ * - The model (tictactoe/make-model.ts) starts its final norm at 7.8, not 1, or the frozen
+ *   random LM head would cap every token's probability near 0.27 (its header says why).
  * - GRPO: 32 groups x 16 games per step (512 games), 250 steps (128k games), lr 5e-4 (the
  *   base is random, so the adapter does all the work; ART's 5e-6 is for pretrained 8B
  *   models), cispo (ART's default), no KL (the reference would be the random base), rollouts
@@ -57,6 +63,7 @@ import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evalu
 import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
 import { parseLearnArgs, type LearnOptions } from './tictactoe/options';
 import { loadReport, saveReport, type CurvePoint, type Report } from './tictactoe/report';
+import { loadState, saveState } from './tictactoe/state';
 
 const T0 = performance.now();
 const elapsed = () => (performance.now() - T0) / 1000;
@@ -66,6 +73,7 @@ const SFT_SEED = 50;
 const SCENARIO_SEED = 1_000_000;
 /** SFT batches per trainSft call (a resumable chunk). */
 const SFT_CHUNK = 16;
+
 let logFile: string | undefined;
 function log(line: string): void {
 	process.stderr.write(`[learn-tictactoe ${elapsed().toFixed(0)}s] ${line}\n`);
@@ -293,6 +301,8 @@ async function main(): Promise<void> {
 	const o = parseLearnArgs(process.argv.slice(2));
 	await mkdir(o.out, { recursive: true });
 	logFile = join(o.out, 'log.txt');
+	if (o.loadState && (await loadState(o.loadState, o.out)))
+		log(`restored the state saved in ${o.loadState}`);
 	const reportPath = join(o.out, 'report.json');
 	const report = await loadReport(o, reportPath);
 	const call = { startedAt: new Date().toISOString(), seconds: 0, stoppedBy: '' };
@@ -338,6 +348,10 @@ async function main(): Promise<void> {
 		);
 	} finally {
 		await backend.close();
+		if (o.saveState) {
+			const files = await saveState(o.out, o.saveState);
+			log(`state saved in ${o.saveState}: ${files.join(', ')}`);
+		}
 	}
 }
 

@@ -9,6 +9,10 @@ import { resolve } from 'node:path';
 export interface LearnOptions {
 	/** The run's folder: model/, run/ (checkpoints, history.jsonl), report.json. */
 	out: string;
+	/** Restore the state saved there (tictactoe/state.ts) when `out` holds no run yet. */
+	loadState?: string;
+	/** Save the resumable state there at the end of the call. */
+	saveState?: string;
 	tiny: boolean;
 	/** Model size (scripts/tictactoe/make-model.ts MODEL_SIZES). */
 	size: 'small' | 'tiny';
@@ -39,14 +43,14 @@ export interface LearnOptions {
 	timeLimitS: number;
 }
 
-type Tunable = Omit<LearnOptions, 'out' | 'tiny'>;
+type Tunable = Omit<LearnOptions, 'out' | 'tiny' | 'loadState' | 'saveState'>;
 
 export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 	full: {
 		size: 'small',
 		rank: 64,
-		sftGames: 8192,
-		sftEpochs: 2,
+		sftGames: 16384,
+		sftEpochs: 1,
 		sftBatch: 64,
 		sftLr: 1e-3,
 		steps: 250,
@@ -111,7 +115,7 @@ const FLAGS: Record<string, keyof Tunable> = {
 };
 
 export const USAGE =
-	'usage: npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] ' +
+	'usage: npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--load-state DIR] [--save-state DIR] ' +
 	Object.keys(FLAGS)
 		.map((f) => `[--${f} N]`)
 		.join(' ');
@@ -121,6 +125,7 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 	const tiny = argv.includes('--tiny');
 	const o: Tunable = { ...DEFAULTS[tiny ? 'tiny' : 'full'] };
 	let out: string | undefined;
+	const paths: Pick<LearnOptions, 'loadState' | 'saveState'> = {};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		if (arg === '--tiny') continue;
@@ -131,6 +136,10 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 		i++;
 		if (name === 'out') {
 			out = value;
+			continue;
+		}
+		if (name === 'load-state' || name === 'save-state') {
+			paths[name === 'load-state' ? 'loadState' : 'saveState'] = resolve(value);
 			continue;
 		}
 		const key = FLAGS[name];
@@ -157,5 +166,5 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 	] as const)
 		if (!(Number.isInteger(o[k]) && o[k] >= 1))
 			throw new LearnArgsError(`${k} must be a positive integer, got ${o[k]}.`);
-	return { out: resolve(out), tiny, ...o };
+	return { out: resolve(out), tiny, ...paths, ...o };
 }

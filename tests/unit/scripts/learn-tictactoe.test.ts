@@ -13,8 +13,10 @@
  *   embeddings of std 0.02, the final norm at the scale that lets a logit reach LOGIT_BOUND
  *   (at 1 the frozen tied head caps every token near p 0.27), a whole game within the run's
  *   512-token context.
+ * - saveState / loadState: the latest checkpoint, the report and the history go to flat
+ *   files and back into a new run folder; a folder that holds a run is not overwritten.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type OpenAI from 'openai';
@@ -42,6 +44,7 @@ import {
 import { DEFAULTS, parseLearnArgs } from '../../../scripts/tictactoe/options';
 import { reportMarkdown } from '../../../scripts/tictactoe/report-md';
 import type { Report } from '../../../scripts/tictactoe/report';
+import { loadState, saveState } from '../../../scripts/tictactoe/state';
 
 type Policy = (board: Board, mark: Mark) => string;
 
@@ -140,6 +143,10 @@ describe('parseLearnArgs', () => {
 		expect(full.out.endsWith('runs/a')).toBe(true);
 		const tiny = parseLearnArgs(['--tiny', '--out', 'x', '--steps', '7', '--lr', '2e-4']);
 		expect(tiny).toMatchObject({ ...DEFAULTS.tiny, tiny: true, steps: 7, lr: 2e-4 });
+		expect(full.loadState).toBeUndefined();
+		const carried = parseLearnArgs(['--out', 'x', '--load-state', 'st', '--save-state', 'o/st']);
+		expect(carried.loadState?.endsWith('/st')).toBe(true);
+		expect(carried.saveState?.endsWith('o/st')).toBe(true);
 	});
 
 	it('refuses a missing --out, unknown flags and bad values', () => {
@@ -260,4 +267,43 @@ describe('writeTicTacToeModel', () => {
 			await rm(dir, { recursive: true, force: true });
 		}
 	}, 60_000);
+});
+
+describe('saveState / loadState', () => {
+	it('carries the report, history and latest checkpoint to a new folder, and never over a run', async () => {
+		const root = await mkdtemp(join(tmpdir(), 'ttt-state-'));
+		try {
+			const out = join(root, 'out');
+			const ck = (step: string) => join(out, 'run', 'checkpoints', step);
+			for (const step of ['0003', '0012']) {
+				await mkdir(ck(step), { recursive: true });
+				await writeFile(join(ck(step), 'adapter_model.safetensors'), `weights ${step}`);
+				await writeFile(join(ck(step), 'trainer_state.json'), `{"step": ${Number(step)}}`);
+			}
+			await writeFile(join(out, 'report.json'), '{"rounds": 12}');
+			await writeFile(join(out, 'run', 'history.jsonl'), '{"step": 12}\n');
+			const state = join(root, 'state');
+			const files = await saveState(out, state);
+			expect(files.sort()).toEqual([
+				'checkpoint-0012/adapter_model.safetensors',
+				'checkpoint-0012/trainer_state.json',
+				'history.jsonl',
+				'report.json'
+			]);
+			const again = join(root, 'again');
+			expect(await loadState(state, again)).toBe(true);
+			const read = (p: string) => readFile(join(again, p), 'utf8');
+			expect(await read('report.json')).toBe('{"rounds": 12}');
+			expect(await read('run/history.jsonl')).toBe('{"step": 12}\n');
+			expect(await read('run/checkpoints/0012/adapter_model.safetensors')).toBe('weights 0012');
+			expect(await readdir(join(again, 'run', 'checkpoints'))).toEqual(['0012']);
+			// A folder that already holds a run is left alone; so is a missing state.
+			await writeFile(join(state, 'report.json'), '{"rounds": 99}');
+			expect(await loadState(state, again)).toBe(false);
+			expect(await read('report.json')).toBe('{"rounds": 12}');
+			expect(await loadState(join(root, 'none'), join(root, 'fresh'))).toBe(false);
+		} finally {
+			await rm(root, { recursive: true, force: true });
+		}
+	});
 });
