@@ -48,8 +48,9 @@
  *   at T = 1. A group is one scenario: its 16 games share the seed, so the agent's mark and
  *   the opponent's random draws, and differ only by the policy's choices.
  * - LoRA r 64 (alpha 128) on every projection: near full rank at hidden 256.
- * - Requests carry no sampling seed, so each turn of all 512 games decodes as one batch
- *   (seeded requests are decoded one by one), 256 sequences per decode call at most.
+ * - Requests carry no sampling seed (a seed in rollout's request would repeat the same random
+ *   numbers at every turn of a game: evaluate.ts); each turn of all 512 games decodes
+ *   together, 256 sequences per decode call at most.
  */
 import { appendFile, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';

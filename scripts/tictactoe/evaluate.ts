@@ -5,9 +5,10 @@
  * tictactoe.rollout. Score: the game's reward (win 1, draw 0.5, loss 0; an illegal move the
  * game's penalty, -1 + ln(n + 1) / ln(100), n the legal moves before it), averaged over all
  * games and over the games as X and as O; illegal moves are counted apart. Requests carry no
- * sampling seed, so the scheduler decodes all games' turns together in one batch (a seeded
- * request is decoded alone): T = 1 evaluations are therefore not bit-reproducible, greedy
- * ones are.
+ * sampling seed: rollout sends the same request fields every turn, and the engine keys a
+ * seeded sequence by (seed, choice index) with the token's index as the counter, so every
+ * turn of a game would draw the same random numbers. T = 1 evaluations are therefore not
+ * bit-reproducible (greedy ones are); all games' turns decode together in one batch.
  */
 import type OpenAI from 'openai';
 import { gatherTrajectoryGroups, tictactoe } from '../../src/lib/agent';
