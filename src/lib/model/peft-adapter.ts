@@ -115,7 +115,11 @@ export function parsePeftAdapterConfig(
 	let targets: string[];
 	const t = c.target_modules;
 	if (t === 'all-linear') targets = [...PROJECTIONS];
-	else if (Array.isArray(t) && t.every((m) => typeof m === 'string')) targets = t as string[];
+	else if (Array.isArray(t) && t.every((m) => typeof m === 'string'))
+		// peft matches names by suffix, and saves 'all-linear' resolved to full module paths
+		// (model.layers.0.self_attn.q_proj, ...): a path counts as its last component; the
+		// tensor check (readPeftAdapter) then requires that component on every layer.
+		targets = [...new Set((t as string[]).map((m) => m.split('.').at(-1)!))];
 	else if (typeof t === 'string') unsupported('target_modules', t, 'a regular expression');
 	else
 		throw new InvalidConfigError(

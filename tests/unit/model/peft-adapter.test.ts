@@ -100,6 +100,15 @@ describe('PEFT adapter config', () => {
 		expect(
 			parsePeftAdapterConfig(peftConfig({ target_modules: 'all-linear' })).targetModules
 		).toEqual([...PROJECTIONS]);
+		// peft 0.21 saves 'all-linear' resolved to full module paths (seen on the GPU machine).
+		const paths = [0, 1].flatMap((l) => [
+			`model.layers.${l}.self_attn.q_proj`,
+			`model.layers.${l}.mlp.down_proj`
+		]);
+		expect(parsePeftAdapterConfig(peftConfig({ target_modules: paths })).targetModules).toEqual([
+			'q_proj',
+			'down_proj'
+		]);
 	});
 
 	it('dropout is refused unless ignoreDropout (it only acts in training)', () => {
