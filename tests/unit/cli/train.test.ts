@@ -38,7 +38,7 @@ describe('cli train', () => {
 				'--steps',
 				'1',
 				'--groups',
-				'2',
+				'1',
 				'--group-size',
 				'2',
 				'--out',
@@ -78,7 +78,8 @@ describe('cli train', () => {
 		);
 		expect(config).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
 
-		const base = await runCli(['score', '--model', llama, '--text', 'hello world'], 60_000);
+		const base = await runCli(['score', '--model', llama, '--text', 'hello world'], 180_000);
+		expect(base.code, base.stderr).toBe(0);
 		const tuned = await runCli(
 			[
 				'score',
@@ -89,7 +90,7 @@ describe('cli train', () => {
 				'--text',
 				'hello world'
 			],
-			60_000
+			180_000
 		);
 		expect(tuned.code, tuned.stderr).toBe(0);
 		const a = JSON.parse(base.stdout).logprobs.slice(1);
