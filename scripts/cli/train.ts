@@ -159,7 +159,7 @@ export async function runTrain(args: TrainArgs): Promise<TrainOutput> {
 							model: model.name,
 							seed: scenario,
 							maxTokens: args.maxTokens,
-							request: { temperature: args.temperature, seed: scenario * 64 + k }
+							request: { temperature: args.temperature, seed: (scenario * 64 + k) * 16 }
 						})
 					);
 				})

@@ -16,7 +16,8 @@
  *
  * Randomness is seeded: one generator, from `seed`, draws the agent's mark and then each
  * opponent move, so a seed fixes the game up to the model's replies (the model's sampling
- * has its own `seed` in `request`).
+ * has its own `seed` in `request`; turn t of the game samples with seed + t, since one seed
+ * on every turn would give each turn the same random draws).
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
@@ -100,6 +101,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 		const completion = await client.chat.completions.create(
 			{
 				...request,
+				...(typeof request.seed === 'number' ? { seed: request.seed + moves } : {}),
 				model,
 				messages: trajectory.messages(),
 				max_completion_tokens: maxTokens
