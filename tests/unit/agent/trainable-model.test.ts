@@ -60,7 +60,9 @@ describe('TrainableModel with the Node LocalBackend', () => {
 			for (let i = await model.getStep(); i < 2; i++) {
 				const trainGroups = await gatherTrajectoryGroups(
 					scenarios.map((letter, g) =>
-						Array.from({ length: 4 }, (_, k) => rollout(client, model, letter, 100 * i + 10 * g + k))
+						Array.from({ length: 4 }, (_, k) =>
+							rollout(client, model, letter, 100 * i + 10 * g + k)
+						)
 					)
 				);
 				await model.train(trainGroups, { learningRate: 1e-2 });
