@@ -91,7 +91,7 @@ export class CheckpointCorruptError extends GrpoError {
 	constructor(where: string, detail: string) {
 		super(
 			'checkpoint-corrupt',
-			`Checkpoint ${where}: ${detail}. The other checkpoints of the run are untouched; ` +
+			`Checkpoint ${where}: ${detail.replace(/\.+$/, '')}. The other checkpoints of the run are untouched; ` +
 				'delete this one or resume from an earlier step.'
 		);
 		this.name = 'CheckpointCorruptError';
