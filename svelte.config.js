@@ -6,7 +6,14 @@ const config = {
 	preprocess: vitePreprocess(),
 	kit: {
 		// Training runs entirely in the tab: a static site, no server.
-		adapter: adapter({ fallback: '200.html' })
+		adapter: adapter({ fallback: '200.html' }),
+		// Type-check the Node entry points (CLI, benchmarks, parity) with the rest.
+		typescript: {
+			config(config) {
+				config.include.push('../scripts/**/*.ts');
+				return config;
+			}
+		}
 	}
 };
 

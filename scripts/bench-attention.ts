@@ -183,7 +183,7 @@ async function benchShape(gpu: Gpu, s: Shape, tuning: AttentionTuning, timeWall:
 				profiler.detach();
 			}
 			const stage = (prefix: string) =>
-				Object.entries(gpuMs)
+				Object.entries(gpuMs ?? {})
 					.filter(([name]) => name.startsWith(`attention.${prefix}.`))
 					.reduce((a, [, ms]) => a + ms, 0);
 			const fwd = stage('forward');
@@ -242,7 +242,7 @@ async function main() {
 				const shapes = [];
 				for (const s of SHAPES) {
 					const r = await benchShape(gpu, s, tuning, false);
-					shapes.push({ name: s.name, ...('gpuMs' in r ? { gpuMs: r.gpuMs } : r) });
+					shapes.push({ ...('gpuMs' in r ? { gpuMs: r.gpuMs } : r), name: s.name });
 				}
 				sweep.push({ name, tiles, checkPass: checked.pass, shapes });
 			} catch (error) {

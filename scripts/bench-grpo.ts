@@ -124,7 +124,7 @@ async function main() {
 	log(`${SHAPE}: warm-up step`);
 	await step(1);
 	memory.resetPeak();
-	const steps = [];
+	const steps: Awaited<ReturnType<typeof step>>[] = [];
 	for (let i = 0; i < REPS; i++) {
 		steps.push(await step(100 + i));
 		log(

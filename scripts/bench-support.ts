@@ -19,14 +19,15 @@ const COMMON = {
 	maxPositionEmbeddings: 32768,
 	outputBias: false,
 	qkNorm: false,
-	dtype: 'float32',
-	eosTokenIds: []
+	dtype: 'float32'
 } as const;
+const NO_EOS: number[] = [];
 
 /** The published configs' shapes (config.json of each model on the hub). */
 export const SHAPES: Record<string, ModelConfig> = {
 	'smollm2-135m': {
 		...COMMON,
+		eosTokenIds: NO_EOS,
 		architecture: 'LlamaForCausalLM',
 		vocabSize: 49152,
 		hiddenSize: 576,
@@ -42,6 +43,7 @@ export const SHAPES: Record<string, ModelConfig> = {
 	},
 	'qwen2.5-0.5b': {
 		...COMMON,
+		eosTokenIds: NO_EOS,
 		architecture: 'Qwen2ForCausalLM',
 		vocabSize: 151936,
 		hiddenSize: 896,

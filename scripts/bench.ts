@@ -418,7 +418,7 @@ async function runUnsafe(gpu: Gpu) {
 					checkSpecs('f16').map((s) => ({
 						...s,
 						sgmat,
-						alpha: s.alpha === undefined ? undefined : 1
+						alpha: 'alpha' in s && s.alpha !== undefined ? 1 : undefined
 					}))
 				))
 			);
