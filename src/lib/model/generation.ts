@@ -144,7 +144,8 @@ export function sequenceSeed(seed: number, index: number): number {
 	return fmix32(fmix32(fmix32(lo) ^ hi) ^ Math.imul(index + 1, 0x9e3779b1));
 }
 
-function randomSeed(): number {
+/** A random u32 (crypto when the host has it): a call's seed, or one sequence's key. */
+export function randomSeed(): number {
 	const c = (globalThis as { crypto?: Crypto }).crypto;
 	if (c?.getRandomValues) return c.getRandomValues(new Uint32Array(1))[0];
 	return Math.floor(Math.random() * 2 ** 32);

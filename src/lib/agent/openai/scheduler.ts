@@ -20,7 +20,7 @@
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
  * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
  */
-import { sequenceSeed } from '../../model/generation';
+import { randomSeed, sequenceSeed } from '../../model/generation';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {
@@ -62,12 +62,6 @@ interface Pending {
 function groupKey(p: SamplingParams): string {
 	if (p.temperature <= 0) return 'greedy';
 	return `sample|${p.temperature}|${p.topP}|${p.topK}`;
-}
-
-function randomKey(): number {
-	const c = (globalThis as { crypto?: Crypto }).crypto;
-	if (c?.getRandomValues) return c.getRandomValues(new Uint32Array(1))[0];
-	return Math.floor(Math.random() * 2 ** 32);
 }
 
 export class BatchScheduler {
@@ -193,7 +187,7 @@ export class BatchScheduler {
 		if (first.temperature > 0)
 			options.sequenceKeys = live.flatMap((p) =>
 				p.job.prompts.map((_, i) =>
-					p.job.params.seed === undefined ? randomKey() : sequenceSeed(p.job.params.seed, i)
+					p.job.params.seed === undefined ? randomSeed() : sequenceSeed(p.job.params.seed, i)
 				)
 			);
 		this.callSizes.push(seqs.length);
