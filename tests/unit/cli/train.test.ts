@@ -25,35 +25,32 @@ beforeAll(async () => {
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
 
+/** `train` with the usual flags, `over` replacing or adding some (values as typed). */
+function trainArgs(over: Record<string, string>): string[] {
+	const flags = {
+		env: 'tictactoe',
+		model: llama,
+		steps: '1',
+		groups: '1',
+		'group-size': '2',
+		out: root,
+		...over
+	};
+	return ['train', ...Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v])];
+}
+
 describe('cli train', () => {
 	it('trains, writes history.jsonl and PEFT checkpoints, and score --adapter reads them', async () => {
 		const out = join(root, 'run');
 		const r = await runCli(
-			[
-				'train',
-				'--env',
-				'tictactoe',
-				'--model',
-				llama,
-				'--steps',
-				'1',
-				'--groups',
-				'1',
-				'--group-size',
-				'2',
-				'--out',
+			trainArgs({
 				out,
-				'--sft-first',
-				'1',
-				'--lr',
-				'0.05',
-				'--seed',
-				'3',
-				'--max-tokens',
-				'6',
-				'--rank',
-				'4'
-			],
+				'sft-first': '1',
+				lr: '0.05',
+				seed: '3',
+				'max-tokens': '6',
+				rank: '4'
+			}),
 			300_000
 		);
 		expect(r.code, r.stderr).toBe(0);
@@ -107,44 +104,10 @@ describe('cli train', () => {
 	}, 600_000);
 
 	it('refuses bad flags with the usage line', async () => {
-		const r = await runCli(
-			[
-				'train',
-				'--env',
-				'chess',
-				'--model',
-				llama,
-				'--steps',
-				'1',
-				'--groups',
-				'1',
-				'--group-size',
-				'2',
-				'--out',
-				root
-			],
-			60_000
-		);
+		const r = await runCli(trainArgs({ env: 'chess' }), 60_000);
 		expect(r.code).toBe(2);
 		expect(r.stderr).toMatch(/--env: 'chess' is not an environment/);
-		const s = await runCli(
-			[
-				'train',
-				'--env',
-				'tictactoe',
-				'--model',
-				llama,
-				'--steps',
-				'1',
-				'--groups',
-				'1',
-				'--group-size',
-				'1',
-				'--out',
-				root
-			],
-			60_000
-		);
+		const s = await runCli(trainArgs({ 'group-size': '1' }), 60_000);
 		expect(s.code).toBe(2);
 		expect(s.stderr).toMatch(/--group-size: '1' is not an integer >= 2/);
 	}, 120_000);
