@@ -14,7 +14,7 @@
  * another model shape, rank or targets is AdapterMismatchError.
  */
 import { memoryByteSource } from '../model/byte-source';
-import { LoraConfigError, ModelError } from '../model/errors';
+import { InvalidConfigError, LoraConfigError, ModelError } from '../model/errors';
 import type { LoraConfig, LoraParameters } from '../model/lora';
 import {
 	ADAPTER_CONFIG_FILE,
@@ -267,6 +267,9 @@ export async function decodeTrainingCheckpoint(
 	try {
 		lora = parsePeftAdapterConfig(adapterConfig, { ignoreDropout: true });
 	} catch (error) {
+		// A field of the wrong type is a damaged file; a well-formed LoRA we cannot apply
+		// (DoRA, unknown targets, ...) is a foreign adapter.
+		if (error instanceof InvalidConfigError) throw new CheckpointCorruptError(where, error.message);
 		if (error instanceof ModelError) throw new AdapterMismatchError(`${where}: ${error.message}`);
 		throw error;
 	}

@@ -196,6 +196,15 @@ describe('decodeTrainingCheckpoint: damaged files are checkpoint-corrupt', () =>
 		]);
 	});
 
+	it('adapter_config.json with a field of the wrong type (r not a number)', async () => {
+		const config = json(files, ADAPTER_CONFIG_FILE);
+		await expectFailure(
+			withFile(files, ADAPTER_CONFIG_FILE, text({ ...config, r: 'four' })),
+			'checkpoint-corrupt',
+			['r', 'must be a number', '"four"']
+		);
+	});
+
 	it('trainer_state.json: not JSON, another format or version, a bad step', async () => {
 		const state = json(files, TRAINER_STATE_FILE);
 		await expectFailure(
