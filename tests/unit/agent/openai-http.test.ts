@@ -133,7 +133,7 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 	it('stops decoding a stream whose client went away', async () => {
 		const controller = new AbortController();
 		const stream = await client.chat.completions.create(
-			{ model: MODEL_NAME, messages: USER, max_tokens: 120, stream: true },
+			{ model: MODEL_NAME, messages: USER, max_tokens: 400, stream: true },
 			{ signal: controller.signal }
 		);
 		let chunks = 0;
@@ -152,9 +152,9 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		expect(aborted).toHaveLength(1);
 		const ends = new Set(chat.config.eosTokenIds);
 		const ended = aborted[0].ids.some((id) => ends.has(id));
-		// Stopped soon after the abort (it came after 2 tokens; the server may have been a
-		// few steps ahead, more on a loaded machine), not at 120.
-		if (!ended) expect(aborted[0].ids.length).toBeLessThan(60);
+		// Stopped soon after the abort (it came after 2 tokens; the server may have been some
+		// steps ahead: 84 once on a loaded machine), not at 400.
+		if (!ended) expect(aborted[0].ids.length).toBeLessThan(200);
 	});
 
 	it('`cli serve` prints one JSON line when listening, serves, and exits 0 on SIGTERM', async () => {
