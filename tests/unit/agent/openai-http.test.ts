@@ -205,6 +205,7 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		child.kill('SIGTERM');
 		expect(await exited).toBe(0);
 		expect(received).toHaveLength(1);
-		expect(stderr).toBe('');
+		// Nothing on stderr but the GPU stack's own complaint where XDG_RUNTIME_DIR is unset.
+		expect(stderr.replace(/^error: XDG_RUNTIME_DIR is invalid or not set.*\n/gm, '')).toBe('');
 	});
 });
