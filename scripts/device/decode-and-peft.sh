@@ -14,4 +14,4 @@ timeout 290 python3 scripts/bench_generate_torch.py --batches 1,8,32 --reps 1 --
 el peft
 rm -rf /tmp/rt
 timeout 30 bash .gpu/run node .gpu/peft-roundtrip.mjs export /tmp/rt 2> $OUT/peft.log && timeout 50 python3 scripts/parity/peft_roundtrip.py /tmp/rt 2>> $OUT/peft.log && timeout 25 bash .gpu/run node .gpu/peft-roundtrip.mjs import /tmp/rt > $OUT/peft-roundtrip.json 2>> $OUT/peft.log; el "rc $?"
-tail -3 $OUT/gen-ts-qwen.log $OUT/gen-ts-smollm.log; tail -14 $OUT/gen-torch.log; tail -5 $OUT/peft.log
+tail -n 3 $OUT/gen-ts-qwen.log $OUT/gen-ts-smollm.log; tail -n 14 $OUT/gen-torch.log; tail -n 5 $OUT/peft.log

@@ -300,6 +300,12 @@ export async function exportCase(gpu: Gpu, root: string, c: RoundTripCase) {
 	}
 }
 
+/** peft's target list as module kinds, sorted: 'all-linear' is saved as full module paths
+ * (model.layers.0.mlp.down_proj), which name the kind by their last component. */
+function moduleKinds(targets: string[]): string[] {
+	return [...new Set(targets.map((m) => m.split('.').at(-1)!))].sort();
+}
+
 /**
  * One adapter of `import`: peft's folder read as a weights-only checkpoint (all its files,
  * README.md included, as a user would hand it over), applied to a fresh TabRL model,
@@ -321,7 +327,7 @@ export async function importAdapter(
 	const configAsPeftSaid =
 		decoded.lora.rank === a.r &&
 		decoded.lora.alpha === a.lora_alpha &&
-		[...decoded.lora.targetModules].sort().join() === [...a.target_modules].sort().join();
+		[...decoded.lora.targetModules].sort().join() === moduleKinds(a.target_modules).join();
 	const model = await TransformerModel.create(gpu, config, checkpoint.weights, {
 		lora: decoded.lora
 	});

@@ -157,8 +157,15 @@ export async function writeStandIn(root: string): Promise<void> {
 				}
 			const dir = join(c.name, 'peft', spec.name);
 			await mkdir(join(root, dir), { recursive: true });
-			// peft saves the resolved target list of 'all-linear' in no particular order.
-			const saved = [...targets].reverse();
+			// peft saves 'all-linear' resolved to every matched module's full path
+			// (model.layers.0.self_attn.q_proj, ...), in no particular order.
+			const saved =
+				spec.target_modules === 'all-linear'
+					? [...params.keys()]
+							.filter((n) => n.endsWith('.lora_A.weight'))
+							.map((n) => n.slice('base_model.model.'.length, -'.lora_A.weight'.length))
+							.reverse()
+					: targets;
 			await writeFile(
 				join(root, dir, ADAPTER_CONFIG_FILE),
 				JSON.stringify(
