@@ -46,7 +46,8 @@
  *   base is random, so the adapter does all the work; ART's 5e-6 is for pretrained 8B
  *   models), cispo (ART's default), no KL (the reference would be the random base), rollouts
  *   at T = 1. A group is one scenario: its 16 games share the seed, so the agent's mark and
- *   the opponent's random draws, and differ only by the policy's choices.
+ *   the opponent's random draws, and differ only by the policy's choices (--opponents
+ *   distinct: the mark only, each game its own opponent draws).
  * - LoRA r 64 (alpha 128) on every projection: near full rank at hidden 256.
  * - Requests carry no sampling seed (a seed in rollout's request would repeat the same random
  *   numbers at every turn of a game: evaluate.ts); each turn of all 512 games decodes
@@ -226,16 +227,19 @@ class LearnRun {
 		const groups = await gatherTrajectoryGroups(
 			Array.from({ length: o.groups }, (_, g) => {
 				const seed = SCENARIO_SEED + round * 1009 + g;
-				return Array.from(
-					{ length: o.groupSize },
-					() => () =>
+				// 'distinct': the group's mark, each game's opponent from its own seed.
+				const draws = new Rng(seed);
+				const mark: tictactoe.Mark = draws.int(2) === 0 ? 'x' : 'o';
+				return Array.from({ length: o.groupSize }, () => {
+					const game = o.opponents === 'shared' ? { seed } : { seed: draws.int(2 ** 31), mark };
+					return () =>
 						tictactoe.rollout(this.client, {
 							model: this.model.name,
-							seed,
+							...game,
 							maxTokens: o.maxTokens,
 							request: { temperature: o.temperature }
-						})
-				);
+						});
+				});
 			}),
 			{ maxExceptions: 0.05 }
 		);

@@ -16,6 +16,11 @@ export interface LearnOptions {
 	tiny: boolean;
 	/** Model size (scripts/tictactoe/make-model.ts MODEL_SIZES). */
 	size: 'small' | 'tiny';
+	/** A GRPO group's games: 'shared' plays one scenario (the agent's mark and the
+	 * opponent's draws) 16 times; 'distinct' shares the mark and gives each game its own
+	 * opponent draws (as ART's groups of independent games), so a group keeps a reward
+	 * spread when the policy has become near-deterministic. */
+	opponents: 'shared' | 'distinct';
 	/** LoRA rank; alpha is twice it. */
 	rank: number;
 	/** Transcripts of random legal play, passes over them, transcripts per step, peak lr. */
@@ -48,6 +53,7 @@ type Tunable = Omit<LearnOptions, 'out' | 'tiny' | 'loadState' | 'saveState'>;
 export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 	full: {
 		size: 'small',
+		opponents: 'shared',
 		rank: 64,
 		sftGames: 16384,
 		sftEpochs: 1,
@@ -67,6 +73,7 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 	},
 	tiny: {
 		size: 'tiny',
+		opponents: 'shared',
 		rank: 4,
 		sftGames: 8,
 		sftEpochs: 1,
@@ -96,6 +103,7 @@ export class LearnArgsError extends Error {
 
 const FLAGS: Record<string, keyof Tunable> = {
 	size: 'size',
+	opponents: 'opponents',
 	rank: 'rank',
 	'sft-games': 'sftGames',
 	'sft-epochs': 'sftEpochs',
@@ -148,6 +156,12 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 			if (value !== 'small' && value !== 'tiny')
 				throw new LearnArgsError(`--size must be 'small' or 'tiny', got '${value}'.`);
 			o.size = value;
+			continue;
+		}
+		if (key === 'opponents') {
+			if (value !== 'shared' && value !== 'distinct')
+				throw new LearnArgsError(`--opponents must be 'shared' or 'distinct', got '${value}'.`);
+			o.opponents = value;
 			continue;
 		}
 		const n = Number(value);

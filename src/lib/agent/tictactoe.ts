@@ -61,6 +61,8 @@ export interface TicTacToeOptions {
 	model: string;
 	/** Seeds the agent's mark and the opponent's moves. */
 	seed: number;
+	/** The agent's mark, instead of the seed's draw (the opponent's moves stay the seed's). */
+	mark?: Mark;
 	/** max_completion_tokens of each reply. Default 128 (ART). */
 	maxTokens?: number;
 	/** Parse replies strictly, as ART (default), or take the last <move> anywhere. */
@@ -79,7 +81,8 @@ function opponentMove(board: Board, rng: Rng): number {
 export async function rollout(client: OpenAI, options: TicTacToeOptions): Promise<Trajectory> {
 	const { model, seed, maxTokens = 128, strict = true, request = {}, signal } = options;
 	const rng = new Rng(seed);
-	const agent: Mark = rng.int(2) === 0 ? 'x' : 'o';
+	const drawn: Mark = rng.int(2) === 0 ? 'x' : 'o';
+	const agent = options.mark ?? drawn;
 	const opponent = otherMark(agent);
 	const trajectory = new Trajectory({
 		messagesAndChoices: [{ role: 'system', content: systemPrompt(agent) }],

@@ -210,6 +210,22 @@ describe('tic-tac-toe rollout, scripted player through the real ChatService', ()
 		expect(b.logs).toEqual(a.logs);
 	});
 
+	it("mark fixes the agent's mark; the opponent still draws from the seed", async () => {
+		const { client } = scriptedClient(firstLegal);
+		const marks = new Set<string>();
+		for (const mark of ['x', 'o'] as const)
+			for (let seed = 0; seed < 6; seed++) {
+				const t = await rollout(client, { model: 'scripted', seed, mark });
+				expect(t.metadata.agent_symbol).toBe(mark);
+				expect(t.messages()[0].content).toContain(`as ${mark} `);
+				const free = await rollout(client, { model: 'scripted', seed });
+				marks.add(free.metadata.agent_symbol as string);
+				// Where the seed draws the same mark, the forced game is the same game.
+				if (free.metadata.agent_symbol === mark) expect(t.logs).toEqual(free.logs);
+			}
+		expect(marks).toEqual(new Set(['x', 'o']));
+	});
+
 	it('an illegal move mid-game ends it with -1 + ln(n + 1) / ln(100)', async () => {
 		// Second move: a taken square.
 		const { client } = scriptedClient((board, mark, turn) =>

@@ -143,6 +143,7 @@ describe('parseLearnArgs', () => {
 		expect(full.out.endsWith('runs/a')).toBe(true);
 		const tiny = parseLearnArgs(['--tiny', '--out', 'x', '--steps', '7', '--lr', '2e-4']);
 		expect(tiny).toMatchObject({ ...DEFAULTS.tiny, tiny: true, steps: 7, lr: 2e-4 });
+		expect(parseLearnArgs(['--out', 'x', '--opponents', 'distinct']).opponents).toBe('distinct');
 		expect(full.loadState).toBeUndefined();
 		const carried = parseLearnArgs(['--out', 'x', '--load-state', 'st', '--save-state', 'o/st']);
 		expect(carried.loadState?.endsWith('/st')).toBe(true);
@@ -155,6 +156,7 @@ describe('parseLearnArgs', () => {
 			['--out', 'x', '--stepz', '3'],
 			['--out', 'x', '--steps', 'many'],
 			['--out', 'x', '--groups', '0'],
+			['--out', 'x', '--opponents', 'mixed'],
 			['--out', 'x', '--groups']
 		])
 			expect(() => parseLearnArgs(argv), argv.join(' ')).toThrow(
