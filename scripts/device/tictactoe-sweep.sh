@@ -40,6 +40,6 @@ for n in "${names[@]}"; do
   if python3 -c "import sys;sys.exit(0 if $s > $bestScore else 1)"; then best=$n; bestScore=$s; fi
 done
 echo "best: $best ($bestScore)"
-tar czf $OUT/runs.tgz .scratch/ttt-*/report.json .scratch/ttt-*/log.txt .scratch/ttt-*/run/history.jsonl .scratch/*.err .scratch/smi.txt 2>/dev/null
+tar czf $OUT/runs.tgz .scratch/peft* .scratch/ttt-*/report.json .scratch/ttt-*/log.txt .scratch/ttt-*/run/history.jsonl .scratch/*.err .scratch/smi.txt 2>/dev/null
 [ -n "$best" ] && mkdir -p $OUT/$best && cp -r .scratch/state-$best/* $OUT/$best/
 find $OUT -type f | head -20
