@@ -20,6 +20,7 @@ import {
 import type { ChatMessage } from './chat-messages';
 import { DecodeStream } from './decode-stream';
 import { TokenizerError } from './errors';
+import { PieceCache, type AddedTokenSpec } from './piece-cache';
 
 export interface EncodeOptions {
 	/** Let the post-processor add BOS/EOS etc. (default false; transformers' default is true). */
@@ -66,6 +67,8 @@ function tokenString(x: unknown): string | undefined {
 	return undefined;
 }
 
+const NOTHING_ADDED = { add_special_tokens: false };
+
 export class Tokenizer {
 	private readonly specialIds: Set<number>;
 	/** Template variables: the special tokens as strings (transformers' special_tokens_map). */
@@ -78,7 +81,9 @@ export class Tokenizer {
 		/** Every token the tokenizer knows, added ones included (transformers' `len(tokenizer)`). */
 		readonly vocabSize: number,
 		/** Tokens marked special in tokenizer.json's added_tokens. */
-		readonly specialTokens: SpecialToken[]
+		readonly specialTokens: SpecialToken[],
+		/** Pieces between special tokens, tokenized once (null: this tokenizer cannot). */
+		private readonly pieces: PieceCache | null
 	) {
 		this.specialIds = new Set(specialTokens.map((t) => t.id));
 		const map: SpecialTokenVars = {};
@@ -136,7 +141,13 @@ export class Tokenizer {
 		for (const [id, t] of hf.get_added_tokens_decoder())
 			if (t.special) special.push({ content: t.content, id });
 		const templates = readChatTemplates(config, chatTemplate);
-		return new Tokenizer(hf, config, templates, vocabSize, special);
+		// The library applies these per piece too; a tokenizer_config that sets them is rare
+		// and not covered by the cache's equality tests, so it goes uncached.
+		const pieces =
+			config.remove_space === true || config.do_lowercase_and_remove_accent === true
+				? null
+				: PieceCache.forTokenizer(tj, (tj.added_tokens ?? []) as AddedTokenSpec[]);
+		return new Tokenizer(hf, config, templates, vocabSize, special, pieces);
 	}
 
 	/** The id of a token string (special or not), or undefined. */
@@ -181,7 +192,10 @@ export class Tokenizer {
 	encode(text: string, { addSpecialTokens = false }: EncodeOptions = {}): number[] {
 		if (typeof text !== 'string')
 			throw new TokenizerError(`encode takes a string, got ${typeof text}.`);
-		const { ids } = this.hf.encode(text, { add_special_tokens: addSpecialTokens });
+		const ids =
+			this.pieces && !addSpecialTokens
+				? this.pieces.encode(text, (piece) => this.hf.encode(piece, NOTHING_ADDED).ids)
+				: this.hf.encode(text, { add_special_tokens: addSpecialTokens }).ids;
 		const bad = ids.findIndex((id) => !Number.isInteger(id));
 		if (bad >= 0)
 			throw new TokenizerError(
