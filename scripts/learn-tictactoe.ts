@@ -245,9 +245,12 @@ class LearnRun {
 		);
 		const rolloutS = (performance.now() - r0) / 1000;
 		const t1 = performance.now();
+		// Linear from lr at step 0 to lr * lrEndRatio at --steps (a run branched from another
+		// one's state continues on the schedule at its step).
+		const lr = o.lr * (1 - (1 - o.lrEndRatio) * Math.min(1, (await this.grpoStep()) / o.steps));
 		const r = await this.model.train(
 			groups,
-			{ learningRate: o.lr, temperature: o.temperature, tokenBudget: o.tokenBudget },
+			{ learningRate: lr, temperature: o.temperature, tokenBudget: o.tokenBudget },
 			{ 'train/rollout_s': rolloutS }
 		);
 		const games = groups.flatMap((g) => g.trajectories);
@@ -257,6 +260,7 @@ class LearnRun {
 			illegal: mean(games.map((t) => (t.metadata.outcome === 'illegal' ? 1 : 0))),
 			loss: r.skipped ? null : r.metrics['train/loss'],
 			skipped: r.skipped ?? null,
+			lr,
 			rolloutS,
 			trainS: (performance.now() - t1) / 1000
 		};
@@ -279,6 +283,7 @@ class LearnRun {
 			log(
 				`GRPO ${c.grpoStep}/${o.steps}: reward ${c.reward.toFixed(3)} illegal ` +
 					`${(100 * c.illegal).toFixed(1)}%${c.skipped ? ` (skipped: ${c.skipped})` : ''}; ` +
+					`lr ${c.lr?.toExponential(2)}; ` +
 					`rollouts ${c.rolloutS.toFixed(1)} s, train ${c.trainS.toFixed(1)} s`
 			);
 			await this.save();

@@ -33,6 +33,8 @@ export interface LearnOptions {
 	groups: number;
 	groupSize: number;
 	lr: number;
+	/** GRPO's lr at --steps as a fraction of --lr, reached linearly (1: constant). */
+	lrEndRatio: number;
 	/** Sampling temperature of the GRPO rollouts. */
 	temperature: number;
 	/** Evaluation games (fixed seeds) and how often (GRPO steps) to evaluate. */
@@ -63,6 +65,7 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		groups: 32,
 		groupSize: 16,
 		lr: 5e-4,
+		lrEndRatio: 1,
 		temperature: 1,
 		evalGames: 200,
 		evalEvery: 25,
@@ -83,6 +86,7 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		groups: 2,
 		groupSize: 2,
 		lr: 1e-3,
+		lrEndRatio: 1,
 		temperature: 1,
 		evalGames: 4,
 		evalEvery: 1,
@@ -113,6 +117,7 @@ const FLAGS: Record<string, keyof Tunable> = {
 	groups: 'groups',
 	'group-size': 'groupSize',
 	lr: 'lr',
+	'lr-end-ratio': 'lrEndRatio',
 	temperature: 'temperature',
 	'eval-games': 'evalGames',
 	'eval-every': 'evalEvery',

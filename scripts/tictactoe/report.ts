@@ -16,6 +16,8 @@ export interface CurvePoint {
 	illegal: number;
 	loss: number | null;
 	skipped: string | null;
+	/** The step's learning rate (absent in reports from before --lr-end-ratio). */
+	lr?: number;
 	rolloutS: number;
 	trainS: number;
 }

@@ -144,6 +144,7 @@ describe('parseLearnArgs', () => {
 		const tiny = parseLearnArgs(['--tiny', '--out', 'x', '--steps', '7', '--lr', '2e-4']);
 		expect(tiny).toMatchObject({ ...DEFAULTS.tiny, tiny: true, steps: 7, lr: 2e-4 });
 		expect(parseLearnArgs(['--out', 'x', '--opponents', 'distinct']).opponents).toBe('distinct');
+		expect(parseLearnArgs(['--out', 'x', '--lr-end-ratio', '0.1']).lrEndRatio).toBe(0.1);
 		expect(full.loadState).toBeUndefined();
 		const carried = parseLearnArgs(['--out', 'x', '--load-state', 'st', '--save-state', 'o/st']);
 		expect(carried.loadState?.endsWith('/st')).toBe(true);
