@@ -14,6 +14,7 @@ import {
 	buildModelList,
 	buildUsage,
 	newCompletionMeta,
+	randomId,
 	toOpenAIToolCalls
 } from '../../../src/lib/agent/openai/response';
 import { ChatMessagesError } from '../../../src/lib/model/errors';
@@ -539,6 +540,17 @@ describe('response objects (OpenAI schema)', () => {
 		}
 		expect(new Set(toolCalls.map((c) => c.id)).size).toBe(2);
 		expect(choice.logprobs).toEqual({ content: [], refusal: null });
+	});
+
+	it('ids are alphanumeric, of the length asked, and do not repeat (across pool refills)', () => {
+		// 3000 x 29 characters draw ~21 pools of 4096 random bytes.
+		const ids = Array.from({ length: 3000 }, () => randomId(29));
+		for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9]{29}$/);
+		expect(new Set(ids).size).toBe(ids.length);
+		expect(randomId(0)).toBe('');
+		expect(randomId(5000)).toHaveLength(5000);
+		// Every character appears: the bytes are not reused or stuck.
+		expect(new Set(ids.join('')).size).toBe(62);
 	});
 
 	it('a chunk and the model list', () => {
