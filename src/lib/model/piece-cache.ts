@@ -31,8 +31,9 @@ interface TrieNode {
 }
 
 /** Pieces longer than this are tokenized directly, not cached (long documents repeat rarely). */
-const MAX_CACHED_CHARS = 4096;
-const CAPACITY = 16384;
+const MAX_PIECE_CHARS = 4096;
+/** The cache's size bound, in characters of its pieces (~8 MB of strings, plus their ids). */
+const CAPACITY_CHARS = 1 << 22;
 
 /** True when `node` (a tokenizer.json pre_tokenizer, possibly a Sequence) has a Metaspace
  * whose prefix depends on the piece's position in the text. */
@@ -46,6 +47,7 @@ function positionDependent(node: unknown): boolean {
 export class PieceCache {
 	private readonly root: TrieNode = { next: new Map() };
 	private readonly cache = new Map<string, number[]>();
+	private cachedChars = 0;
 
 	private constructor(tokens: readonly AddedTokenSpec[], hasNormalizer: boolean) {
 		for (const t of tokens) {
@@ -107,7 +109,7 @@ export class PieceCache {
 	}
 
 	private piece(piece: string, encodePiece: (piece: string) => number[]): number[] {
-		if (piece.length > MAX_CACHED_CHARS) return encodePiece(piece);
+		if (piece.length > MAX_PIECE_CHARS) return encodePiece(piece);
 		const hit = this.cache.get(piece);
 		if (hit) {
 			// Most recently used last: Map keeps insertion order.
@@ -117,7 +119,13 @@ export class PieceCache {
 		}
 		const ids = encodePiece(piece);
 		this.cache.set(piece, ids);
-		if (this.cache.size > CAPACITY) this.cache.delete(this.cache.keys().next().value!);
+		this.cachedChars += piece.length;
+		// Least recently used first out.
+		for (const old of this.cache.keys()) {
+			if (this.cachedChars <= CAPACITY_CHARS) break;
+			this.cache.delete(old);
+			this.cachedChars -= old.length;
+		}
 		return ids;
 	}
 }

@@ -126,6 +126,30 @@ describe('piece cache', () => {
 		expect(seen).toEqual(['a <l> b<sp> c']);
 	});
 
+	it('forgets the least recently used pieces past its size (4M characters)', () => {
+		const cache = PieceCache.forTokenizer({}, [{ id: 0, content: '<s>' }])!;
+		const seen: string[] = [];
+		const encodePiece = (piece: string) => (seen.push(piece), [1]);
+		const pieces = Array.from({ length: 1100 }, (_, i) => `${i}:`.padEnd(4000, 'x'));
+		cache.encode(pieces[0], encodePiece);
+		for (const p of pieces) {
+			cache.encode(p, encodePiece);
+			cache.encode(pieces[0], encodePiece); // kept fresh: never the oldest
+		}
+		expect(seen).toHaveLength(1100);
+		seen.length = 0;
+		for (const i of [0, 1099, 1000, 100, 50, 1]) cache.encode(pieces[i], encodePiece);
+		// 4 Mi characters hold 1048 of these pieces: the oldest ~52 (1, ...) were dropped, the
+		// recent ones and 0 kept. (Piece names: their number before the colon.)
+		const names = () => seen.map((p) => p.slice(0, p.indexOf(':')));
+		expect(names()).toEqual(['50', '1']);
+		// A piece longer than 4096 characters is never cached.
+		const long = 'y'.repeat(5000);
+		cache.encode(long, encodePiece);
+		cache.encode(long, encodePiece);
+		expect(seen.slice(2).map((p) => p.length)).toEqual([5000, 5000]);
+	});
+
 	it('is refused for a pre-tokenizer that prefixes only the first piece (Metaspace "first")', () => {
 		const tokens = [{ id: 0, content: '<s>' }];
 		const metaspace = (scheme: string) => ({ type: 'Metaspace', prepend_scheme: scheme });
