@@ -61,11 +61,14 @@ import { LocalBackend } from '../src/lib/agent/backend/node';
 import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
 import type { Trajectory } from '../src/lib/agent/trajectory';
 import { Rng } from '../src/lib/gpu/reference/random';
+import { checkpointName } from '../src/lib/grpo/run-store';
+import { ADAPTER_WEIGHTS_FILE } from '../src/lib/model/peft-adapter';
 import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evaluate';
 import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
 import { parseLearnArgs, type LearnOptions } from './tictactoe/options';
 import { loadReport, saveReport, type CurvePoint, type Report } from './tictactoe/report';
-import { loadState, saveState } from './tictactoe/state';
+import { keepAdapter, MERGED_DIR, SFT_ADAPTER_DIR, writeMergedModel } from './tictactoe/merge-sft';
+import { latestCheckpoint, loadState, saveState } from './tictactoe/state';
 
 const T0 = performance.now();
 const elapsed = () => (performance.now() - T0) / 1000;
@@ -73,6 +76,8 @@ const elapsed = () => (performance.now() - T0) / 1000;
 /** Seeds of the SFT transcripts (50 * 1_000_003 + i) and of GRPO's scenarios (1e6 + ...). */
 const SFT_SEED = 50;
 const SCENARIO_SEED = 1_000_000;
+/** The model GRPO trains with --grpo-base sft-merged (its run: OUT/run-grpo). */
+const GRPO_MODEL = 'tictactoe-grpo';
 /** SFT batches per trainSft call (a resumable chunk). */
 const SFT_CHUNK = 16;
 
@@ -100,15 +105,40 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
+/** Mean -logprob per sampled token over the games' choices (the policy's spread as sampled). */
+function sampledNll(games: readonly Trajectory[]): number {
+	const logprobs = games.flatMap((t) => t.choices().flatMap((c) => c.tabrl?.logprobs ?? []));
+	return -mean(logprobs);
+}
+
 class LearnRun {
 	#stoppedBy = '';
+	#model: TrainableModel | undefined;
+	#client: OpenAI | undefined;
+	/** True for a model whose own steps are GRPO steps (the fresh adapter of 'sft-merged'). */
+	#grpoOnly = false;
 	constructor(
 		readonly o: LearnOptions,
-		readonly model: TrainableModel,
-		readonly client: OpenAI,
 		readonly report: Report,
 		readonly save: () => Promise<void>
 	) {}
+
+	/** Trains and evaluates `model` from now on. */
+	use(model: TrainableModel, grpoOnly: boolean): void {
+		this.#model = model;
+		this.#client = model.openaiClient();
+		this.#grpoOnly = grpoOnly;
+	}
+
+	get model(): TrainableModel {
+		if (!this.#model) throw new Error('learn-tictactoe: no model in use');
+		return this.#model;
+	}
+
+	get client(): OpenAI {
+		this.model;
+		return this.#client!;
+	}
 
 	get stopped(): string {
 		return this.#stoppedBy;
@@ -133,7 +163,7 @@ class LearnRun {
 	}
 
 	async grpoStep(): Promise<number> {
-		return (await this.model.getStep()) - (this.report.sftEnd ?? 0);
+		return (await this.model.getStep()) - (this.#grpoOnly ? 0 : (this.report.sftEnd ?? 0));
 	}
 
 	/** Greedy and T = 1 evaluations at `phase`, unless done already; false when out of time. */
@@ -250,7 +280,12 @@ class LearnRun {
 		const lr = o.lr * (1 - (1 - o.lrEndRatio) * Math.min(1, (await this.grpoStep()) / o.steps));
 		const r = await this.model.train(
 			groups,
-			{ learningRate: lr, temperature: o.temperature, tokenBudget: o.tokenBudget },
+			{
+				learningRate: lr,
+				temperature: o.temperature,
+				tokenBudget: o.tokenBudget,
+				klBeta: o.klBeta
+			},
 			{ 'train/rollout_s': rolloutS }
 		);
 		const games = groups.flatMap((g) => g.trajectories);
@@ -261,6 +296,7 @@ class LearnRun {
 			loss: r.skipped ? null : r.metrics['train/loss'],
 			skipped: r.skipped ?? null,
 			lr,
+			sampledNll: sampledNll(games),
 			rolloutS,
 			trainS: (performance.now() - t1) / 1000
 		};
@@ -283,7 +319,7 @@ class LearnRun {
 			log(
 				`GRPO ${c.grpoStep}/${o.steps}: reward ${c.reward.toFixed(3)} illegal ` +
 					`${(100 * c.illegal).toFixed(1)}%${c.skipped ? ` (skipped: ${c.skipped})` : ''}; ` +
-					`lr ${c.lr?.toExponential(2)}; ` +
+					`lr ${c.lr?.toExponential(2)}; nll ${c.sampledNll?.toFixed(3)}; ` +
 					`rollouts ${c.rolloutS.toFixed(1)} s, train ${c.trainS.toFixed(1)} s`
 			);
 			await this.save();
@@ -307,6 +343,23 @@ class LearnRun {
 	}
 }
 
+/**
+ * OUT/sft-adapter (SFT's last checkpoint's adapter) and OUT/model-sft (OUT/model with it
+ * merged), each unless already there (a resumed run restores sft-adapter, not model-sft).
+ */
+async function prepareMergedBase(out: string): Promise<void> {
+	const adapter = join(out, SFT_ADAPTER_DIR);
+	if (!(await exists(join(adapter, ADAPTER_WEIGHTS_FILE)))) {
+		const step = await latestCheckpoint(out, 'run');
+		if (step === undefined) throw new Error(`${out}: SFT ended, but no SFT checkpoint is left`);
+		await keepAdapter(join(out, 'run', 'checkpoints', checkpointName(step)), adapter);
+	}
+	if (!(await exists(join(out, MERGED_DIR, 'model.safetensors')))) {
+		await writeMergedModel(join(out, 'model'), adapter, join(out, MERGED_DIR));
+		log(`SFT's adapter merged into ${join(out, MERGED_DIR)}`);
+	}
+}
+
 async function main(): Promise<void> {
 	const o = parseLearnArgs(process.argv.slice(2));
 	await mkdir(o.out, { recursive: true });
@@ -327,24 +380,38 @@ async function main(): Promise<void> {
 		report.model = await writeTicTacToeModel(modelDir, MODEL_SIZES[o.size]);
 		log(`model: ${report.model.parameters} parameters, vocab ${report.model.vocab}`);
 	}
-	const backend = new LocalBackend({ runDir: () => join(o.out, 'run') });
+	const backend = new LocalBackend({
+		runDir: (spec) => join(o.out, spec.name === GRPO_MODEL ? 'run-grpo' : 'run')
+	});
 	try {
-		const model = new TrainableModel({
-			name: 'tictactoe',
-			project: 'learn-tictactoe',
-			baseModel: modelDir,
-			lora: { rank: o.rank, alpha: 2 * o.rank },
-			seed: 7,
-			// The longest game is ~310 tokens with this tokenizer, plus one reply.
-			maxContext: 512,
-			maxBatch: Math.min(256, Math.max(o.groups * o.groupSize, o.evalGames))
-		});
-		const registration = await model.register(backend);
-		log(`registered at step ${registration.step} (${elapsed().toFixed(1)} s)`);
-		const run = new LearnRun(o, model, model.openaiClient(), report, save);
-		const finished =
-			(report.sftEnd !== null || (await run.evaluatePhase('base'))) &&
-			(report.sftEnd !== null || (await run.sft())) &&
+		const open = async (name: string, baseModel: string) => {
+			const model = new TrainableModel({
+				name,
+				project: 'learn-tictactoe',
+				baseModel,
+				lora: { rank: o.rank, alpha: 2 * o.rank },
+				seed: 7,
+				// The longest game is ~310 tokens with this tokenizer, plus one reply.
+				maxContext: 512,
+				maxBatch: Math.min(256, Math.max(o.groups * o.groupSize, o.evalGames))
+			});
+			const registration = await model.register(backend);
+			log(`${name} registered at step ${registration.step} (${elapsed().toFixed(1)} s)`);
+			return model;
+		};
+		const merged = o.grpoBase === 'sft-merged';
+		const sftDone = report.sftEnd !== null;
+		const run = new LearnRun(o, report, save);
+		// 'sft-merged' needs the SFT model only until SFT ends.
+		if (!(merged && sftDone)) run.use(await open('tictactoe', modelDir), false);
+		let finished = (sftDone || (await run.evaluatePhase('base'))) && (sftDone || (await run.sft()));
+		if (finished && merged) {
+			await prepareMergedBase(o.out);
+			run.use(await open(GRPO_MODEL, join(o.out, MERGED_DIR)), true);
+		}
+		// (with 'sft-merged' the SFT evaluation is the merged model's with its adapter at 0)
+		finished =
+			finished &&
 			(await run.evaluatePhase('sft')) &&
 			(await run.grpo()) &&
 			(await run.evaluatePhase('final'));

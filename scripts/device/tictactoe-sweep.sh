@@ -6,7 +6,9 @@
 #               carry: [".gpu", ".ttt-state"]
 # Each run resumes from .scratch/ttt-NAME (machine still warm), else from .ttt-state/NAME, else
 # branches from .ttt-state/$FROM when set. $OUT gets runs.tgz (every report, log and history)
-# and the resumable state of the run with the best latest greedy score ($OUT/NAME/, 7 files).
+# and the resumable state of the run with the best latest greedy score (tictactoe/state.ts), as
+# $OUT/state-NAME.tar.* (parts of 15 MiB: $OUT returns 8 files of 16 MiB at most). To resume:
+#   mkdir -p .ttt-state/NAME && cat FILES_AT/state-NAME.tar.* | tar xf - -C .ttt-state/NAME
 mkdir -p .scratch
 TL=${TL:-530}
 # .gpu/run unpacks the loader, node and Dawn: once, here (runs started side by side through it
@@ -40,6 +42,7 @@ for n in "${names[@]}"; do
   if python3 -c "import sys;sys.exit(0 if $s > $bestScore else 1)"; then best=$n; bestScore=$s; fi
 done
 echo "best: $best ($bestScore)"
-tar czf $OUT/runs.tgz .scratch/peft* .scratch/ttt-*/report.json .scratch/ttt-*/log.txt .scratch/ttt-*/run/history.jsonl .scratch/*.err .scratch/smi.txt 2>/dev/null
-[ -n "$best" ] && mkdir -p $OUT/$best && cp -r .scratch/state-$best/* $OUT/$best/
+tar czf $OUT/runs.tgz .scratch/peft* .scratch/ttt-*/report.json .scratch/ttt-*/log.txt \
+  .scratch/ttt-*/run*/history.jsonl .scratch/*.err .scratch/smi.txt 2>/dev/null
+[ -n "$best" ] && tar cf - -C .scratch/state-$best . | split -b 15M - $OUT/state-$best.tar.
 find $OUT -type f | head -20

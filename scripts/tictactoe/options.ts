@@ -37,6 +37,12 @@ export interface LearnOptions {
 	lrEndRatio: number;
 	/** Sampling temperature of the GRPO rollouts. */
 	temperature: number;
+	/** What GRPO trains: 'sft-adapter' trains on in SFT's adapter (the base stays the random
+	 * init); 'sft-merged' folds SFT's adapter into the base weights (tictactoe/merge-sft.ts)
+	 * and trains a fresh adapter, so that the LoRA-off reference is the SFT policy. */
+	grpoBase: 'sft-adapter' | 'sft-merged';
+	/** GRPO's KL penalty to the LoRA-off model (needs grpoBase 'sft-merged'); 0: none. */
+	klBeta: number;
 	/** Evaluation games (fixed seeds) and how often (GRPO steps) to evaluate. */
 	evalGames: number;
 	evalEvery: number;
@@ -67,6 +73,8 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		lr: 5e-4,
 		lrEndRatio: 1,
 		temperature: 1,
+		grpoBase: 'sft-adapter',
+		klBeta: 0,
 		evalGames: 200,
 		evalEvery: 25,
 		maxTokens: 16,
@@ -88,6 +96,8 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		lr: 1e-3,
 		lrEndRatio: 1,
 		temperature: 1,
+		grpoBase: 'sft-adapter',
+		klBeta: 0,
 		evalGames: 4,
 		evalEvery: 1,
 		maxTokens: 10,
@@ -119,6 +129,8 @@ const FLAGS: Record<string, keyof Tunable> = {
 	lr: 'lr',
 	'lr-end-ratio': 'lrEndRatio',
 	temperature: 'temperature',
+	'grpo-base': 'grpoBase',
+	'kl-beta': 'klBeta',
 	'eval-games': 'evalGames',
 	'eval-every': 'evalEvery',
 	'max-tokens': 'maxTokens',
@@ -169,6 +181,14 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 			o.opponents = value;
 			continue;
 		}
+		if (key === 'grpoBase') {
+			if (value !== 'sft-adapter' && value !== 'sft-merged')
+				throw new LearnArgsError(
+					`--grpo-base must be 'sft-adapter' or 'sft-merged', got '${value}'.`
+				);
+			o.grpoBase = value;
+			continue;
+		}
 		const n = Number(value);
 		if (!(Number.isFinite(n) && n >= 0))
 			throw new LearnArgsError(`--${name} must be a non-negative number, got '${value}'.`);
@@ -185,5 +205,10 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 	] as const)
 		if (!(Number.isInteger(o[k]) && o[k] >= 1))
 			throw new LearnArgsError(`${k} must be a positive integer, got ${o[k]}.`);
+	if (o.klBeta > 0 && o.grpoBase !== 'sft-merged')
+		throw new LearnArgsError(
+			"--kl-beta needs --grpo-base sft-merged: over SFT's adapter, the LoRA-off reference " +
+				'would be the random base model.'
+		);
 	return { out: resolve(out), tiny, ...paths, ...o };
 }

@@ -5,10 +5,10 @@
  */
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import type { Evaluation } from './evaluate';
-import { LearnArgsError, type LearnOptions } from './options';
+import { DEFAULTS, LearnArgsError, type LearnOptions } from './options';
 
 /** Options that define the run; a resumed call must not change them. */
-const FIXED = ['size', 'rank', 'sftGames', 'sftEpochs', 'sftBatch', 'sftLr'] as const;
+const FIXED = ['size', 'rank', 'sftGames', 'sftEpochs', 'sftBatch', 'sftLr', 'grpoBase'] as const;
 
 export interface CurvePoint {
 	grpoStep: number;
@@ -18,6 +18,9 @@ export interface CurvePoint {
 	skipped: string | null;
 	/** The step's learning rate (absent in reports from before --lr-end-ratio). */
 	lr?: number;
+	/** Mean -logprob of the rollouts' sampled tokens at the sampling temperature: how far
+	 * the policy is from deterministic (0: every token certain). Absent in older reports. */
+	sampledNll?: number;
 	rolloutS: number;
 	trainS: number;
 }
@@ -57,7 +60,8 @@ export async function loadReport(o: LearnOptions, path: string): Promise<Report>
 		};
 	const saved = JSON.parse(await readFile(path, 'utf8')) as Report;
 	for (const k of FIXED)
-		if (saved.options[k] !== o[k])
+		// (reports from before an option was added hold its default)
+		if ((saved.options[k] ?? DEFAULTS.full[k]) !== o[k])
 			throw new LearnArgsError(
 				`${o.out} was started with ${k} = ${saved.options[k]}, this call has ${o[k]}: ` +
 					'give the same value to continue it, or a new --out.'

@@ -145,6 +145,9 @@ describe('parseLearnArgs', () => {
 		expect(tiny).toMatchObject({ ...DEFAULTS.tiny, tiny: true, steps: 7, lr: 2e-4 });
 		expect(parseLearnArgs(['--out', 'x', '--opponents', 'distinct']).opponents).toBe('distinct');
 		expect(parseLearnArgs(['--out', 'x', '--lr-end-ratio', '0.1']).lrEndRatio).toBe(0.1);
+		expect(
+			parseLearnArgs(['--out', 'x', '--grpo-base', 'sft-merged', '--kl-beta', '0.1'])
+		).toMatchObject({ grpoBase: 'sft-merged', klBeta: 0.1 });
 		expect(full.loadState).toBeUndefined();
 		const carried = parseLearnArgs(['--out', 'x', '--load-state', 'st', '--save-state', 'o/st']);
 		expect(carried.loadState?.endsWith('/st')).toBe(true);
@@ -158,6 +161,9 @@ describe('parseLearnArgs', () => {
 			['--out', 'x', '--steps', 'many'],
 			['--out', 'x', '--groups', '0'],
 			['--out', 'x', '--opponents', 'mixed'],
+			['--out', 'x', '--grpo-base', 'merged'],
+			// a KL to the LoRA-off model over SFT's adapter would be a KL to the random base
+			['--out', 'x', '--kl-beta', '0.1'],
 			['--out', 'x', '--groups']
 		])
 			expect(() => parseLearnArgs(argv), argv.join(' ')).toThrow(
@@ -305,6 +311,43 @@ describe('saveState / loadState', () => {
 			expect(await loadState(state, again)).toBe(false);
 			expect(await read('report.json')).toBe('{"rounds": 12}');
 			expect(await loadState(join(root, 'none'), join(root, 'fresh'))).toBe(false);
+		} finally {
+			await rm(root, { recursive: true, force: true });
+		}
+	});
+
+	it('with a merged SFT keeps its adapter, not its checkpoint, and the GRPO run', async () => {
+		const root = await mkdtemp(join(tmpdir(), 'ttt-state-'));
+		try {
+			const out = join(root, 'out');
+			const put = async (path: string, text: string) => {
+				await mkdir(join(out, path, '..'), { recursive: true });
+				await writeFile(join(out, path), text);
+			};
+			await put('report.json', '{"rounds": 5}');
+			await put('run/history.jsonl', 'sft\n');
+			await put('run/checkpoints/0256/adapter_model.safetensors', 'sft weights');
+			await put('sft-adapter/adapter_model.safetensors', 'sft weights');
+			await put('sft-adapter/adapter_config.json', '{}');
+			await put('run-grpo/history.jsonl', 'grpo\n');
+			await put('run-grpo/checkpoints/0004/adapter_model.safetensors', 'grpo 4');
+			await put('run-grpo/checkpoints/0005/adapter_model.safetensors', 'grpo 5');
+			const state = join(root, 'state');
+			expect((await saveState(out, state)).sort()).toEqual([
+				'grpo-checkpoint-0005/adapter_model.safetensors',
+				'grpo-history.jsonl',
+				'history.jsonl',
+				'report.json',
+				'sft-adapter/adapter_config.json',
+				'sft-adapter/adapter_model.safetensors'
+			]);
+			const again = join(root, 'again');
+			expect(await loadState(state, again)).toBe(true);
+			const read = (p: string) => readFile(join(again, p), 'utf8');
+			expect(await read('run-grpo/checkpoints/0005/adapter_model.safetensors')).toBe('grpo 5');
+			expect(await read('run-grpo/history.jsonl')).toBe('grpo\n');
+			expect(await read('sft-adapter/adapter_model.safetensors')).toBe('sft weights');
+			expect(await readdir(join(again, 'run', 'checkpoints'))).toEqual([]);
 		} finally {
 			await rm(root, { recursive: true, force: true });
 		}

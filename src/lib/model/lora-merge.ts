@@ -1,0 +1,55 @@
+/**
+ * @file Folds a LoRA adapter into its base weights, as peft's `merge_and_unload` does:
+ * W' = W + (alpha / r) B A for every targeted projection (W [out, in], A [r, in],
+ * B [out, r]). The merged model with no adapter computes what the base with the adapter
+ * computes (up to f32 rounding); a new adapter can then be trained on top of it, and its
+ * "LoRA off" reference (the KL penalty's) is the merged model.
+ *
+ * Pure: tensors in, tensors out (f32 values; the caller writes them in the file's dtype).
+ */
+import { LoraConfigError } from './errors';
+import { peftName, type LoraConfig } from './lora';
+import type { PeftAdapter } from './peft-adapter';
+import type { ModelConfig } from './types';
+import { projectionPath, projectionShape } from './weight-spec';
+
+export interface NamedTensor {
+	name: string;
+	shape: readonly number[];
+	data: Float32Array;
+}
+
+/** W + (alpha / r) B A in place of every targeted projection weight; other tensors as given. */
+export function mergeLora(
+	model: ModelConfig,
+	tensors: readonly NamedTensor[],
+	adapter: PeftAdapter
+): NamedTensor[] {
+	const { rank: r, alpha, targetModules }: LoraConfig = adapter.config;
+	const scale = alpha / r;
+	const byName = new Map(tensors.map((t) => [t.name, t]));
+	const merged = new Map<string, NamedTensor>();
+	for (let layer = 0; layer < model.numLayers; layer++)
+		for (const m of targetModules) {
+			const name = `${projectionPath(layer, m)}.weight`;
+			const w = byName.get(name);
+			const a = adapter.params.get(peftName(layer, m, 'A'));
+			const b = adapter.params.get(peftName(layer, m, 'B'));
+			const [out, inF] = projectionShape(model, m);
+			if (!w || !a || !b || w.data.length !== out * inF)
+				throw new LoraConfigError(
+					`cannot merge the adapter into ${name}: ${!w ? 'no such weight' : !a || !b ? 'no A or B' : `shape [${w.shape}]`}`
+				);
+			const data = w.data.slice();
+			// row o of B A: sum over k of B[o, k] A[k, :]
+			for (let o = 0; o < out; o++)
+				for (let k = 0; k < r; k++) {
+					const s = scale * b[o * r + k];
+					if (s === 0) continue;
+					const row = k * inF;
+					for (let i = 0; i < inF; i++) data[o * inF + i] += s * a[row + i];
+				}
+			merged.set(name, { name, shape: w.shape, data });
+		}
+	return tensors.map((t) => merged.get(t.name) ?? t);
+}
