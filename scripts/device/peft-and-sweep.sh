@@ -1,7 +1,6 @@
 # One GPU-machine call: the PEFT round trip (issue 5, item 4) in the background of a
 # tic-tac-toe sweep (tictactoe-sweep.sh: same CONFIGS, FROM and TL). The round trip's
-# report and log go into the sweep's runs.tgz (.scratch/peft*), as $OUT's 8 files are the
-# sweep's (runs.tgz and the best run's 7 state files).
+# report and log go into the sweep's runs.tgz (.scratch/peft*) beside its reports.
 #   bash ../shared/device/pack.sh scripts/learn-tictactoe.ts scripts/parity/peft-roundtrip.ts
 #   device run: FROM=d CONFIGS="e:--lr 1e-4;..." TL=520 bash scripts/device/peft-and-sweep.sh
 #               carry: [".gpu", ".ttt-state"]

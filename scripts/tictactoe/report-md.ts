@@ -20,7 +20,8 @@ export function reportMarkdown(report: Report): string {
 	lines.push(
 		`Model: ${report.model?.parameters ?? '?'} parameters (vocab ${report.model?.vocab ?? '?'}), ` +
 			`LoRA r ${o.rank}; SFT ${o.sftGames} transcripts x ${o.sftEpochs} epochs, batch ${o.sftBatch}, ` +
-			`lr ${o.sftLr}; GRPO ${o.groups} x ${o.groupSize} games per step, lr ${o.lr}, T ${o.temperature}; ` +
+			`lr ${o.sftLr}; GRPO ${o.groups} x ${o.groupSize} games per step, lr ${o.lr}, T ${o.temperature}, opponents ${o.opponents ?? 'shared'}, ` +
+			`on ${o.grpoBase ?? 'sft-adapter'}, KL beta ${o.klBeta ?? 0}; ` +
 			`${o.evalGames} evaluation games. ${report.calls.length} call(s), ${seconds.toFixed(0)} s in all` +
 			`${report.done ? '' : ' (not finished)'}.`,
 		''
