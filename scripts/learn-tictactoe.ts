@@ -10,7 +10,7 @@
  *       [--group-size 16] [--lr 5e-4] ...        (all flags: tictactoe/options.ts)
  *   npx tsx scripts/tictactoe/report-md.ts DIR/report.json   (tables for BENCHMARKS.md)
  *
- * --tiny (SwiftShader, ~4 min) checks the plumbing of every phase with a 35k-parameter model
+ * --tiny (SwiftShader, ~1-4 min) checks the plumbing of every phase with a 35k-parameter model
  * that learns nothing in 2 SFT steps: its games are all illegal first moves, so its GRPO
  * rounds have no reward spread and it stops "stuck" after --max-no-signal rounds; a second
  * call with `--tiny --steps 0` resumes and runs the final evaluation.
@@ -27,9 +27,9 @@
  * far); if not, it saves and exits 0 with `"done": false`, and the same command with the same
  * --out continues from the latest checkpoint (the model's step says where: SFT batches first,
  * then GRPO steps). A hard kill loses at most the step in flight. On a machine that comes back
- * bare (the GPU machine after it went idle), `--save-state DIR` writes the resumable state as 7
- * flat files at the end of each call and `--load-state DIR` restores them into a new --out
- * (tictactoe/state.ts); the model folder is rewritten from its seed.
+ * bare (the GPU machine after it went idle), `--save-state DIR` writes the resumable state as
+ * a few flat files at the end of each call and `--load-state DIR` restores them into a new
+ * --out (tictactoe/state.ts); the model folders are rewritten from the seed and the state.
  *
  * Choices, and why. The target is hard: taking wins and blocking losses scores 0.880 against
  * this opponent, optimal play 0.980, random play 0.500 (tictactoe/policy-values.ts), so the
@@ -42,12 +42,18 @@
  *   moves; imitating random play, its score is random play's (0.50 when every move is legal).
  * - The model (tictactoe/make-model.ts) starts its final norm at 7.8, not 1, or the frozen
  *   random LM head would cap every token's probability near 0.27 (its header says why).
- * - GRPO: 32 groups x 16 games per step (512 games), 250 steps (128k games), lr 5e-4 (the
- *   base is random, so the adapter does all the work; ART's 5e-6 is for pretrained 8B
- *   models), cispo (ART's default), no KL (the reference would be the random base), rollouts
- *   at T = 1. A group is one scenario: its 16 games share the seed, so the agent's mark and
- *   the opponent's random draws, and differ only by the policy's choices (--opponents
- *   distinct: the mark only, each game its own opponent draws).
+ * - GRPO on the merged SFT model (--grpo-base sft-merged): SFT's adapter is folded into the
+ *   base weights (tictactoe/merge-sft.ts) and GRPO trains a fresh adapter with a KL penalty
+ *   to that SFT policy (--kl-beta 0.05, the reference computed with the LoRA off). Trained on
+ *   over SFT's adapter (sft-adapter) with no KL, as the first attempts did, the policy became
+ *   deterministic within ~25-100 steps, even sampled at T = 1.5, and froze at 0.79-0.815
+ *   greedy: cispo's gradient, advantage x (1 - p) per token, vanishes as p -> 1 (BENCHMARKS.md,
+ *   tic-tac-toe). The KL keeps it sampling (the log's `nll`: mean -logprob per sampled token).
+ * - 32 groups x 16 games per step (512 games), 250 steps (128k games), lr 2e-4 (the base is
+ *   random, so the adapters do all the work; ART's 5e-6 is for pretrained 8B models; 5e-4
+ *   swung to 94% illegal moves), cispo (ART's default), rollouts at T = 1. A group shares
+ *   the agent's mark and gives each game its own opponent draws (--opponents distinct, as
+ *   ART's groups are independent games; 'shared' also repeats the opponent's draws).
  * - LoRA r 64 (alpha 128) on every projection: near full rank at hidden 256.
  * - Requests carry no sampling seed (a seed in rollout's request would repeat the same random
  *   numbers at every turn of a game: evaluate.ts); each turn of all 512 games decodes

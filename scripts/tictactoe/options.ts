@@ -41,7 +41,8 @@ export interface LearnOptions {
 	 * init); 'sft-merged' folds SFT's adapter into the base weights (tictactoe/merge-sft.ts)
 	 * and trains a fresh adapter, so that the LoRA-off reference is the SFT policy. */
 	grpoBase: 'sft-adapter' | 'sft-merged';
-	/** GRPO's KL penalty to the LoRA-off model (needs grpoBase 'sft-merged'); 0: none. */
+	/** GRPO's KL penalty to the LoRA-off model, the SFT policy with 'sft-merged'; 0: none
+	 * (always with 'sft-adapter'). */
 	klBeta: number;
 	/** Evaluation games (fixed seeds) and how often (GRPO steps) to evaluate. */
 	evalGames: number;
@@ -61,7 +62,7 @@ type Tunable = Omit<LearnOptions, 'out' | 'tiny' | 'loadState' | 'saveState'>;
 export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 	full: {
 		size: 'small',
-		opponents: 'shared',
+		opponents: 'distinct',
 		rank: 64,
 		sftGames: 16384,
 		sftEpochs: 1,
@@ -70,13 +71,13 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		steps: 250,
 		groups: 32,
 		groupSize: 16,
-		lr: 5e-4,
+		lr: 2e-4,
 		lrEndRatio: 1,
 		temperature: 1,
-		grpoBase: 'sft-adapter',
-		klBeta: 0,
+		grpoBase: 'sft-merged',
+		klBeta: 0.05,
 		evalGames: 200,
-		evalEvery: 25,
+		evalEvery: 10,
 		maxTokens: 16,
 		tokenBudget: 32768,
 		maxNoSignal: 20,
@@ -84,7 +85,7 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 	},
 	tiny: {
 		size: 'tiny',
-		opponents: 'shared',
+		opponents: 'distinct',
 		rank: 4,
 		sftGames: 8,
 		sftEpochs: 1,
@@ -96,8 +97,8 @@ export const DEFAULTS: Record<'full' | 'tiny', Tunable> = {
 		lr: 1e-3,
 		lrEndRatio: 1,
 		temperature: 1,
-		grpoBase: 'sft-adapter',
-		klBeta: 0,
+		grpoBase: 'sft-merged',
+		klBeta: 0.05,
 		evalGames: 4,
 		evalEvery: 1,
 		maxTokens: 10,
@@ -205,10 +206,14 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 	] as const)
 		if (!(Number.isInteger(o[k]) && o[k] >= 1))
 			throw new LearnArgsError(`${k} must be a positive integer, got ${o[k]}.`);
-	if (o.klBeta > 0 && o.grpoBase !== 'sft-merged')
-		throw new LearnArgsError(
-			"--kl-beta needs --grpo-base sft-merged: over SFT's adapter, the LoRA-off reference " +
-				'would be the random base model.'
-		);
+	if (o.grpoBase === 'sft-adapter') {
+		// over SFT's adapter the LoRA-off reference would be the random base model
+		if (argv.includes('--kl-beta') && o.klBeta > 0)
+			throw new LearnArgsError(
+				"--kl-beta needs --grpo-base sft-merged: over SFT's adapter, the LoRA-off " +
+					'reference would be the random base model.'
+			);
+		o.klBeta = 0;
+	}
 	return { out: resolve(out), tiny, ...paths, ...o };
 }

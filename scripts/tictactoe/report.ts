@@ -5,7 +5,10 @@
  */
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import type { Evaluation } from './evaluate';
-import { DEFAULTS, LearnArgsError, type LearnOptions } from './options';
+import { LearnArgsError, type LearnOptions } from './options';
+
+/** What a report from before an option existed did. */
+const BEFORE_OPTION: Partial<LearnOptions> = { grpoBase: 'sft-adapter' };
 
 /** Options that define the run; a resumed call must not change them. */
 const FIXED = ['size', 'rank', 'sftGames', 'sftEpochs', 'sftBatch', 'sftLr', 'grpoBase'] as const;
@@ -59,13 +62,14 @@ export async function loadReport(o: LearnOptions, path: string): Promise<Report>
 			done: false
 		};
 	const saved = JSON.parse(await readFile(path, 'utf8')) as Report;
-	for (const k of FIXED)
-		// (reports from before an option was added hold its default)
-		if ((saved.options[k] ?? DEFAULTS.full[k]) !== o[k])
+	for (const k of FIXED) {
+		const started = saved.options[k] ?? BEFORE_OPTION[k];
+		if (started !== o[k])
 			throw new LearnArgsError(
-				`${o.out} was started with ${k} = ${saved.options[k]}, this call has ${o[k]}: ` +
+				`${o.out} was started with ${k} = ${started}, this call has ${o[k]}: ` +
 					'give the same value to continue it, or a new --out.'
 			);
+	}
 	return { ...saved, options: o };
 }
 

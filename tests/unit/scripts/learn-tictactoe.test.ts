@@ -43,7 +43,7 @@ import {
 } from '../../../scripts/tictactoe/make-model';
 import { DEFAULTS, parseLearnArgs } from '../../../scripts/tictactoe/options';
 import { reportMarkdown } from '../../../scripts/tictactoe/report-md';
-import type { Report } from '../../../scripts/tictactoe/report';
+import { loadReport, type Report } from '../../../scripts/tictactoe/report';
 import { loadState, saveState } from '../../../scripts/tictactoe/state';
 
 type Policy = (board: Board, mark: Mark) => string;
@@ -148,6 +148,8 @@ describe('parseLearnArgs', () => {
 		expect(
 			parseLearnArgs(['--out', 'x', '--grpo-base', 'sft-merged', '--kl-beta', '0.1'])
 		).toMatchObject({ grpoBase: 'sft-merged', klBeta: 0.1 });
+		// the default KL goes with the default base; over SFT's adapter there is none
+		expect(parseLearnArgs(['--out', 'x', '--grpo-base', 'sft-adapter']).klBeta).toBe(0);
 		expect(full.loadState).toBeUndefined();
 		const carried = parseLearnArgs(['--out', 'x', '--load-state', 'st', '--save-state', 'o/st']);
 		expect(carried.loadState?.endsWith('/st')).toBe(true);
@@ -163,7 +165,7 @@ describe('parseLearnArgs', () => {
 			['--out', 'x', '--opponents', 'mixed'],
 			['--out', 'x', '--grpo-base', 'merged'],
 			// a KL to the LoRA-off model over SFT's adapter would be a KL to the random base
-			['--out', 'x', '--kl-beta', '0.1'],
+			['--out', 'x', '--grpo-base', 'sft-adapter', '--kl-beta', '0.1'],
 			['--out', 'x', '--groups']
 		])
 			expect(() => parseLearnArgs(argv), argv.join(' ')).toThrow(
@@ -276,6 +278,33 @@ describe('writeTicTacToeModel', () => {
 			await rm(dir, { recursive: true, force: true });
 		}
 	}, 60_000);
+});
+
+describe('loadReport', () => {
+	it('continues a run only with the options that define it', async () => {
+		const root = await mkdtemp(join(tmpdir(), 'ttt-report-'));
+		try {
+			const path = join(root, 'report.json');
+			const o = parseLearnArgs(['--out', root]);
+			expect((await loadReport(o, path)).rounds).toBe(0);
+			// a report from before --grpo-base trained on over SFT's adapter
+			const { grpoBase: _, ...older } = o;
+			await writeFile(path, JSON.stringify({ options: older, rounds: 7 }));
+			await expect(loadReport(o, path)).rejects.toThrow(/grpoBase = sft-adapter/);
+			const adapter = parseLearnArgs(['--out', root, '--grpo-base', 'sft-adapter', '--lr', '1e-4']);
+			const resumed = await loadReport(adapter, path);
+			expect(resumed.rounds).toBe(7);
+			expect(resumed.options.lr).toBe(1e-4);
+			await expect(
+				loadReport(
+					parseLearnArgs(['--out', root, '--grpo-base', 'sft-adapter', '--rank', '8']),
+					path
+				)
+			).rejects.toThrow(/rank/);
+		} finally {
+			await rm(root, { recursive: true, force: true });
+		}
+	});
 });
 
 describe('saveState / loadState', () => {
