@@ -142,8 +142,8 @@ class LearnRun {
 	}
 
 	get client(): OpenAI {
-		this.model;
-		return this.#client!;
+		if (!this.#client) throw new Error('learn-tictactoe: no model in use');
+		return this.#client;
 	}
 
 	get stopped(): string {

@@ -288,7 +288,8 @@ describe('loadReport', () => {
 			const o = parseLearnArgs(['--out', root]);
 			expect((await loadReport(o, path)).rounds).toBe(0);
 			// a report from before --grpo-base trained on over SFT's adapter
-			const { grpoBase: _, ...older } = o;
+			const older: Partial<typeof o> = { ...o };
+			delete older.grpoBase;
 			await writeFile(path, JSON.stringify({ options: older, rounds: 7 }));
 			await expect(loadReport(o, path)).rejects.toThrow(/grpoBase = sft-adapter/);
 			const adapter = parseLearnArgs(['--out', root, '--grpo-base', 'sft-adapter', '--lr', '1e-4']);
