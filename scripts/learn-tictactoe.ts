@@ -412,6 +412,8 @@ async function main(): Promise<void> {
 		if (!(merged && sftDone)) run.use(await open('tictactoe', modelDir), false);
 		let finished = (sftDone || (await run.evaluatePhase('base'))) && (sftDone || (await run.sft()));
 		if (finished && merged) {
+			// the SFT model's GPU memory is not needed past this point
+			await backend.unregister('tictactoe');
 			await prepareMergedBase(o.out);
 			run.use(await open(GRPO_MODEL, join(o.out, MERGED_DIR)), true);
 		}

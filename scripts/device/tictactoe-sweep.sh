@@ -8,7 +8,7 @@
 # branches from .ttt-state/$FROM when set. $OUT gets runs.tgz (every report, log and history)
 # and the resumable state of the run with the best latest greedy score (tictactoe/state.ts), as
 # $OUT/state-NAME.tar.* (parts of 15 MiB: $OUT returns 8 files of 16 MiB at most). To resume:
-#   mkdir -p .ttt-state/NAME && cat FILES_AT/state-NAME.tar.* | tar xf - -C .ttt-state/NAME
+#   rm -rf .ttt-state/NAME && mkdir -p .ttt-state/NAME && cat FILES_AT/state-NAME.tar.* | tar xf - -C .ttt-state/NAME
 mkdir -p .scratch
 TL=${TL:-530}
 # .gpu/run unpacks the loader, node and Dawn: once, here (runs started side by side through it

@@ -8,7 +8,7 @@
  *   OUT/sft-adapter/   adapter_config.json + adapter_model.safetensors (PEFT), SFT's result
  *   OUT/model-sft/     OUT/model/'s files, model.safetensors merged (same dtype)
  */
-import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseModelConfig } from '../../src/lib/model/config';
 import { memoryByteSource } from '../../src/lib/model/byte-source';
@@ -33,11 +33,15 @@ const exists = (p: string) =>
 		() => false
 	);
 
-/** Copies the adapter files of checkpoint folder `checkpoint` to `dest` (PEFT's two files). */
+/** Copies the adapter files of checkpoint folder `checkpoint` to `dest` (PEFT's two files),
+ * through a temporary folder renamed into place: `dest` is complete or absent. */
 export async function keepAdapter(checkpoint: string, dest: string): Promise<void> {
-	await mkdir(dest, { recursive: true });
+	const tmp = `${dest}.tmp`;
+	await rm(tmp, { recursive: true, force: true });
+	await mkdir(tmp, { recursive: true });
 	for (const f of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE])
-		await copyFile(join(checkpoint, f), join(dest, f));
+		await copyFile(join(checkpoint, f), join(tmp, f));
+	await rename(tmp, dest);
 }
 
 /**

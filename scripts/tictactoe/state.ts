@@ -11,9 +11,10 @@
  *
  * (LoRA r 64 at hidden 256: 7.9 MB per adapter, 15.7 MB of optimizer moments.)
  */
-import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkpointName } from '../../src/lib/grpo/run-store';
+import { ADAPTER_WEIGHTS_FILE } from '../../src/lib/model/peft-adapter';
 import { SFT_ADAPTER_DIR } from './merge-sft';
 
 const exists = (p: string) =>
@@ -50,8 +51,10 @@ async function copyDir(from: string, to: string): Promise<string[]> {
 	return files;
 }
 
-/** Copies the run's state in `out` to `dest`; returns the files written. */
+/** Replaces `dest` with the run's state in `out`; returns the files written. */
 export async function saveState(out: string, dest: string): Promise<string[]> {
+	// (an earlier call's checkpoints would pile up beside this one's)
+	await rm(dest, { recursive: true, force: true });
 	await mkdir(dest, { recursive: true });
 	const written: string[] = [];
 	for (const [from, to] of FLAT)
@@ -59,7 +62,7 @@ export async function saveState(out: string, dest: string): Promise<string[]> {
 			await copyFile(join(out, from), join(dest, to));
 			written.push(to);
 		}
-	const merged = await exists(join(out, SFT_ADAPTER_DIR));
+	const merged = await exists(join(out, SFT_ADAPTER_DIR, ADAPTER_WEIGHTS_FILE));
 	if (merged)
 		for (const f of await copyDir(join(out, SFT_ADAPTER_DIR), join(dest, SFT_ADAPTER_DIR)))
 			written.push(`${SFT_ADAPTER_DIR}/${f}`);

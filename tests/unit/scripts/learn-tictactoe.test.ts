@@ -363,6 +363,9 @@ describe('saveState / loadState', () => {
 			await put('run-grpo/checkpoints/0004/adapter_model.safetensors', 'grpo 4');
 			await put('run-grpo/checkpoints/0005/adapter_model.safetensors', 'grpo 5');
 			const state = join(root, 'state');
+			// a state saved earlier into the same folder leaves nothing behind
+			await mkdir(join(state, 'grpo-checkpoint-0001'), { recursive: true });
+			await writeFile(join(state, 'grpo-checkpoint-0001', 'adapter_model.safetensors'), 'old');
 			expect((await saveState(out, state)).sort()).toEqual([
 				'grpo-checkpoint-0005/adapter_model.safetensors',
 				'grpo-history.jsonl',
@@ -378,6 +381,7 @@ describe('saveState / loadState', () => {
 			expect(await read('run-grpo/history.jsonl')).toBe('grpo\n');
 			expect(await read('sft-adapter/adapter_model.safetensors')).toBe('sft weights');
 			expect(await readdir(join(again, 'run', 'checkpoints'))).toEqual([]);
+			expect((await readdir(join(again, 'run-grpo', 'checkpoints'))).sort()).toEqual(['0005']);
 		} finally {
 			await rm(root, { recursive: true, force: true });
 		}
