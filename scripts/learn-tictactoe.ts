@@ -59,7 +59,7 @@
  *   numbers at every turn of a game: evaluate.ts); each turn of all 512 games decodes
  *   together, 256 sequences per decode call at most.
  */
-import { appendFile, mkdir, stat } from 'node:fs/promises';
+import { appendFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { gatherTrajectoryGroups, tictactoe, TrainableModel } from '../src/lib/agent';
@@ -75,6 +75,7 @@ import { parseLearnArgs, type LearnOptions } from './tictactoe/options';
 import { loadReport, saveReport, type CurvePoint, type Report } from './tictactoe/report';
 import { keepAdapter, MERGED_DIR, SFT_ADAPTER_DIR, writeMergedModel } from './tictactoe/merge-sft';
 import { latestCheckpoint, loadState, saveState } from './tictactoe/state';
+import { exists } from './tictactoe/exists';
 
 const T0 = performance.now();
 const elapsed = () => (performance.now() - T0) / 1000;
@@ -92,12 +93,6 @@ function log(line: string): void {
 	process.stderr.write(`[learn-tictactoe ${elapsed().toFixed(0)}s] ${line}\n`);
 	if (logFile) void appendFile(logFile, `${new Date().toISOString()} ${line}\n`);
 }
-
-const exists = (p: string) =>
-	stat(p).then(
-		() => true,
-		() => false
-	);
 
 function shuffled<T>(items: readonly T[], seed: number): T[] {
 	const out = [...items];

@@ -8,7 +8,7 @@
  *   OUT/sft-adapter/   adapter_config.json + adapter_model.safetensors (PEFT), SFT's result
  *   OUT/model-sft/     OUT/model/'s files, model.safetensors merged (same dtype)
  */
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseModelConfig } from '../../src/lib/model/config';
 import { memoryByteSource } from '../../src/lib/model/byte-source';
@@ -21,17 +21,13 @@ import {
 } from '../../src/lib/model/peft-adapter';
 import { decodeToF32, readableDType, readSafetensorsHeader } from '../../src/lib/model/safetensors';
 import { encodeSafetensors, type WritableDType } from '../../src/lib/model/safetensors-writer';
+import { exists } from './exists';
 
 /** Folders of a run's OUT with --grpo-base sft-merged. */
 export const SFT_ADAPTER_DIR = 'sft-adapter';
 export const MERGED_DIR = 'model-sft';
 
 const WEIGHTS = 'model.safetensors';
-const exists = (p: string) =>
-	stat(p).then(
-		() => true,
-		() => false
-	);
 
 /** Copies the adapter files of checkpoint folder `checkpoint` to `dest` (PEFT's two files),
  * through a temporary folder renamed into place: `dest` is complete or absent. */
@@ -77,11 +73,7 @@ export async function writeMergedModel(
 		dtype: t.dtype as WritableDType,
 		data: decodeToF32(bytes.subarray(t.begin, t.end), readableDType(header, t))
 	}));
-	const dtypes = new Map(tensors.map((t) => [t.name, t.dtype]));
-	const merged = mergeLora(config, tensors, adapter).map((t) => ({
-		...t,
-		dtype: dtypes.get(t.name)!
-	}));
+	const merged = mergeLora(config, tensors, adapter);
 	const tmp = join(outDir, `${WEIGHTS}.tmp`);
 	await writeFile(tmp, encodeSafetensors(merged, header.metadata));
 	await rename(tmp, join(outDir, WEIGHTS));

@@ -3,9 +3,10 @@
  * on resume (refusing options that would change a run already started) and writing it
  * atomically (a temporary file renamed over it, so a kill never leaves half a report).
  */
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import type { Evaluation } from './evaluate';
 import { LearnArgsError, type LearnOptions } from './options';
+import { exists } from './exists';
 
 /** What a report from before an option existed did. */
 const BEFORE_OPTION: Partial<LearnOptions> = { grpoBase: 'sft-adapter' };
@@ -41,12 +42,6 @@ export interface Report {
 	calls: { startedAt: string; seconds: number; stoppedBy: string }[];
 	done: boolean;
 }
-
-const exists = (p: string) =>
-	stat(p).then(
-		() => true,
-		() => false
-	);
 
 /** The report at `path`, or a new one. */
 export async function loadReport(o: LearnOptions, path: string): Promise<Report> {

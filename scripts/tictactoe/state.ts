@@ -11,17 +11,12 @@
  *
  * (LoRA r 64 at hidden 256: 7.9 MB per adapter, 15.7 MB of optimizer moments.)
  */
-import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkpointName } from '../../src/lib/grpo/run-store';
 import { ADAPTER_WEIGHTS_FILE } from '../../src/lib/model/peft-adapter';
 import { SFT_ADAPTER_DIR } from './merge-sft';
-
-const exists = (p: string) =>
-	stat(p).then(
-		() => true,
-		() => false
-	);
+import { exists } from './exists';
 
 const FLAT = [
 	['report.json', 'report.json'],

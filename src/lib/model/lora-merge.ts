@@ -19,16 +19,17 @@ export interface NamedTensor {
 	data: Float32Array;
 }
 
-/** W + (alpha / r) B A in place of every targeted projection weight; other tensors as given. */
-export function mergeLora(
+/** W + (alpha / r) B A in place of every targeted projection weight (its other fields, e.g.
+ * a dtype, kept); other tensors as given. */
+export function mergeLora<T extends NamedTensor>(
 	model: ModelConfig,
-	tensors: readonly NamedTensor[],
+	tensors: readonly T[],
 	adapter: PeftAdapter
-): NamedTensor[] {
+): T[] {
 	const { rank: r, alpha, targetModules }: LoraConfig = adapter.config;
 	const scale = alpha / r;
 	const byName = new Map(tensors.map((t) => [t.name, t]));
-	const merged = new Map<string, NamedTensor>();
+	const merged = new Map<string, T>();
 	for (let layer = 0; layer < model.numLayers; layer++)
 		for (const m of targetModules) {
 			const name = `${projectionPath(layer, m)}.weight`;
@@ -49,7 +50,7 @@ export function mergeLora(
 					const row = k * inF;
 					for (let i = 0; i < inF; i++) data[o * inF + i] += s * a[row + i];
 				}
-			merged.set(name, { name, shape: w.shape, data });
+			merged.set(name, { ...w, data });
 		}
 	return tensors.map((t) => merged.get(t.name) ?? t);
 }
