@@ -2,7 +2,7 @@
 # process per configuration: the GPU is mostly idle under one run (small kernels; the host
 # side of each step dominates), so a sweep costs little more than one run.
 #   bash ../shared/device/pack.sh scripts/learn-tictactoe.ts
-#   device run: CONFIGS="a:--lr 1e-4;b:--lr 2e-4" TL=530 bash scripts/device/tictactoe-sweep.sh
+#   device run: [RESUME=1] CONFIGS="a:--lr 1e-4;b:--lr 2e-4" TL=530 bash scripts/device/tictactoe-sweep.sh
 #               carry: [".gpu", ".ttt-state"]
 # Each run resumes from .scratch/ttt-NAME (machine still warm), else from .ttt-state/NAME, else
 # branches from .ttt-state/$FROM when set. $OUT gets runs.tgz (every report, log and history)
@@ -20,6 +20,16 @@ export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/n
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader -l 20 > .scratch/smi.txt 2>&1 &
 smi=$!
 names=(); pids=()
+# RESUME=1: every run must continue a saved state (a bare machine with no carried .ttt-state
+# would otherwise start it over from SFT without a word)
+if [ "${RESUME:-0}" = 1 ]; then
+  IFS=';' read -ra cfgs <<< "$CONFIGS"
+  for cfg in "${cfgs[@]}"; do
+    n=${cfg%%:*}
+    [ -d .scratch/ttt-$n ] || [ -d .ttt-state/$n ] || [ -d .ttt-state/${FROM:-none} ] ||
+      { echo "RESUME=1: no state for run $n (.scratch/ttt-$n, .ttt-state/$n or FROM)"; exit 2; }
+  done
+fi
 IFS=';' read -ra cfgs <<< "$CONFIGS"
 for cfg in "${cfgs[@]}"; do
   n=${cfg%%:*}; flags=${cfg#*:}; names+=("$n")

@@ -16,11 +16,13 @@ const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max
 export function reportMarkdown(report: Report): string {
 	const o = report.options;
 	const lines: string[] = [];
+	const endRatio = o.lrEndRatio ?? 1;
+	const lrEnd = endRatio === 1 ? '' : ` decaying linearly to ${o.lr * endRatio} at step ${o.steps}`;
 	const seconds = report.calls.reduce((s, c) => s + c.seconds, 0);
 	lines.push(
 		`Model: ${report.model?.parameters ?? '?'} parameters (vocab ${report.model?.vocab ?? '?'}), ` +
 			`LoRA r ${o.rank}; SFT ${o.sftGames} transcripts x ${o.sftEpochs} epochs, batch ${o.sftBatch}, ` +
-			`lr ${o.sftLr}; GRPO ${o.groups} x ${o.groupSize} games per step, lr ${o.lr}, T ${o.temperature}, opponents ${o.opponents ?? 'shared'}, ` +
+			`lr ${o.sftLr}; GRPO ${o.groups} x ${o.groupSize} games per step, lr ${o.lr}${lrEnd}, T ${o.temperature}, opponents ${o.opponents ?? 'shared'}, ` +
 			`on ${o.grpoBase ?? 'sft-adapter'}, KL beta ${o.klBeta ?? 0}; ` +
 			`${o.evalGames} evaluation games. ${report.calls.length} call(s), ${seconds.toFixed(0)} s in all` +
 			`${report.done ? '' : ' (not finished)'}.`,

@@ -219,6 +219,12 @@ describe('reportMarkdown', () => {
 		expect(md).toContain('| 1-2 | 0.150 |');
 		expect(md).toContain('| 3-3 | 0.300 |');
 		expect(md).toContain('not finished');
+		expect(md).toContain('lr 0.0002, T');
+		const decaying = reportMarkdown({
+			...report,
+			options: { ...report.options, lr: 2e-4, lrEndRatio: 0.5, steps: 100 }
+		});
+		expect(decaying).toContain('lr 0.0002 decaying linearly to 0.0001 at step 100, T');
 	});
 });
 
