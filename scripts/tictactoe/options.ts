@@ -140,6 +140,13 @@ const FLAGS: Record<string, keyof Tunable> = {
 	'time-limit-s': 'timeLimitS'
 };
 
+/** The flags whose value is one of a few words. */
+const CHOICES: Partial<Record<keyof Tunable, readonly string[]>> = {
+	size: ['small', 'tiny'] satisfies Tunable['size'][],
+	opponents: ['shared', 'distinct'] satisfies Tunable['opponents'][],
+	grpoBase: ['sft-adapter', 'sft-merged'] satisfies Tunable['grpoBase'][]
+};
+
 export const USAGE =
 	'usage: npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--load-state DIR] [--save-state DIR] ' +
 	Object.keys(FLAGS)
@@ -170,24 +177,13 @@ export function parseLearnArgs(argv: readonly string[]): LearnOptions {
 		}
 		const key = FLAGS[name];
 		if (!key) throw new LearnArgsError(`unknown flag --${name}. ${USAGE}`);
-		if (key === 'size') {
-			if (value !== 'small' && value !== 'tiny')
-				throw new LearnArgsError(`--size must be 'small' or 'tiny', got '${value}'.`);
-			o.size = value;
-			continue;
-		}
-		if (key === 'opponents') {
-			if (value !== 'shared' && value !== 'distinct')
-				throw new LearnArgsError(`--opponents must be 'shared' or 'distinct', got '${value}'.`);
-			o.opponents = value;
-			continue;
-		}
-		if (key === 'grpoBase') {
-			if (value !== 'sft-adapter' && value !== 'sft-merged')
+		const choices = CHOICES[key];
+		if (choices) {
+			if (!choices.includes(value))
 				throw new LearnArgsError(
-					`--grpo-base must be 'sft-adapter' or 'sft-merged', got '${value}'.`
+					`--${name} must be ${choices.map((c) => `'${c}'`).join(' or ')}, got '${value}'.`
 				);
-			o.grpoBase = value;
+			(o as unknown as Record<string, string>)[key] = value;
 			continue;
 		}
 		const n = Number(value);

@@ -37,7 +37,10 @@ export function mergeLora<T extends NamedTensor>(
 			const a = adapter.params.get(peftName(layer, m, 'A'));
 			const b = adapter.params.get(peftName(layer, m, 'B'));
 			const [out, inF] = projectionShape(model, m);
-			if (!w || !a || !b || w.data.length !== out * inF)
+			// [out, in] as the weight file stores it: an equal element count in another layout
+			// would merge transposed
+			const layoutOk = w?.shape.length === 2 && w.shape[0] === out && w.shape[1] === inF;
+			if (!w || !a || !b || !layoutOk || w.data.length !== out * inF)
 				throw new LoraConfigError(
 					`cannot merge the adapter into ${name}: ${!w ? 'no such weight' : !a || !b ? 'no A or B' : `shape [${w.shape}]`}`
 				);

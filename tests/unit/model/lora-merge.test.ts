@@ -30,8 +30,12 @@ function randomAdapter(rank: number, alpha: number): PeftAdapter {
 	return { config: { rank, alpha, dropout: 0, targetModules: targets }, params };
 }
 
+/** The fixture's tensors, projection weights shaped [out, in] as a weight file stores them. */
 const tensors = (): NamedTensor[] =>
-	[...fixture.tensors].map(([name, data]) => ({ name, shape: [data.length], data }));
+	[...fixture.tensors].map(([name, data]) => {
+		const m = /\.(\w+_proj)\.weight$/.exec(name)?.[1] as ProjectionName | undefined;
+		return { name, shape: m ? projectionShape(config, m) : [data.length], data };
+	});
 
 const batch = {
 	B: 2,
@@ -84,5 +88,14 @@ describe('mergeLora', () => {
 		const adapter = randomAdapter(2, 4);
 		const withoutQ = tensors().filter((t) => t.name !== 'model.layers.0.self_attn.q_proj.weight');
 		expect(() => mergeLora(config, withoutQ, adapter)).toThrow(LoraConfigError);
+	});
+
+	it('refuses a weight stored [in, out] (same element count, other layout)', () => {
+		const adapter = randomAdapter(2, 4);
+		const down = 'model.layers.1.mlp.down_proj.weight';
+		const transposed = tensors().map((t) =>
+			t.name === down ? { ...t, shape: [t.shape[1], t.shape[0]] } : t
+		);
+		expect(() => mergeLora(config, transposed, adapter)).toThrow(/down_proj.*shape/);
 	});
 });

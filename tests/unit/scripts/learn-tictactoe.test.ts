@@ -162,6 +162,7 @@ describe('parseLearnArgs', () => {
 			['--out', 'x', '--stepz', '3'],
 			['--out', 'x', '--steps', 'many'],
 			['--out', 'x', '--groups', '0'],
+			['--out', 'x', '--size', 'huge'],
 			['--out', 'x', '--opponents', 'mixed'],
 			['--out', 'x', '--grpo-base', 'merged'],
 			// a KL to the LoRA-off model over SFT's adapter would be a KL to the random base
@@ -171,6 +172,12 @@ describe('parseLearnArgs', () => {
 			expect(() => parseLearnArgs(argv), argv.join(' ')).toThrow(
 				expect.objectContaining({ kind: 'learn-args' })
 			);
+		expect(() => parseLearnArgs(['--out', 'x', '--opponents', 'mixed'])).toThrow(
+			"--opponents must be 'shared' or 'distinct', got 'mixed'."
+		);
+		expect(parseLearnArgs(['--out', 'x', '--size', 'tiny', '--opponents', 'shared'])).toMatchObject(
+			{ size: 'tiny', opponents: 'shared' }
+		);
 	});
 });
 
