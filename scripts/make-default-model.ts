@@ -7,19 +7,15 @@
  *
  *   npx tsx scripts/make-default-model.ts [DIR]
  */
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { exists } from './tictactoe/exists';
 import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
 
 export const DEFAULT_MODEL_DIR = 'static/models/tabrl-tiny';
 
 async function main(): Promise<void> {
 	const dir = process.argv[2] ?? DEFAULT_MODEL_DIR;
-	const there = await stat(join(dir, 'model.safetensors')).then(
-		() => true,
-		() => false
-	);
-	if (there) return;
+	if (await exists(join(dir, 'model.safetensors'))) return;
 	const { parameters, vocab } = await writeTicTacToeModel(dir, MODEL_SIZES.small);
 	console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);
 }

@@ -1,4 +1,4 @@
-/** @file Whether a path exists (the scripts' resume checks). */
+/** @file Whether a path exists (the scripts' checks for what an earlier call wrote). */
 import { stat } from 'node:fs/promises';
 
 export const exists = (path: string): Promise<boolean> =>
