@@ -34,7 +34,7 @@ import {
 import type { AttentionStage } from '../src/lib/gpu/kernels/attention.wgsl';
 import { KernelProfiler } from '../src/lib/gpu/profiler';
 import { compareArrays } from '../src/lib/gpu/reference/allclose';
-import { Rng } from '../src/lib/gpu/reference/random';
+import { Rng } from '../src/lib/util/random';
 import { attentionCases, type AttentionCaseShape } from '../src/lib/gpu/selftest/attention';
 import { createTensor, uploadTensor, type Tensor } from '../src/lib/gpu/tensor';
 import { flag, median, option } from './bench-support';

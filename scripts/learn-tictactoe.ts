@@ -66,7 +66,7 @@ import { gatherTrajectoryGroups, tictactoe, TrainableModel } from '../src/lib/ag
 import { LocalBackend } from '../src/lib/agent/backend/node';
 import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
 import type { Trajectory } from '../src/lib/agent/trajectory';
-import { Rng } from '../src/lib/gpu/reference/random';
+import { Rng } from '../src/lib/util/random';
 import { checkpointName } from '../src/lib/grpo/run-store';
 import { ADAPTER_WEIGHTS_FILE } from '../src/lib/model/peft-adapter';
 import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evaluate';

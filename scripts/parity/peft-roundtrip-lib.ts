@@ -21,7 +21,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Gpu } from '../../src/lib/gpu/device';
-import { Rng } from '../../src/lib/gpu/reference/random';
+import { Rng } from '../../src/lib/util/random';
 import {
 	applyCheckpoint,
 	captureCheckpoint,

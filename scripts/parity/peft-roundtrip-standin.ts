@@ -14,7 +14,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Rng } from '../../src/lib/gpu/reference/random';
+import { Rng } from '../../src/lib/util/random';
 import { memoryByteSource } from '../../src/lib/model/byte-source';
 import { toTokenBatch } from '../../src/lib/model/batch';
 import { makeFixture } from '../../src/lib/model/fixtures';

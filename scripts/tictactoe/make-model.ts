@@ -16,7 +16,7 @@
  * by optimising the hidden state directly), and a reply sampled at T = 1 is almost never a
  * move. Scaled, the bound is LOGIT_BOUND (40) and the same optimum is p = 1 - 1e-15.
  */
-import { Rng } from '../../src/lib/gpu/reference/random';
+import { Rng } from '../../src/lib/util/random';
 import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
 import { parseModelConfig } from '../../src/lib/model/config';
 import { writeModelFiles } from '../../src/lib/model/node-checkpoint';

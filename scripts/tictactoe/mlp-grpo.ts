@@ -29,7 +29,7 @@ import {
 	type Board,
 	type Mark
 } from '../../src/lib/agent/tictactoe-game';
-import { Rng } from '../../src/lib/gpu/reference/random';
+import { Rng } from '../../src/lib/util/random';
 
 const flag = (name: string, fallback: number) => {
 	const i = process.argv.indexOf(`--${name}`);

@@ -6,7 +6,7 @@
  * format and the rules, not strategy: their score is that of random play, which GRPO then
  * improves on.
  */
-import { Rng } from '../gpu/reference/random';
+import { Rng } from '../util/random';
 import {
 	emptyBoard,
 	legalMoves,

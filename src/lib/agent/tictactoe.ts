@@ -21,7 +21,7 @@
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import { Rng } from '../gpu/reference/random';
+import { Rng } from '../util/random';
 import { Trajectory } from './trajectory';
 import {
 	REWARD,

@@ -16,7 +16,7 @@
 import type { Gpu } from '../gpu/device';
 import type { AdamWSlot } from '../gpu/kernels/adamw';
 import type { LoraAdapter } from '../gpu/kernels/lora';
-import { Rng } from '../gpu/reference/random';
+import { Rng } from '../util/random';
 import { readTensor, uploadTensor, writeTensor, type Tensor } from '../gpu/tensor';
 import { LoraConfigError } from './errors';
 import type { ModelConfig } from './types';

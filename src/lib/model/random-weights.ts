@@ -8,7 +8,7 @@
  * the hidden state's entries are O(1), so the logits have a standard deviation of about 1.5
  * and typical log-probabilities lie a few nats either side of -log(V).
  */
-import { Rng } from '../gpu/reference/random';
+import { Rng } from '../util/random';
 import { WeightsMismatchError } from './errors';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from './types';
 import { weightSpecs } from './weight-spec';

@@ -14,7 +14,7 @@ import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import type { ChatMessage, ToolSchema } from '../../../src/lib/model/chat-messages';
 import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/model/fixtures';

@@ -14,7 +14,7 @@ import {
 	attentionRef,
 	type AttentionDims
 } from '../../../src/lib/gpu/reference/attention';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { attentionCases, type AttentionCaseShape } from '../../../src/lib/gpu/selftest/attention';
 import { createTensor, type Tensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';

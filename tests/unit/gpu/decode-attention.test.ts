@@ -4,7 +4,7 @@ import { Recorder, run } from '../../../src/lib/gpu/kernel';
 import { attentionForward } from '../../../src/lib/gpu/kernels/attention';
 import { decodeAttention, decodeSplitPlan } from '../../../src/lib/gpu/kernels/decode-attention';
 import { DECODE_WG } from '../../../src/lib/gpu/kernels/decode-attention.wgsl';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { decodeAttentionCases } from '../../../src/lib/gpu/selftest/decode-attention';
 import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';

@@ -7,7 +7,7 @@ import {
 	embeddingForward,
 	uploadTokenIds
 } from '../../../src/lib/gpu/kernels/embedding';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { embeddingCases } from '../../../src/lib/gpu/selftest/embedding';
 import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';

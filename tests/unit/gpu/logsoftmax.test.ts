@@ -13,7 +13,7 @@ import {
 	logSoftmaxGatherBackwardRef,
 	logSoftmaxGatherRef
 } from '../../../src/lib/gpu/reference/logsoftmax';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { logSoftmaxCases } from '../../../src/lib/gpu/selftest/logsoftmax';
 import { createTensor, readTensor, uploadTensor, writeTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';

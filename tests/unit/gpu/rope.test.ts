@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { Recorder, run } from '../../../src/lib/gpu/kernel';
 import { ropeBackward, ropeForward, ropeInvFreq } from '../../../src/lib/gpu/kernels/rope';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { ropeCases } from '../../../src/lib/gpu/selftest/rope';
 import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';

@@ -3,7 +3,7 @@ import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { run } from '../../../src/lib/gpu/kernel';
 import { sampleTokens } from '../../../src/lib/gpu/kernels/sampling';
 import { philox4x32 } from '../../../src/lib/gpu/reference/philox';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { allowedSetRef, type SamplingRow } from '../../../src/lib/gpu/reference/sampling';
 import {
 	awayFromBoundary,

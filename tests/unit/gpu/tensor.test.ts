@@ -7,7 +7,7 @@ import {
 import { OverLimitError, ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { f16BitsToF32, f32ToF16Bits, roundToF16 } from '../../../src/lib/gpu/half';
 import { BufferPool, sizeClass } from '../../../src/lib/gpu/pool';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { Recorder } from '../../../src/lib/gpu/kernel';
 import {
 	createTensor,

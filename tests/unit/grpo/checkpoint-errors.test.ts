@@ -8,7 +8,7 @@
  * decode exactly, so each error comes from the one thing the case breaks.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import {
 	decodeTrainingCheckpoint,
 	encodeTrainingCheckpoint,

@@ -12,7 +12,7 @@
  * leaves r (and w) unchanged and moves only the l that the gradient flows through.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import {
 	InvalidBatchError,
 	MissingLogprobsError,

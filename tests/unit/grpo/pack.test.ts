@@ -4,7 +4,7 @@
  * typed errors; and packed micro-batches through lossAndGrad equal one batch.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import type { TrainSequence as AgentTrainSequence } from '../../../src/lib/agent/to-train';
 import {

@@ -11,7 +11,7 @@
  * micro-batch normalised by itself) is off by 10% or more.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { GrpoConfigError } from '../../../src/lib/grpo/errors';

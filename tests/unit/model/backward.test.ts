@@ -11,7 +11,7 @@
  * activation) is off by 10% or more of the gradient scale.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { run } from '../../../src/lib/gpu/kernel';
 import { adamwStep } from '../../../src/lib/gpu/kernels/adamw';
 import { createTensor } from '../../../src/lib/gpu/tensor';

@@ -6,7 +6,7 @@
  * (seen: ~1e-6). A missed bias or LoRA term moves logprobs by 1e-2 or more.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { parseDecodeMatmul } from '../../../src/lib/model/decode-layer';
 import { Generator, type GeneratedSequence } from '../../../src/lib/model/generation';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';

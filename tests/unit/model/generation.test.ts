@@ -16,7 +16,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import {
 	ContextLengthError,
 	GenerationOptionsError,

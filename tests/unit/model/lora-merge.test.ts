@@ -5,7 +5,7 @@
  * the adapter cannot fit is a typed error. No GPU.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { LoraConfigError } from '../../../src/lib/model/errors';
 import { peftName } from '../../../src/lib/model/lora';
 import { mergeLora, type NamedTensor } from '../../../src/lib/model/lora-merge';

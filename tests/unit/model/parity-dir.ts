@@ -7,7 +7,7 @@
  */
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import { makeFixture, type FixtureName } from '../../../src/lib/model/fixtures';
 import { peftName } from '../../../src/lib/model/lora';

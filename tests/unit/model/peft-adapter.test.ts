@@ -4,7 +4,7 @@
  * No GPU.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';
 import { InvalidConfigError, LoraConfigError } from '../../../src/lib/model/errors';
 import { peftName } from '../../../src/lib/model/lora';

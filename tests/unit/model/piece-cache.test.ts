@@ -7,7 +7,7 @@
  */
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { PieceCache, type AddedTokenSpec } from '../../../src/lib/model/piece-cache';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { qwen3Files } from './qwen3-tokenizer';

@@ -3,7 +3,7 @@
  * fast on SwiftShader), one per architecture feature, and a batch maker.
  */
 import type { ModelConfig } from '../../../src/lib/model/types';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 
 const BASE: ModelConfig = {
 	architecture: 'LlamaForCausalLM',

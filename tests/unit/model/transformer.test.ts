@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import { LoraConfigError, WeightsMismatchError } from '../../../src/lib/model/errors';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';

@@ -14,7 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundToF16 } from '../../../src/lib/gpu/half';
-import { Rng } from '../../../src/lib/gpu/reference/random';
+import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import { Generator } from '../../../src/lib/model/generation';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';

@@ -10,7 +10,7 @@ import type { Gpu } from '../device';
 import { Recorder } from '../kernel';
 import { adamwStep, GRAD_NORM_STATS, readGradNormStats, type AdamWSlot } from '../kernels/adamw';
 import { adamwStepRef, type AdamWRefState } from '../reference/adamw';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { createTensor, readTensor, uploadTensor, writeTensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

@@ -9,7 +9,7 @@ import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { addBias, addInPlace } from '../kernels/add';
 import { addBiasRef, addRef } from '../reference/add';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

@@ -19,7 +19,7 @@ import {
 	type AttentionDims,
 	type AttentionOptions
 } from '../reference/attention';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { KernelCase } from './types';
 

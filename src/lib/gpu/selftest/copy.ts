@@ -6,7 +6,7 @@ import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { copyColumns } from '../kernels/copy';
 import { copyColumnsRef } from '../reference/copy';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

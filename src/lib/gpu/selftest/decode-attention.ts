@@ -9,7 +9,7 @@ import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { decodeAttention } from '../kernels/decode-attention';
 import { decodeAttentionRef, type DecodeAttentionDims } from '../reference/decode-attention';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

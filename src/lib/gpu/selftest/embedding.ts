@@ -17,7 +17,7 @@ import { run } from '../kernel';
 import { embeddingBackward, embeddingForward, type EmbeddingMatrix } from '../kernels/embedding';
 import { embeddingBackwardRef, embeddingRef } from '../reference/embedding';
 import { roundToF16 } from '../half';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

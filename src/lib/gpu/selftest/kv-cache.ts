@@ -6,7 +6,7 @@ import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { advancePositions, kvCacheAppend } from '../kernels/kv-cache';
 import { advancePositionsRef, kvCacheAppendRef } from '../reference/kv-cache';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
 

@@ -19,7 +19,7 @@ import {
 	logSoftmaxGatherRef
 } from '../reference/logsoftmax';
 import { roundToF16 } from '../half';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { Tensor, createTensor, readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
 

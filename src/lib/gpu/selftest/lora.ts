@@ -11,7 +11,7 @@ import { run } from '../kernel';
 import { loraBackward, loraForward } from '../kernels/lora';
 import type { Tolerance } from '../reference/allclose';
 import { loraBackwardRef, loraForwardRef } from '../reference/lora';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
 

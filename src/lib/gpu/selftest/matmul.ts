@@ -22,7 +22,7 @@ import {
 } from '../kernels/matmul';
 import type { OperandType, TileShape } from '../kernels/matmul.wgsl';
 import { matmulRef } from '../reference/matmul';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
 

@@ -7,7 +7,7 @@ import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { rmsNormBackward, rmsNormForward } from '../kernels/rmsnorm';
 import { rmsNormBackwardRef, rmsNormRef } from '../reference/rmsnorm';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { createTensor, readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
 

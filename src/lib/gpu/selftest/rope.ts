@@ -12,7 +12,7 @@
 import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { ropeBackward, ropeForward, ropeInvFreq } from '../kernels/rope';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { ropeRef } from '../reference/rope';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';

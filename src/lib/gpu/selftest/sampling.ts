@@ -10,7 +10,7 @@
 import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { sampleTokens } from '../kernels/sampling';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { allowedSetRef, logSoftmaxAtRef, sampleRef, type SamplingRow } from '../reference/sampling';
 import { createTensor, readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';

@@ -17,7 +17,7 @@ import type { Gpu } from '../device';
 import { f16BitsToF32, f32ToF16Bits } from '../half';
 import { run } from '../kernel';
 import { skinnyMatmul, type SkinnySegment, type SkinnyTiling } from '../kernels/skinny';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { rmsNormRef } from '../reference/rmsnorm';
 import { placeRef, skinnySegmentRef, skinnySwigluRef } from '../reference/skinny';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';

@@ -10,7 +10,7 @@
 import type { Gpu } from '../device';
 import { run } from '../kernel';
 import { swigluBackward, swigluForward } from '../kernels/swiglu';
-import { Rng } from '../reference/random';
+import { Rng } from '../../util/random';
 import { joinGateUp, swigluBackwardRef, swigluRef } from '../reference/swiglu';
 import { createTensor, readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';

@@ -1,6 +1,8 @@
 /**
- * @file A small seeded generator (mulberry32) for reproducible test inputs, on the host.
- * Not the sampling RNG of the GPU (that one lives in the sampling kernels).
+ * @file A small seeded generator (mulberry32) on the host: reproducible test inputs,
+ * the environments' opponents and game sets, LoRA init. Its sequences are fixed:
+ * tests and committed results depend on them. Not the sampling RNG of the GPU (that
+ * one lives in the sampling kernels).
  */
 
 export class Rng {
