@@ -7,6 +7,8 @@
  * fixture's embedding is a few hundred rows instead of Qwen's 151936.
  */
 
+import { bytesToUnicode } from './byte-level';
+
 /** ChatML markers and tool-call tags, as Qwen names them. */
 export const TINY_ADDED_TOKENS = [
 	{ content: '<|endoftext|>', special: true },
@@ -47,19 +49,6 @@ export const TINY_CHAT_TEMPLATE = [
 	'{%- endfor %}',
 	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 ].join('');
-
-/** GPT-2's map from bytes to printable characters (printable Latin-1 maps to itself). */
-export function bytesToUnicode(): string[] {
-	const keep: number[] = [];
-	for (let b = 0x21; b <= 0x7e; b++) keep.push(b);
-	for (let b = 0xa1; b <= 0xac; b++) keep.push(b);
-	for (let b = 0xae; b <= 0xff; b++) keep.push(b);
-	const map: string[] = new Array(256);
-	for (const b of keep) map[b] = String.fromCharCode(b);
-	let n = 0;
-	for (let b = 0; b < 256; b++) if (map[b] === undefined) map[b] = String.fromCharCode(256 + n++);
-	return map;
-}
 
 /** GPT-2's pre-tokenizer pattern (what the ByteLevel pre-tokenizer splits by at encoding). */
 const GPT2_SPLIT = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
