@@ -1,5 +1,5 @@
 /**
- * @file Writes tiny random models in exact Hugging Face layout (src/lib/model/fixtures.ts)
+ * @file Writes tiny random models in exact Hugging Face layout (src/lib/testing/fixtures.ts)
  * into a directory, one sub-directory per fixture:
  *
  *   npx tsx scripts/make-fixtures.ts OUT_DIR [NAME...] [--seed N] [--layers N]
@@ -8,7 +8,7 @@
  * generated, never committed; tests build them in a temp dir through the same function.
  */
 import { join } from 'node:path';
-import { FIXTURE_NAMES, makeFixture, type FixtureName } from '../src/lib/model/fixtures';
+import { FIXTURE_NAMES, makeFixture, type FixtureName } from '../src/lib/testing/fixtures';
 import { writeModelFiles } from '../src/lib/model/node-checkpoint';
 
 function usage(message: string): never {

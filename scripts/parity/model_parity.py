@@ -159,7 +159,7 @@ def make_config(case):
 
 
 def fill_random_(model, seed, hidden):
-    """Weights by role, as src/lib/model/random-weights.ts draws them: norms 1 + 0.1 N,
+    """Weights by role, as src/lib/testing/random-weights.ts draws them: norms 1 + 0.1 N,
     biases 0.1 N, embedding / lm_head N(0, (1.5 / sqrt(C))^2), projections U(+-1/sqrt(in))."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -31,7 +31,7 @@ import {
 import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
 import { LoraOptimizer } from '../../src/lib/grpo/optimizer';
 import { checkpointName } from '../../src/lib/grpo/run-store';
-import { makeFixture, type FixtureName } from '../../src/lib/model/fixtures';
+import { makeFixture, type FixtureName } from '../../src/lib/testing/fixtures';
 import type { LoraConfig } from '../../src/lib/model/lora';
 import { openCheckpointFromDirectory, writeModelFiles } from '../../src/lib/model/node-checkpoint';
 import { TransformerModel } from '../../src/lib/model/transformer';

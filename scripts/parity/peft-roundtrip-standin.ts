@@ -2,7 +2,7 @@
  * @file A CPU stand-in for peft_roundtrip.py, so the TabRL half of the PEFT round trip runs
  * end to end where there is no PyTorch (`peft-roundtrip.ts selftest`). It writes what the
  * Python side writes, in the same places (peft-roundtrip-lib.ts lists them), with the f64
- * CPU reference model (src/lib/model/reference.ts) in the place of transformers + peft:
+ * CPU reference model (src/lib/testing/reference.ts) in the place of transformers + peft:
  *
  * - TabRL's checkpoints scored by the reference (the adapter read with our own PEFT reader,
  *   so this checks the GPU against the reference, not peft's loading: only the GPU machine
@@ -17,14 +17,14 @@ import { join } from 'node:path';
 import { Rng } from '../../src/lib/util/random';
 import { memoryByteSource } from '../../src/lib/model/byte-source';
 import { toTokenBatch } from '../../src/lib/model/batch';
-import { makeFixture } from '../../src/lib/model/fixtures';
+import { makeFixture } from '../../src/lib/testing/fixtures';
 import { peftName } from '../../src/lib/model/lora';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
 } from '../../src/lib/model/peft-adapter';
-import { referenceLogprobs, type ReferenceLora } from '../../src/lib/model/reference';
+import { referenceLogprobs, type ReferenceLora } from '../../src/lib/testing/reference';
 import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
 import { PROJECTIONS, projectionShape, type ProjectionName } from '../../src/lib/model/weight-spec';
 import { checkpointName } from '../../src/lib/grpo/run-store';
@@ -100,7 +100,7 @@ function peftStyleConfig(
 export async function writeStandIn(root: string): Promise<void> {
 	const plan = await readJson<Plan>(join(root, 'plan.json'));
 	const report: PythonReport = {
-		versions: { standIn: 'CPU f64 reference (src/lib/model/reference.ts), not peft' },
+		versions: { standIn: 'CPU f64 reference (src/lib/testing/reference.ts), not peft' },
 		tabrlToPeft: [],
 		peftAdapters: []
 	};

@@ -21,7 +21,7 @@ import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
 import { parseModelConfig } from '../../src/lib/model/config';
 import { writeModelFiles } from '../../src/lib/model/node-checkpoint';
 import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
-import { tinyTokenizer } from '../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../src/lib/testing/tiny-tokenizer';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { weightSpecs } from '../../src/lib/model/weight-spec';
 

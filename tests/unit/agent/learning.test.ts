@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, letters, TrainableModel } from '../../../src/lib/agent';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
-import { makeFixture } from '../../../src/lib/model/fixtures';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 
 const STEPS = 8;

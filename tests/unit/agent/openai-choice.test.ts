@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ChoiceDecoder, type ChoiceOptions } from '../../../src/lib/agent/openai/choice';
-import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 
 const tok = tinyTokenizer();

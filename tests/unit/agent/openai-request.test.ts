@@ -18,7 +18,7 @@ import {
 	toOpenAIToolCalls
 } from '../../../src/lib/agent/openai/response';
 import { ChatMessagesError } from '../../../src/lib/model/errors';
-import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 
 const USER = [{ role: 'user', content: 'hello' }];

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChatService } from '../../../src/lib/agent/openai/service';
 import type { Gpu } from '../../../src/lib/gpu/device';
-import { makeFixture } from '../../../src/lib/model/fixtures';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Generator } from '../../../src/lib/model/generation';
 import {
 	openCheckpointFromDirectory,

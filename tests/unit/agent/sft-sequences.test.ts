@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentError } from '../../../src/lib/agent/errors';
 import { sftSequence } from '../../../src/lib/agent/backend/sft-sequences';
-import { makeFixture } from '../../../src/lib/model/fixtures';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { qwen3Tokenizer } from '../model/qwen3-tokenizer';
 

@@ -39,7 +39,7 @@ import {
 import { trajectoryToSequences } from '../../../src/lib/agent/to-train';
 import { isChoice, type Choice, type Trajectory } from '../../../src/lib/agent/trajectory';
 import type { ChatMessage } from '../../../src/lib/model/chat-messages';
-import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';

@@ -25,7 +25,7 @@ import {
 	type MessageOrChoice
 } from '../../../src/lib/agent/trajectory';
 import type { ChatMessage } from '../../../src/lib/model/chat-messages';
-import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { choice, system, user } from './trajectory-fixtures';
 

@@ -13,7 +13,7 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, Trajectory, TrainableModel } from '../../../src/lib/agent';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
-import { makeFixture } from '../../../src/lib/model/fixtures';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 
 let root: string;

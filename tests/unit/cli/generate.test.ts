@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../src/lib/model/chat-messages';
-import { makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import { Generator, type GenerateOptions } from '../../../src/lib/model/generation';
 import {
 	openCheckpointFromDirectory,

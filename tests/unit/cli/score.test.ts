@@ -17,12 +17,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import type { ChatMessage, ToolSchema } from '../../../src/lib/model/chat-messages';
-import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
 } from '../../../src/lib/model/node-checkpoint';
-import { referenceLogprobs } from '../../../src/lib/model/reference';
+import { referenceLogprobs } from '../../../src/lib/testing/reference';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { useGpu } from '../../helpers/gpu';

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LoadProgress } from '../../../src/lib/model/checkpoint';
-import { makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/memory';
 import {
 	MANIFEST_NAME,

@@ -14,11 +14,11 @@ import {
 	openCheckpointFromDirectory,
 	writeModelFiles
 } from '../../../src/lib/model/node-checkpoint';
-import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/model/fixtures';
+import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import { encodeSafetensors, type TensorToWrite } from '../../../src/lib/model/safetensors-writer';
 import { weightSpecs } from '../../../src/lib/model/weight-spec';
 import type { LoadProgress } from '../../../src/lib/model/checkpoint';
-import { tinyTokenizer } from '../../../src/lib/model/tiny-tokenizer';
+import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 
 let root: string;
 beforeAll(async () => {

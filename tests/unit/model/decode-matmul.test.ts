@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { parseDecodeMatmul } from '../../../src/lib/model/decode-layer';
 import { Generator, type GeneratedSequence } from '../../../src/lib/model/generation';
-import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
+import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';

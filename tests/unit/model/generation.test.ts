@@ -31,8 +31,8 @@ import {
 } from '../../../src/lib/model/generation';
 import { peftName } from '../../../src/lib/model/lora';
 import { estimateModelMemory } from '../../../src/lib/model/memory';
-import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
-import { referenceLogits, type ReferenceLora } from '../../../src/lib/model/reference';
+import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
+import { referenceLogits, type ReferenceLora } from '../../../src/lib/testing/reference';
 import { TransformerModel, type TransformerOptions } from '../../../src/lib/model/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';

@@ -9,9 +9,9 @@ import { Rng } from '../../../src/lib/util/random';
 import { LoraConfigError } from '../../../src/lib/model/errors';
 import { peftName } from '../../../src/lib/model/lora';
 import { mergeLora, type NamedTensor } from '../../../src/lib/model/lora-merge';
-import { makeFixture } from '../../../src/lib/model/fixtures';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
 import type { PeftAdapter } from '../../../src/lib/model/peft-adapter';
-import { referenceLogprobs } from '../../../src/lib/model/reference';
+import { referenceLogprobs } from '../../../src/lib/testing/reference';
 import { projectionShape, type ProjectionName } from '../../../src/lib/model/weight-spec';
 
 const fixture = makeFixture('llama');

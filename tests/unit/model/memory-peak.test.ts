@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../../src/lib/gpu/device';
-import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
+import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { TransformerModel, type ActivationPolicy } from '../../../src/lib/model/transformer';
 import type { WeightDtypePolicy } from '../../../src/lib/model/weight-dtype';
 import type { ModelConfig } from '../../../src/lib/model/types';

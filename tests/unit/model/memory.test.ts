@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ModelTooLargeError } from '../../../src/lib/model/errors';
 import { resolveLoraConfig } from '../../../src/lib/model/lora';
 import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/memory';
-import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
+import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { planWeightDtypes } from '../../../src/lib/model/weight-dtype';

@@ -18,8 +18,8 @@ import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
 import { Generator } from '../../../src/lib/model/generation';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';
-import { MemoryWeightSource, randomWeights } from '../../../src/lib/model/random-weights';
-import { referenceLogprobs } from '../../../src/lib/model/reference';
+import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
+import { referenceLogprobs } from '../../../src/lib/testing/reference';
 import { parseSafetensorsHeader } from '../../../src/lib/model/safetensors';
 import { SafetensorsWeights } from '../../../src/lib/model/safetensors-weights';
 import {

@@ -9,9 +9,9 @@
  * and typical log-probabilities lie a few nats either side of -log(V).
  */
 import { Rng } from '../util/random';
-import { WeightsMismatchError } from './errors';
-import type { ModelConfig, StoredTensorInfo, WeightSource } from './types';
-import { weightSpecs } from './weight-spec';
+import { WeightsMismatchError } from '../model/errors';
+import type { ModelConfig, StoredTensorInfo, WeightSource } from '../model/types';
+import { weightSpecs } from '../model/weight-spec';
 
 /** Every tensor `config` needs, filled from a generator seeded with `seed`. */
 export function randomWeights(config: ModelConfig, seed = 1): Map<string, Float32Array> {

@@ -15,11 +15,11 @@
  *
  * Never committed as files: generate them (tests write them to a temp dir).
  */
-import { parseModelConfig } from './config';
-import { encodeSafetensors, roundToDType, type WritableDType } from './safetensors-writer';
+import { parseModelConfig } from '../model/config';
+import { encodeSafetensors, roundToDType, type WritableDType } from '../model/safetensors-writer';
+import type { ModelConfig } from '../model/types';
+import { weightSpecs } from '../model/weight-spec';
 import { tinyTokenizer, type TinyTokenizer } from './tiny-tokenizer';
-import type { ModelConfig } from './types';
-import { weightSpecs } from './weight-spec';
 
 export type FixtureName = 'llama' | 'llama-untied-bf16' | 'qwen2' | 'qwen3';
 export const FIXTURE_NAMES: readonly FixtureName[] = [
