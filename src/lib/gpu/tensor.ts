@@ -168,18 +168,29 @@ export function writeF16Bits(t: Tensor<'f16'>, bits: Uint16Array): void {
 /** Copies a tensor back to the host (waits for all submitted work on the queue). */
 export async function readTensor<D extends DType>(t: Tensor<D>): Promise<TypedArrayOf<D>> {
 	const raw = await readBufferBytes(t.gpu, t.buffer, 0, Math.ceil(t.byteLength / 4) * 4);
+	return decodeTensorBytes(raw, t.dtype, t.size);
+}
+
+/** The first `size` elements of `dtype` in `raw` as readTensor returns them (f16 widened
+ * to f32; the others are views of `raw`, not copies). */
+export function decodeTensorBytes<D extends DType>(
+	raw: ArrayBuffer,
+	dtype: D,
+	size: number
+): TypedArrayOf<D> {
 	let out: Float32Array | Uint32Array | Int32Array;
-	if (t.dtype === 'f16') {
-		const bits = new Uint16Array(raw, 0, t.size);
-		out = new Float32Array(t.size);
-		for (let i = 0; i < t.size; i++) out[i] = f16BitsToF32(bits[i]);
-	} else if (t.dtype === 'f32') out = new Float32Array(raw, 0, t.size);
-	else if (t.dtype === 'u32') out = new Uint32Array(raw, 0, t.size);
-	else out = new Int32Array(raw, 0, t.size);
+	if (dtype === 'f16') {
+		const bits = new Uint16Array(raw, 0, size);
+		out = new Float32Array(size);
+		for (let i = 0; i < size; i++) out[i] = f16BitsToF32(bits[i]);
+	} else if (dtype === 'f32') out = new Float32Array(raw, 0, size);
+	else if (dtype === 'u32') out = new Uint32Array(raw, 0, size);
+	else out = new Int32Array(raw, 0, size);
 	return out as TypedArrayOf<D>;
 }
 
-/** Reads `byteLength` bytes (a multiple of 4) at `offset` of any COPY_SRC buffer. */
+/** Reads `byteLength` bytes (a multiple of 4) at `offset` of any COPY_SRC buffer (one
+ * staging buffer and one mapAsync per call: for many, readback.ts's readRanges). */
 export async function readBufferBytes(
 	gpu: Gpu,
 	buffer: GPUBuffer,

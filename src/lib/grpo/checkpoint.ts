@@ -103,19 +103,21 @@ export function peftAdapterConfig(lora: LoraConfig, baseModel: string): Record<s
 	};
 }
 
-/** Reads the adapter's weights and AdamW state off the GPU. */
+/** Reads the adapter's weights and AdamW state off the GPU (one batched readback). */
 export async function captureCheckpoint(
 	lora: LoraParameters,
 	optimizer: LoraOptimizer,
 	meta: { baseModel: string; modelConfig: ModelConfig; metrics?: Record<string, number> }
 ): Promise<TrainingCheckpoint> {
+	const step = optimizer.step;
+	const { params, state } = await lora.readWithState();
 	return {
-		step: optimizer.step,
+		step,
 		lora: lora.config,
 		baseModel: meta.baseModel,
 		fingerprint: modelFingerprint(meta.modelConfig),
-		params: await lora.read(),
-		optimizer: await lora.readState(),
+		params,
+		optimizer: state,
 		metrics: { ...(meta.metrics ?? {}) },
 		created: new Date().toISOString()
 	};
@@ -185,7 +187,7 @@ export interface DecodeExpectation {
 	where?: string;
 }
 
-function sameLora(a: LoraConfig, b: LoraConfig): boolean {
+export function sameLora(a: LoraConfig, b: LoraConfig): boolean {
 	return (
 		a.rank === b.rank && a.alpha === b.alpha && a.targetModules.join() === b.targetModules.join()
 	);

@@ -11,13 +11,17 @@
  * f32 GPU tensors; `slots()` lists them for adamwStep. Dropout is 0 only (ART's default;
  * a dropout mask would have to be replayed in the recomputed forward of the backward).
  *
+ * Reads (`read`, `readGrads`, `readState`, `readWithState`) fetch all their tensors in one
+ * batched readback (gpu/readback.ts): one staging buffer and one mapAsync, not one per tensor.
+ *
  * Ownership: LoraParameters owns every tensor; `release()` frees them.
  */
 import type { Gpu } from '../gpu/device';
 import type { AdamWSlot } from '../gpu/kernels/adamw';
 import type { LoraAdapter } from '../gpu/kernels/lora';
 import { Rng } from '../util/random';
-import { readTensor, uploadTensor, writeTensor, type Tensor } from '../gpu/tensor';
+import { readTensors } from '../gpu/readback';
+import { uploadTensor, writeTensor, type Tensor } from '../gpu/tensor';
 import { LoraConfigError } from './errors';
 import type { ModelConfig } from './types';
 import { PROJECTIONS, projectionPath, projectionShape, type ProjectionName } from './weight-spec';
@@ -100,6 +104,13 @@ export interface LoraModule {
 	vB: Tensor<'f32'>;
 }
 
+/** Which tensor of a module, on its A or its B side, a read fetches. */
+type Pick = (m: LoraModule, which: 'A' | 'B') => Tensor<'f32'>;
+const PARAM: Pick = (m, which) => (which === 'A' ? m.a : m.b);
+const GRAD: Pick = (m, which) => (which === 'A' ? m.dA : m.dB);
+const FIRST_MOMENT: Pick = (m, which) => (which === 'A' ? m.mA : m.mB);
+const SECOND_MOMENT: Pick = (m, which) => (which === 'A' ? m.vA : m.vB);
+
 export class LoraParameters {
 	readonly scale: number;
 	readonly #byKey = new Map<string, LoraModule>();
@@ -181,35 +192,45 @@ export class LoraParameters {
 
 	/** A and B of every module by PEFT name (waits for the GPU). */
 	async read(): Promise<Map<string, Float32Array>> {
-		const out = new Map<string, Float32Array>();
-		for (const m of this.modules) {
-			out.set(peftName(m.layer, m.module, 'A'), (await readTensor(m.a)).slice());
-			out.set(peftName(m.layer, m.module, 'B'), (await readTensor(m.b)).slice());
-		}
-		return out;
+		const [params] = await this.#readByName([PARAM]);
+		return params;
 	}
 
 	/** Gradients by PEFT parameter name (waits for the GPU). */
 	async readGrads(): Promise<Map<string, Float32Array>> {
-		const out = new Map<string, Float32Array>();
-		for (const m of this.modules) {
-			out.set(peftName(m.layer, m.module, 'A'), (await readTensor(m.dA)).slice());
-			out.set(peftName(m.layer, m.module, 'B'), (await readTensor(m.dB)).slice());
-		}
-		return out;
+		const [grads] = await this.#readByName([GRAD]);
+		return grads;
 	}
 
 	/** AdamW's first and second moments of A and B by PEFT name (waits for the GPU). */
 	async readState(): Promise<{ m: Map<string, Float32Array>; v: Map<string, Float32Array> }> {
-		const m = new Map<string, Float32Array>();
-		const v = new Map<string, Float32Array>();
+		const [m, v] = await this.#readByName([FIRST_MOMENT, SECOND_MOMENT]);
+		return { m, v };
+	}
+
+	/** `read()` and `readState()` in one readback (what a checkpoint takes). */
+	async readWithState(): Promise<{
+		params: Map<string, Float32Array>;
+		state: { m: Map<string, Float32Array>; v: Map<string, Float32Array> };
+	}> {
+		const [params, m, v] = await this.#readByName([PARAM, FIRST_MOMENT, SECOND_MOMENT]);
+		return { params, state: { m, v } };
+	}
+
+	/** For each pick, every module's A- and B-side tensor by PEFT name (A then B, module by
+	 * module), all read back in one batch. */
+	async #readByName(picks: readonly Pick[]): Promise<Map<string, Float32Array>[]> {
+		const names: string[] = [];
+		const tensors: Tensor<'f32'>[] = [];
 		for (const mod of this.modules)
 			for (const which of ['A', 'B'] as const) {
-				const name = peftName(mod.layer, mod.module, which);
-				m.set(name, (await readTensor(which === 'A' ? mod.mA : mod.mB)).slice());
-				v.set(name, (await readTensor(which === 'A' ? mod.vA : mod.vB)).slice());
+				names.push(peftName(mod.layer, mod.module, which));
+				for (const pick of picks) tensors.push(pick(mod, which));
 			}
-		return { m, v };
+		const values = await readTensors(tensors);
+		return picks.map(
+			(_, p) => new Map(names.map((name, i) => [name, values[i * picks.length + p]]))
+		);
 	}
 
 	/** Restores AdamW's moments (every parameter's, by PEFT name); checks names and sizes
