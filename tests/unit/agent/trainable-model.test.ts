@@ -57,6 +57,7 @@ describe('TrainableModel with the Node LocalBackend', () => {
 			await model.register(backend);
 			const client = model.openaiClient();
 			const scenarios = ['e', 't'];
+			const reports = [];
 			for (let i = await model.getStep(); i < 2; i++) {
 				const trainGroups = await gatherTrajectoryGroups(
 					scenarios.map((letter, g) =>
@@ -65,7 +66,7 @@ describe('TrainableModel with the Node LocalBackend', () => {
 						)
 					)
 				);
-				await model.train(trainGroups, { learningRate: 1e-2 });
+				reports.push(await model.train(trainGroups, { learningRate: 1e-2 }));
 			}
 			// --- end of the example ---
 			expect(await model.getStep()).toBe(2);
@@ -79,10 +80,17 @@ describe('TrainableModel with the Node LocalBackend', () => {
 				.split('\n')
 				.map((l) => JSON.parse(l));
 			expect(history.map((h) => h.step)).toEqual([1, 2]);
+			expect(reports.map((r) => r.skipped)).toEqual([undefined, undefined]);
+			expect(reports.map((r) => r.metrics['train/checkpoint_ms'])).toEqual(
+				history.map((h) => h['train/checkpoint_ms'])
+			);
 			for (const h of history) {
 				expect(Number.isFinite(h['train/reward'])).toBe(true);
 				expect(Number.isFinite(h['train/loss'])).toBe(true);
 				expect(h['train/grad_norm']).toBeGreaterThan(0);
+				// The checkpoint save (capture + encode + store) is timed into the step's line.
+				expect(Number.isFinite(h['train/checkpoint_ms'])).toBe(true);
+				expect(h['train/checkpoint_ms']).toBeGreaterThanOrEqual(0);
 			}
 			const adapter = await model.exportAdapter();
 

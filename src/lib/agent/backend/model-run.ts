@@ -267,9 +267,12 @@ export class ModelRun {
 		});
 	}
 
-	async #saveCheckpoint(metrics: StepMetrics): Promise<void> {
+	/** Captures, encodes and stores this step's checkpoint; returns how long that took (ms). */
+	async #saveCheckpoint(metrics: StepMetrics): Promise<number> {
+		const start = performance.now();
 		const files = encodeTrainingCheckpoint(await this.#capture(metrics));
 		await this.store.saveCheckpoint(this.step, files);
+		return performance.now() - start;
 	}
 
 	async #finishStep(
@@ -283,7 +286,9 @@ export class ModelRun {
 			Object.assign(metrics, countMetrics(split, result.counts));
 		} else {
 			Object.assign(metrics, stepMetrics(split, result));
-			await this.#saveCheckpoint(metrics);
+			// Measured, so the history line and the report carry it (the checkpoint's own
+			// trainer_state.json cannot: it is written inside the time measured).
+			metrics[`${split}/checkpoint_ms`] = await this.#saveCheckpoint(metrics);
 		}
 		await this.log(metrics);
 		return { step: this.step, skipped: result.skipped, metrics, warnings: result.warnings };
