@@ -7,6 +7,7 @@
  */
 import { DeviceLostError, GpuValidationError, WebGpuUnavailableError } from './errors';
 import { nodeGpuEntry } from './node-gpu';
+import { tuningFor, withOverride, type GpuTuning } from './tuning';
 
 /** Optional features that select faster kernel variants. */
 export interface GpuCapabilities {
@@ -32,6 +33,8 @@ export interface GpuAdapterSummary {
 	subgroupMaxSize: number;
 	/** Tile shapes `chromium-experimental-subgroup-matrix` supports (empty without it). */
 	subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
+	/** The adapter says it is a fallback (a CPU renderer such as SwiftShader). */
+	isFallbackAdapter: boolean;
 }
 
 /** One supported subgroup-matrix shape: left M x K, right K x N, of componentType. */
@@ -50,6 +53,9 @@ export interface Gpu {
 	/** Every feature the device was created with, by name. */
 	readonly features: string[];
 	readonly limits: GPUSupportedLimits;
+	/** How kernels size their dispatches on this device (tuning.ts: a table keyed on the
+	 * adapter info, chosen at acquire). */
+	readonly tuning: GpuTuning;
 	/** Resolves once, when the device is lost for any reason but `destroy()`. */
 	readonly lost: Promise<DeviceLostError>;
 	/** True after the device was lost or destroyed: nothing may be submitted to it. */
@@ -68,6 +74,8 @@ export interface AcquireGpuOptions {
 	disable?: Partial<Record<keyof GpuCapabilities, boolean>>;
 	/** Node only: Dawn toggles, e.g. 'enable-dawn-features=allow_unsafe_apis'. */
 	dawnToggles?: string[];
+	/** Replace fields of the tuning the adapter's table row gives (tests, benchmarks). */
+	tuning?: Partial<GpuTuning>;
 }
 
 const FEATURE_OF: Record<keyof GpuCapabilities, string> = {
@@ -129,11 +137,12 @@ export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> 
 		requiredLimits: adapterLimits(adapter)
 	});
 	const info = adapter.info as GPUAdapterInfo & {
+		isFallbackAdapter?: boolean;
 		subgroupMinSize?: number;
 		subgroupMaxSize?: number;
 		subgroupMatrixConfigs?: readonly SubgroupMatrixConfig[];
 	};
-	return wrapDevice(device, caps, {
+	const summary: GpuAdapterSummary = {
 		vendor: info?.vendor ?? '',
 		architecture: info?.architecture ?? '',
 		device: info?.device ?? '',
@@ -149,11 +158,28 @@ export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> 
 					N: c.N,
 					K: c.K
 				}))
-			: []
-	});
+			: [],
+		// GPUAdapterInfo.isFallbackAdapter; older implementations had it on the adapter.
+		isFallbackAdapter: !!(
+			info?.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter
+		)
+	};
+	let tuning: GpuTuning;
+	try {
+		tuning = withOverride(tuningFor(summary), options.tuning);
+	} catch (error) {
+		device.destroy(); // a bad override: nothing is left holding the device
+		throw error;
+	}
+	return wrapDevice(device, caps, summary, tuning);
 }
 
-function wrapDevice(device: GPUDevice, caps: GpuCapabilities, adapter: GpuAdapterSummary): Gpu {
+function wrapDevice(
+	device: GPUDevice,
+	caps: GpuCapabilities,
+	adapter: GpuAdapterSummary,
+	tuning: GpuTuning
+): Gpu {
 	const listeners = new Set<(error: DeviceLostError) => void>();
 	let destroyed = false;
 	let isLost = false;
@@ -179,6 +205,7 @@ function wrapDevice(device: GPUDevice, caps: GpuCapabilities, adapter: GpuAdapte
 		caps,
 		features: [...device.features].sort(),
 		limits: device.limits,
+		tuning,
 		lost,
 		validationErrors,
 		get isLost() {

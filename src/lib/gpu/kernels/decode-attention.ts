@@ -9,6 +9,7 @@
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
+import { DEFAULT_TUNING, tuningOf, type GpuTuning } from '../tuning';
 import {
 	DECODE_COMBINE,
 	DECODE_MAX_HEAD_DIM,
@@ -33,10 +34,6 @@ export interface DecodeAttentionArgs {
 	splits?: number;
 }
 
-/** Workgroups that keep a GPU busy: two per SM of the H200 (132 SMs), as matmul's split-K
- * target. */
-const TARGET_WORKGROUPS = 264;
-
 export interface DecodeSplitPlan {
 	/** Key ranges per (sequence, kv head). */
 	splits: number;
@@ -45,15 +42,18 @@ export interface DecodeSplitPlan {
 }
 
 /** How the S cache slots of B sequences over Hkv kv heads are split: enough workgroups to
- * fill the GPU (or `asked` splits), each split whole tiles of DECODE_WG keys, none empty. */
+ * fill the GPU (or `asked` splits), each split whole tiles of DECODE_WG keys, none empty.
+ * "Enough" is tuning.targetWorkgroups (the gpu's, tuning.ts: 264 = two per SM on the H200,
+ * as matmul's split-K; the default row when not given). */
 export function decodeSplitPlan(
 	B: number,
 	Hkv: number,
 	S: number,
-	asked?: number
+	asked?: number,
+	tuning: Pick<GpuTuning, 'targetWorkgroups'> = DEFAULT_TUNING
 ): DecodeSplitPlan {
 	const tiles = Math.max(1, Math.ceil(S / DECODE_WG));
-	const want = asked ?? Math.ceil(TARGET_WORKGROUPS / Math.max(1, B * Hkv));
+	const want = asked ?? Math.ceil(tuning.targetWorkgroups / Math.max(1, B * Hkv));
 	const perSplit = Math.ceil(tiles / Math.max(1, Math.min(tiles, Math.floor(want))));
 	return { splits: Math.ceil(tiles / perSplit), splitKeys: perSplit * DECODE_WG };
 }
@@ -116,7 +116,7 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 	if (args.splits !== undefined && !(Number.isInteger(args.splits) && args.splits >= 1))
 		throw new RangeError(`${what}: splits must be a positive integer, got ${args.splits}`);
 	if (B === 0 || S === 0) return;
-	const { splits, splitKeys } = decodeSplitPlan(B, Hkv, S, args.splits);
+	const { splits, splitKeys } = decodeSplitPlan(B, Hkv, S, args.splits, tuningOf(rec.gpu));
 	const rows = B * Hq;
 	const partO = rec.scratch(rows * splits * D * 4);
 	const partMl = rec.scratch(rows * splits * 8);

@@ -45,6 +45,9 @@
  *  The output-size rule came from the per-shape sweep: at 4096 x 576 outputs 128x64 beat
  *  128x128 (160 workgroups on 132 SMs leave a ragged second wave); split-K lifted
  *  576 x 576 x 4096 (TN) from 7.7 to 19.0 and 192 x 576 x 4096 from 3.1 to 9.4 (run 2).
+ *  Both rules read gpu.tuning (tuning.ts): the output sizes (largeTileOutputs 8M,
+ *  tallTileOutputs 1M) and split-K's target (targetWorkgroups: 264 = 2 x 132 SMs on the
+ *  H200 and on GPUs not in the table, 16 on SwiftShader).
  *  NN / NT trail TN because a K-contiguous operand is transposed while it is staged (four
  *  scalar stores per vec4); staging it [m][k] with padded rows is the next thing to try.
  */
@@ -52,6 +55,7 @@ import type { Gpu } from '../device';
 import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
+import { tuningOf } from '../tuning';
 import {
 	MATMUL_SPLITK_REDUCE,
 	sgmatName,
@@ -102,12 +106,6 @@ export const TILE_TALL: TileShape = { bm: 128, bn: 64, bk: 8, tm: 8, tn: 8, doub
 export const TILE_MEDIUM: TileShape = { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, doubleBuffer: true };
 /** 64 invocations, 4x4 each; 4 KiB staged. */
 export const TILE_SMALL: TileShape = { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4, doubleBuffer: true };
-
-/** The H200's SM count: a GPU needs about one workgroup per SM to be busy. */
-const MIN_WORKGROUPS = 132;
-/** Output sizes (M * N * batch) from which the larger tiles won in the H200 sweep. */
-const LARGE_FROM_OUTPUTS = 8 << 20;
-const TALL_FROM_OUTPUTS = 1 << 20;
 
 function dims(t: Tensor): readonly number[] {
 	return t.shape.length === 2 ? [1, ...t.shape] : t.shape;
@@ -180,15 +178,17 @@ function fits(gpu: Gpu, t: TileShape): boolean {
 }
 
 /** The tile shape for a problem, by output size (the rule the H200 sweep supports, see the
- * file's doc): 128x128 from 8M outputs, 128x64 from 1M, 64x64 (4x4) below, where split-K
- * (chooseSplits) then makes up the workgroups a long K allows. Falls back to smaller
- * tiles on devices with less workgroup memory or fewer invocations. */
+ * file's doc): 128x128 from gpu.tuning.largeTileOutputs (8M on every row of tuning.ts),
+ * 128x64 from tallTileOutputs (1M), 64x64 (4x4) below, where split-K (chooseSplits) then
+ * makes up the workgroups a long K allows. Falls back to smaller tiles on devices with
+ * less workgroup memory or fewer invocations. */
 export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
+	const { largeTileOutputs, tallTileOutputs } = tuningOf(gpu);
 	const outputs = p.m * p.n * p.batch;
 	const order =
-		outputs >= LARGE_FROM_OUTPUTS
+		outputs >= largeTileOutputs
 			? [TILE_LARGE, TILE_TALL, TILE_MEDIUM]
-			: outputs >= TALL_FROM_OUTPUTS
+			: outputs >= tallTileOutputs
 				? [TILE_TALL, TILE_MEDIUM]
 				: [TILE_MEDIUM];
 	return order.find((t) => fits(gpu, t)) ?? TILE_SMALL;
@@ -200,7 +200,8 @@ export function matmul(rec: Recorder, args: MatmulArgs): void {
 	// Tensor cores for f16 operands. Only for beta = 0 for now: the kernel's beta = 1 path
 	// (accumulators start from c) has not been checked on a device yet.
 	if (p.aType === 'f16' && p.bType === 'f16' && rec.gpu.caps.subgroupMatrix && !args.beta) {
-		const layout = p.m * p.n * p.batch >= LARGE_FROM_OUTPUTS ? SGMAT_LARGE : SGMAT_DEFAULT;
+		const large = p.m * p.n * p.batch >= tuningOf(rec.gpu).largeTileOutputs;
+		const layout = large ? SGMAT_LARGE : SGMAT_DEFAULT;
 		const v =
 			sgmatVariant(rec.gpu, args, layout, p) ?? sgmatVariant(rec.gpu, args, SGMAT_DEFAULT, p);
 		if (v) return dispatchSgmat(rec, args, v, p);
@@ -325,19 +326,20 @@ function workgroupGrid(gpu: Gpu, tiles: number, batch: number, p: MatmulProblem)
 	return [x, y];
 }
 
-/** Workgroups that keep the GPU busy: two per SM of the H200 (132 SMs), measured. */
-const TARGET_WORKGROUPS = 2 * MIN_WORKGROUPS;
 /** A split-K slice is at least this deep, so its partial-sum write (M*N) stays small
  * next to its arithmetic (2*M*N*depth). */
 const MIN_SPLIT_DEPTH = 256;
 const MAX_SPLITS = 16;
 
-/** How many K slices to compute in parallel for a problem on a tile (1: no split). */
+/** How many K slices to compute in parallel for a problem on a tile (1: no split): enough
+ * for the output tiles times the slices to reach gpu.tuning.targetWorkgroups (264 on the
+ * H200: two per SM, measured), none shallower than MIN_SPLIT_DEPTH. */
 export function chooseSplits(gpu: Gpu, p: MatmulProblem, tile: TileShape): number {
+	const { targetWorkgroups } = tuningOf(gpu);
 	const workgroups = Math.ceil(p.m / tile.bm) * Math.ceil(p.n / tile.bn) * p.batch;
-	if (workgroups >= TARGET_WORKGROUPS) return 1;
+	if (workgroups >= targetWorkgroups) return 1;
 	let splits = Math.min(
-		Math.ceil(TARGET_WORKGROUPS / workgroups),
+		Math.ceil(targetWorkgroups / workgroups),
 		Math.floor(p.k / MIN_SPLIT_DEPTH),
 		MAX_SPLITS
 	);

@@ -21,7 +21,8 @@
  *     ~8 weight vectors per lane (lanes = K / 8 vectors, between 4 and 32; more when the
  *     output is too narrow to fill the GPU, e.g. LoRA's A with N = r), rows x cols <= 32
  *     accumulators (B = 8: 8 x 4), workgroups of >= 1 subgroup, at most 128 invocations,
- *     smaller while that leaves < 264 workgroups (2 per SM).
+ *     smaller while that leaves fewer than gpu.tuning.targetWorkgroups (tuning.ts: 264,
+ *     2 per SM, on the H200; 16 on SwiftShader).
  *  2. the same without subgroups: a tree in workgroup memory (portable fallback; also
  *     selectable with subgroup = 0).
  *  3. fusions that cut dispatches (decode-layer.ts 'fused'): several weights per dispatch
@@ -44,6 +45,7 @@ import type { Gpu } from '../device';
 import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';
 import { grid, Params, type Binding, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
+import { tuningOf } from '../tuning';
 import {
 	MAX_SEGMENTS,
 	skinnyBindingCount,
@@ -112,8 +114,6 @@ export function fixedSubgroupSize(gpu: Gpu): number {
 }
 
 const pow2Floor = (n: number) => 2 ** Math.floor(Math.log2(Math.max(1, n)));
-/** Two workgroups per SM of the H200 (132 SMs), as matmul.ts aims for. */
-const TARGET_WORKGROUPS = 264;
 /** Accumulators per invocation (rows x cols x 1 or 2): stays in registers. */
 const MAX_ACCUMULATORS = 32;
 
@@ -126,6 +126,8 @@ export function chooseTiling(
 	p: { rows: number; k: number; columns: number; vectorWidth: number; pair: boolean }
 ): SkinnyTiling {
 	const S = fixedSubgroupSize(gpu);
+	// Workgroups that fill the device (tuning.ts; matmul's split-K aims for the same).
+	const target = tuningOf(gpu).targetWorkgroups;
 	const T = p.pair ? 2 : 1;
 	const rows = Math.min(p.rows, Math.floor(MAX_ACCUMULATORS / T), 16);
 	const cols = Math.max(1, Math.min(4, Math.floor(MAX_ACCUMULATORS / (T * rows))));
@@ -133,12 +135,11 @@ export function chooseTiling(
 	let lanes = Math.min(32, Math.max(4, pow2Floor(vectors / 8)));
 	const groupsTotal = Math.ceil(p.columns / cols);
 	// Narrow outputs (LoRA's A: N = r): more lanes along K instead of idle SMs.
-	if (groupsTotal < TARGET_WORKGROUPS)
-		lanes = Math.min(256, Math.max(lanes, pow2Floor(vectors / 4)));
+	if (groupsTotal < target) lanes = Math.min(256, Math.max(lanes, pow2Floor(vectors / 4)));
 	const minThreads = Math.max(S, lanes);
 	const maxThreads = Math.max(minThreads, 128);
 	let threads = maxThreads;
-	while (threads > minThreads && (groupsTotal * lanes) / threads < TARGET_WORKGROUPS) threads /= 2;
+	while (threads > minThreads && (groupsTotal * lanes) / threads < target) threads /= 2;
 	return { rows, cols, lanes, groups: Math.max(1, threads / lanes), subgroup: S };
 }
 
