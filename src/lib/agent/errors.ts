@@ -21,7 +21,9 @@ export type AgentErrorKind =
 	/** SFT data the chat template cannot place (see backend/sft-sequences.ts). */
 	| 'sft-data'
 	/** A TrainableModel used before register(), or a name the backend does not hold. */
-	| 'not-registered';
+	| 'not-registered'
+	/** A run name already saved with another base model or warm start. */
+	| 'run-exists';
 
 export class AgentError extends Error {
 	constructor(

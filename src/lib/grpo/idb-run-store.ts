@@ -12,10 +12,10 @@
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import { CheckpointCorruptError } from './errors';
-import { checkpointName, type RunStore } from './run-store';
+import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
 export const RUNS_DB_NAME = 'tabrl-runs';
-const DB_VERSION = 1;
+const DB_VERSION = 2;
 
 interface CheckpointRecord {
 	run: string;
@@ -30,14 +30,19 @@ interface RunsSchema extends DBSchema {
 		value: { run: string; entry: Record<string, unknown> };
 		indexes: { run: string };
 	};
+	/** Added in version 2: one summary per run id (RunMeta), for listing runs. */
+	runs: { key: string; value: { run: string; meta: RunMeta } };
 }
 
 function openRunsDb(): Promise<IDBPDatabase<RunsSchema>> {
 	return openDB<RunsSchema>(RUNS_DB_NAME, DB_VERSION, {
-		upgrade(db) {
-			db.createObjectStore('checkpoints', { keyPath: ['run', 'step'] });
-			const history = db.createObjectStore('history', { autoIncrement: true });
-			history.createIndex('run', 'run');
+		upgrade(db, oldVersion) {
+			if (oldVersion < 1) {
+				db.createObjectStore('checkpoints', { keyPath: ['run', 'step'] });
+				const history = db.createObjectStore('history', { autoIncrement: true });
+				history.createIndex('run', 'run');
+			}
+			if (oldVersion < 2) db.createObjectStore('runs', { keyPath: 'run' });
 		}
 	});
 }
@@ -87,6 +92,41 @@ export class IdbRunStore implements RunStore {
 		// Keys increase with insertion, so the index returns entries in the order added.
 		const rows = await this.db.getAllFromIndex('history', 'run', this.run);
 		return rows.map((r) => r.entry);
+	}
+
+	async readMeta(): Promise<RunMeta | undefined> {
+		return (await this.db.get('runs', this.run))?.meta;
+	}
+
+	async writeMeta(meta: RunMeta): Promise<void> {
+		await this.db.put('runs', { run: this.run, meta });
+	}
+
+	/** Every run id with a summary, and the summary. */
+	static async listRuns(): Promise<{ run: string; meta: RunMeta }[]> {
+		const db = await openRunsDb();
+		try {
+			return await db.getAll('runs');
+		} finally {
+			db.close();
+		}
+	}
+
+	/** Deletes a run whole (summary, history, checkpoints) in one transaction. */
+	static async deleteRun(run: string): Promise<void> {
+		const db = await openRunsDb();
+		try {
+			const tx = db.transaction(['runs', 'history', 'checkpoints'], 'readwrite');
+			await tx.objectStore('runs').delete(run);
+			const keys = await tx.objectStore('history').index('run').getAllKeys(run);
+			for (const key of keys) await tx.objectStore('history').delete(key);
+			await tx
+				.objectStore('checkpoints')
+				.delete(IDBKeyRange.bound([run, -Infinity], [run, Infinity]));
+			await tx.done;
+		} finally {
+			db.close();
+		}
 	}
 
 	close(): void {

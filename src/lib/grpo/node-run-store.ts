@@ -12,7 +12,7 @@
 import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointCorruptError } from './errors';
-import { checkpointName, type RunStore } from './run-store';
+import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
 const HISTORY_FILE = 'history.jsonl';
 const isMissing = (error: unknown) => (error as { code?: string }).code === 'ENOENT';
@@ -117,4 +117,28 @@ export class NodeRunStore implements RunStore {
 		});
 		return out;
 	}
+
+	async readMeta(): Promise<RunMeta | undefined> {
+		let text: string;
+		try {
+			text = await readFile(join(this.dir, META_FILE), 'utf8');
+		} catch {
+			return undefined;
+		}
+		try {
+			return JSON.parse(text) as RunMeta;
+		} catch {
+			throw new CheckpointCorruptError(join(this.dir, META_FILE), 'it is not JSON');
+		}
+	}
+
+	async writeMeta(meta: RunMeta): Promise<void> {
+		await mkdir(this.dir, { recursive: true });
+		const tmp = join(this.dir, `${META_FILE}.tmp`);
+		await writeFile(tmp, JSON.stringify(meta, null, 2) + '\n');
+		await rename(tmp, join(this.dir, META_FILE));
+	}
 }
+
+/** The run's summary record (RunMeta), beside history.jsonl. */
+export const META_FILE = 'run.json';

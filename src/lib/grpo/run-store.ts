@@ -14,6 +14,30 @@ export interface RunStore {
 	deleteCheckpoint(step: number): Promise<void>;
 	appendHistory(entry: Record<string, unknown>): Promise<void>;
 	readHistory(): Promise<Record<string, unknown>[]>;
+	/** The run's summary record (run.json on disk); undefined for a run that has none yet. */
+	readMeta(): Promise<RunMeta | undefined>;
+	/** Replaces the summary record atomically. */
+	writeMeta(meta: RunMeta): Promise<void>;
+}
+
+/**
+ * What a listing of saved runs shows without opening them: what the run was made from
+ * (the base model, the warm start, the recipe that drives it) and where it stands.
+ */
+export interface RunMeta {
+	name: string;
+	project: string;
+	baseModel: string;
+	/** The warm-start adapter's location and mode, when the run has one. */
+	warmStart?: { adapter: string; mode: string };
+	/** The configuration that drives the run (a src/lib/run recipe), stored as given. */
+	recipe?: unknown;
+	/** The model's step and the last step's mean train reward (null before the first). */
+	step: number;
+	lastReward: number | null;
+	/** ISO times. */
+	created: string;
+	updated: string;
 }
 
 /** ART's folder name of a step's checkpoint: 4 digits, zero-padded. */

@@ -25,7 +25,8 @@ export type ModelErrorKind =
 	| 'download-failed'
 	| 'incomplete-download'
 	| 'context-length'
-	| 'generation-options';
+	| 'generation-options'
+	| 'warm-start-mismatch';
 
 export class ModelError extends Error {
 	constructor(
@@ -88,6 +89,17 @@ export class LoraConfigError extends ModelError {
 	constructor(message: string) {
 		super('lora-config', message);
 		this.name = 'LoraConfigError';
+	}
+}
+
+/**
+ * A warm-start adapter that was not made for this base model: its manifest names other base
+ * weights (a different seed, another model), or its tensors do not fit the base's shapes.
+ */
+export class WarmStartMismatchError extends ModelError {
+	constructor(message: string) {
+		super('warm-start-mismatch', message);
+		this.name = 'WarmStartMismatchError';
 	}
 }
 

@@ -11,20 +11,29 @@ import type { RunStore } from '../../grpo';
 import { AgentError } from '../errors';
 import { ModelRun } from './model-run';
 import type { Backend, ModelSpec } from './types';
+import type { WarmStartFiles } from './warm-start-files';
 
 export interface BackendHost {
 	acquireGpu(): Promise<Gpu>;
+	/** Whether close() destroys the device (default true); false when it is shared. */
+	ownsGpu?: boolean;
 	/** Opens the base model named by `spec.baseModel` (a folder, a URL prefix). */
 	openBaseModel(spec: ModelSpec): Promise<Checkpoint>;
 	/** The store of the run `spec.project` / `spec.name`. */
 	openStore(spec: ModelSpec): Promise<RunStore>;
+	/** The files of a warm-start adapter (a folder, a URL prefix): PEFT's two, and the
+	 * manifest when there is one. */
+	openWarmStart(location: string): Promise<WarmStartFiles>;
 }
 
 export function createLocalBackend(host: BackendHost): Backend {
 	const runs = new Map<string, ModelRun>();
 	let gpu: Promise<Gpu> | undefined;
 
-	const device = () => {
+	/** The device, acquired again when the one held was lost. */
+	const device = async (): Promise<Gpu> => {
+		const held = await gpu?.catch(() => undefined);
+		if (held?.isLost) gpu = undefined;
 		gpu ??= host.acquireGpu().catch((error) => {
 			gpu = undefined;
 			throw error;
@@ -47,19 +56,24 @@ export function createLocalBackend(host: BackendHost): Backend {
 				throw new AgentError('not-registered', 'a model needs a non-empty name and project.');
 			const existing = runs.get(spec.name);
 			if (existing) {
-				if (existing.spec.project !== spec.project || existing.spec.baseModel !== spec.baseModel)
+				if (
+					existing.spec.project !== spec.project ||
+					existing.spec.baseModel !== spec.baseModel ||
+					existing.spec.warmStart?.adapter !== spec.warmStart?.adapter
+				)
 					throw new AgentError(
 						'not-registered',
-						`a model named '${spec.name}' is already registered with another project or base model.`
+						`a model named '${spec.name}' is already registered with another project, base model or warm start.`
 					);
 				return existing.registration();
 			}
-			const [base, store, g] = await Promise.all([
+			const [base, store, g, warmStart] = await Promise.all([
 				host.openBaseModel(spec),
 				host.openStore(spec),
-				device()
+				device(),
+				spec.warmStart ? host.openWarmStart(spec.warmStart.adapter) : undefined
 			]);
-			const opened = await ModelRun.open(spec, { gpu: g, base, store });
+			const opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart });
 			runs.set(spec.name, opened);
 			return opened.registration();
 		},
@@ -80,7 +94,7 @@ export function createLocalBackend(host: BackendHost): Backend {
 			runs.clear();
 			const g = gpu;
 			gpu = undefined;
-			(await g?.catch(() => undefined))?.destroy();
+			if (host.ownsGpu !== false) (await g?.catch(() => undefined))?.destroy();
 		}
 	};
 }

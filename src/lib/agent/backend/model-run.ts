@@ -24,6 +24,7 @@ import {
 	checkpointName,
 	type RunStore
 } from '../../grpo';
+import { sameLora } from '../../grpo/checkpoint';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
 import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../../grpo/train-step';
@@ -33,6 +34,13 @@ import type { ChatEngine } from '../openai/engine';
 import { sftSequence } from './sft-sequences';
 import { TrainGate } from './train-gate';
 import { AgentError } from '../errors';
+import { memoryByteSource } from '../../model/byte-source';
+import { WarmStartMismatchError } from '../../model/errors';
+import { readPeftAdapter, type PeftAdapter } from '../../model/peft-adapter';
+import type { WeightSource } from '../../model/types';
+import { checkWarmStart, MergedWeights, parseWarmStartManifest } from '../../model/warm-start';
+import type { RunMeta } from '../../grpo/run-store';
+import type { WarmStartFiles } from './warm-start-files';
 import type {
 	AdapterFiles,
 	ChatReply,
@@ -54,6 +62,58 @@ export interface ModelRunEnv {
 	/** The base model, opened (config, tokenizer files, weights). */
 	base: Checkpoint;
 	store: RunStore;
+	/** The warm-start adapter's files when the spec names one. */
+	warmStart?: WarmStartFiles;
+}
+
+/**
+ * The warm start as the model is built from it: the weights to upload (merged, or the
+ * base's) and the adapter a 'stacked' run starts from.
+ */
+async function applyWarmStart(
+	spec: ModelSpec,
+	base: Checkpoint,
+	files: WarmStartFiles | undefined
+): Promise<{ weights: WeightSource; initial?: PeftAdapter }> {
+	if (!spec.warmStart || !files) return { weights: base.weights };
+	if (files.manifestJson !== undefined)
+		await checkWarmStart(
+			parseWarmStartManifest(files.manifestJson, files.where),
+			base.weights,
+			files.adapterBytes,
+			files.where
+		);
+	let adapter: PeftAdapter;
+	try {
+		adapter = await readPeftAdapter(
+			base.config,
+			files.adapterConfigJson,
+			memoryByteSource(files.adapterBytes)
+		);
+	} catch (error) {
+		throw new WarmStartMismatchError(
+			`${files.where}: the warm start does not fit this base model: ${(error as Error).message}`
+		);
+	}
+	const mode = spec.warmStart.mode ?? 'merged';
+	if (mode === 'merged') return { weights: new MergedWeights(base.config, base.weights, adapter) };
+	if (spec.lora && !sameLora(resolveLoraConfig(spec.lora), adapter.config))
+		throw new WarmStartMismatchError(
+			`${files.where}: a stacked warm start trains its own adapter (r ${adapter.config.rank}, ${adapter.config.targetModules.join(', ')}); the spec asks for another LoRA.`
+		);
+	return { weights: base.weights, initial: adapter };
+}
+
+/** Refuses to reopen a saved run with another base model or warm start. */
+function checkSameRun(meta: RunMeta | undefined, spec: ModelSpec): void {
+	if (!meta) return;
+	const warm = (w?: { adapter: string }) => w?.adapter ?? 'none';
+	if (meta.baseModel !== spec.baseModel || warm(meta.warmStart) !== warm(spec.warmStart))
+		throw new AgentError(
+			'run-exists',
+			`a run named '${spec.name}' already exists with base model ${meta.baseModel} and warm start ${warm(meta.warmStart)}; ` +
+				`give this one another name, or delete that run.`
+		);
 }
 
 /** Deterministic Fisher-Yates with a 32-bit LCG (SFT epochs' order). */
@@ -89,6 +149,9 @@ export class ModelRun {
 	static async open(spec: ModelSpec, env: ModelRunEnv): Promise<ModelRun> {
 		const { gpu, base, store } = env;
 		const { config, files } = base;
+		const meta = await store.readMeta();
+		checkSameRun(meta, spec);
+		const warm = await applyWarmStart(spec, base, env.warmStart);
 		const tokenizer = Tokenizer.fromJson(
 			files.tokenizerJson,
 			files.tokenizerConfigJson,
@@ -105,8 +168,8 @@ export class ModelRun {
 						lora: wanted,
 						where: `checkpoints/${checkpointName(latest)}`
 					});
-		const lora = saved?.lora ?? wanted ?? resolveLoraConfig();
-		const model = await TransformerModel.create(gpu, config, base.weights, {
+		const lora = saved?.lora ?? warm.initial?.config ?? wanted ?? resolveLoraConfig();
+		const model = await TransformerModel.create(gpu, config, warm.weights, {
 			lora,
 			seed: spec.seed ?? 0
 		});
@@ -141,7 +204,34 @@ export class ModelRun {
 				gate
 			);
 			if (saved) applyCheckpoint(model.lora!, optimizer, saved);
-			else await run.#saveCheckpoint({});
+			else {
+				if (warm.initial)
+					applyCheckpoint(model.lora!, optimizer, {
+						step: 0,
+						lora,
+						baseModel: base.where,
+						params: warm.initial.params,
+						metrics: {},
+						created: nowIso()
+					});
+				await run.#saveCheckpoint({});
+			}
+			const time = nowIso();
+			await store.writeMeta({
+				name: spec.name,
+				project: spec.project,
+				baseModel: spec.baseModel,
+				...(spec.warmStart
+					? {
+							warmStart: { adapter: spec.warmStart.adapter, mode: spec.warmStart.mode ?? 'merged' }
+						}
+					: {}),
+				recipe: spec.recipe ?? meta?.recipe,
+				step: run.step,
+				lastReward: meta?.lastReward ?? null,
+				created: meta?.created ?? time,
+				updated: time
+			});
 			return run;
 		} catch (error) {
 			if (run) run.release();
@@ -183,7 +273,9 @@ export class ModelRun {
 				...config,
 				lr: config.learningRate
 			});
-			return this.#finishStep(result, input.metrics, 'train');
+			const report = await this.#finishStep(result, input.metrics, 'train');
+			await this.#touchMeta(report.metrics['train/reward']);
+			return report;
 		});
 	}
 
@@ -209,6 +301,7 @@ export class ModelRun {
 					reports.push(await this.#finishStep(result, { 'train/epoch': epoch }, 'sft'));
 				}
 			}
+			await this.#touchMeta();
 			return reports;
 		});
 	}
@@ -252,6 +345,18 @@ export class ModelRun {
 		this.generator.release();
 		this.optimizer.release();
 		this.model.release();
+	}
+
+	/** The run summary's step (and last train reward, when given) brought up to date. */
+	async #touchMeta(lastReward?: number): Promise<void> {
+		const meta = await this.store.readMeta();
+		if (!meta) return;
+		await this.store.writeMeta({
+			...meta,
+			step: this.step,
+			lastReward: typeof lastReward === 'number' ? lastReward : meta.lastReward,
+			updated: nowIso()
+		});
 	}
 
 	#checkLive(): void {

@@ -4,7 +4,9 @@
  * disk; each run lives in `PATH/<project>/models/<name>/` as ART lays it out (history.jsonl,
  * checkpoints/<step>/ with PEFT files), unless `runDir` says otherwise (the CLI's --out).
  */
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readWarmStartFiles } from './warm-start-files';
 import { acquireGpu, type Gpu } from '../../gpu/device';
 import { openCheckpointFromDirectory } from '../../model/node-checkpoint';
 import { NodeRunStore } from '../../grpo/node-run-store';
@@ -29,7 +31,16 @@ export class LocalBackend extends DelegatingBackend {
 			createLocalBackend({
 				acquireGpu: options.acquireGpu ?? (() => acquireGpu()),
 				openBaseModel: (spec) => openCheckpointFromDirectory(spec.baseModel),
-				openStore: async (spec) => new NodeRunStore(runDir(spec))
+				openStore: async (spec) => new NodeRunStore(runDir(spec)),
+				openWarmStart: (location) =>
+					readWarmStartFiles(location, async (name) => {
+						try {
+							return new Uint8Array(await readFile(join(location, name)));
+						} catch (error) {
+							if ((error as { code?: string }).code === 'ENOENT') return undefined;
+							throw error;
+						}
+					})
 			})
 		);
 	}

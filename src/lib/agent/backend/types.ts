@@ -7,6 +7,7 @@
  * (src/lib/worker/local-backend.ts). Methods reject with errors carrying a `kind`.
  */
 import type { LoraConfig } from '../../model/lora';
+import type { WarmStartMode } from '../../model/warm-start';
 import type { GrpoStepConfig } from '../../grpo/train-step';
 import type { AdvantageOptions } from '../../grpo/advantages';
 import type { Message, Tools } from '../trajectory';
@@ -26,6 +27,16 @@ export interface ModelSpec {
 	maxContext?: number;
 	/** Sequences decoded together at most (default 64). */
 	maxBatch?: number;
+	/**
+	 * A warm-start adapter (PEFT folder or URL prefix holding adapter_config.json,
+	 * adapter_model.safetensors and, for shipped ones, warm-start.json) applied to the base
+	 * before training: 'merged' (default) folds it into the base weights and trains a fresh
+	 * adapter whose LoRA-off reference is the warm-start policy; 'stacked' starts the
+	 * trainable adapter from it (model/warm-start.ts). Refused for another base.
+	 */
+	warmStart?: { adapter: string; mode?: WarmStartMode };
+	/** The configuration driving the run (a src/lib/run recipe), kept with the run's summary. */
+	recipe?: unknown;
 }
 
 export interface Registration {
