@@ -1,23 +1,9 @@
 /**
- * @file Writes the model the app ships with: static/models/tabrl-tiny/, a ~5M-parameter
- * Llama-architecture model with random initial weights and a BPE tokenizer learned from
- * tic-tac-toe text (scripts/tictactoe/make-model.ts), so the page can train offline with
- * nothing to download. `npm start` runs this first; the folder is generated, not committed,
- * and is left alone when it is already there.
+ * @file Writes the model the app ships with (scripts/default-model.ts) unless it is there:
+ * `npm start` runs this first, so the page trains offline with nothing to download.
  *
  *   npx tsx scripts/make-default-model.ts [DIR]
  */
-import { join } from 'node:path';
-import { exists } from './tictactoe/exists';
-import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
+import { DEFAULT_MODEL_DIR, writeDefaultModel } from './default-model';
 
-export const DEFAULT_MODEL_DIR = 'static/models/tabrl-tiny';
-
-async function main(): Promise<void> {
-	const dir = process.argv[2] ?? DEFAULT_MODEL_DIR;
-	if (await exists(join(dir, 'model.safetensors'))) return;
-	const { parameters, vocab } = await writeTicTacToeModel(dir, MODEL_SIZES.small);
-	console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);
-}
-
-void main();
+void writeDefaultModel(process.argv[2] ?? DEFAULT_MODEL_DIR);

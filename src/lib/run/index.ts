@@ -1,0 +1,10 @@
+/**
+ * @file The run layer: recipes (a run's whole configuration), presets, the environments a
+ * recipe can name, and the one run loop every surface drives (page, CLI, scripts, tests).
+ */
+export * from './recipe';
+export * from './presets';
+export * from './events';
+export * from './errors';
+export { RUN_ENVIRONMENTS, EVAL_SEED, type RunEnvironment } from './environments';
+export { runRecipe, type RunOptions } from './run-loop';

@@ -1,0 +1,140 @@
+/**
+ * @file A run's whole configuration, typed, with defaults: the *recipe* that the run loop
+ * (run-loop.ts) executes, the page shows and the CLI takes as flags. Following the
+ * TensorFlow Playground's rule, everything that decides a run is here, its seed included,
+ * so a run can be repeated from its recipe alone (and, later, travel in a link).
+ *
+ * Phases, in order: an optional SFT warm start on the environment's demonstrations (inside
+ * the run, trained on the same adapter), then GRPO. A shipped warm start (an adapter made
+ * ahead of time by scripts/make-warm-start.ts) is the other way to start from a policy
+ * that plays legally: `warmStart`, merged into the base (a fresh adapter trains on top, its
+ * KL reference the warm-start policy) or stacked (training continues the adapter).
+ */
+import type { WarmStartMode } from '../model/warm-start';
+import { RunError } from './errors';
+
+export type EnvironmentName = 'letters' | 'tictactoe';
+export const ENVIRONMENTS: readonly EnvironmentName[] = ['letters', 'tictactoe'];
+
+export interface SftPhaseConfig {
+	/** Demonstrations (games) to imitate, one pass per epoch. */
+	games: number;
+	/** Demonstrations per optimizer step. */
+	batchSize: number;
+	epochs: number;
+	/** Linear decay from `learningRate` to `learningRateEnd` over all SFT steps. */
+	learningRate: number;
+	learningRateEnd: number;
+	/** Seeds the demonstrations and their order. */
+	seed: number;
+	/** SFT steps per backend call: the run checks for Stop between chunks. */
+	chunk: number;
+}
+
+export interface GrpoPhaseConfig {
+	/** GRPO steps to reach (counted after any SFT steps). */
+	steps: number;
+	/** Scenarios per step, and rollouts per scenario (the GRPO group). */
+	groups: number;
+	groupSize: number;
+	learningRate: number;
+	loss: 'cispo' | 'ppo';
+	/** KL penalty to the LoRA-off model (the warm-start policy when merged); 0: none. */
+	klBeta: number;
+	/** Sampling temperature of the rollouts (the train step's logprobs use the same). */
+	temperature: number;
+	/** Reply tokens per turn at most. */
+	maxTokens: number;
+	/** Padded tokens per micro-batch of the update. */
+	tokenBudget: number;
+}
+
+export interface EvalConfig {
+	/** Evaluate every N GRPO steps (and before the first, and at the end); 0: never. */
+	every: number;
+	/** Games per evaluation, from fixed seeds (the same games every time). */
+	games: number;
+	/** Temperatures to evaluate at: 0 is greedy (the headline, `val/reward`). */
+	temperatures: number[];
+}
+
+export interface Recipe {
+	environment: EnvironmentName;
+	/** The base model: a Hugging Face folder (Node) or URL prefix (browser). */
+	baseModel: string;
+	warmStart: { adapter: string; mode: WarmStartMode } | null;
+	sft: SftPhaseConfig | null;
+	grpo: GrpoPhaseConfig;
+	lora: { rank: number; alpha: number };
+	/** Seeds LoRA's initialisation, the scenarios and the sampling. */
+	seed: number;
+	eval: EvalConfig;
+	/** Steps in a row with no reward spread before the run ends 'stuck'. */
+	maxNoSignal: number;
+	/** Prompt + reply tokens at most. */
+	maxContext: number;
+}
+
+export const DEFAULT_SFT: SftPhaseConfig = {
+	games: 16384,
+	batchSize: 64,
+	epochs: 1,
+	learningRate: 1e-3,
+	learningRateEnd: 1e-4,
+	seed: 50,
+	chunk: 16
+};
+
+/** Steps of the SFT phase (0 without one). */
+export function sftSteps(recipe: Pick<Recipe, 'sft'>): number {
+	const s = recipe.sft;
+	return s ? s.epochs * Math.ceil(s.games / s.batchSize) : 0;
+}
+
+const isCount = (n: unknown, min = 1) => Number.isSafeInteger(n) && (n as number) >= min;
+const isPositive = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n > 0;
+const isNonNegative = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+
+/** Throws RunError('invalid-recipe') naming the first field out of range. */
+export function validateRecipe(r: Recipe): Recipe {
+	const bad = (field: string, value: unknown, want: string): never => {
+		throw new RunError('invalid-recipe', `${field} must be ${want}, not ${JSON.stringify(value)}.`);
+	};
+	if (!ENVIRONMENTS.includes(r.environment))
+		bad('environment', r.environment, `one of ${ENVIRONMENTS.join(', ')}`);
+	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
+		bad('baseModel', r.baseModel, 'a model folder or URL');
+	if (r.warmStart && (!r.warmStart.adapter || !['merged', 'stacked'].includes(r.warmStart.mode)))
+		bad('warmStart', r.warmStart, "an adapter location with mode 'merged' or 'stacked'");
+	const g = r.grpo;
+	if (!isCount(g.steps, 0)) bad('grpo.steps', g.steps, 'an integer >= 0');
+	if (!isCount(g.groups)) bad('grpo.groups', g.groups, 'an integer >= 1');
+	if (!isCount(g.groupSize, 2)) bad('grpo.groupSize', g.groupSize, 'an integer >= 2');
+	if (!isPositive(g.learningRate)) bad('grpo.learningRate', g.learningRate, 'a positive number');
+	if (g.loss !== 'cispo' && g.loss !== 'ppo') bad('grpo.loss', g.loss, "'cispo' or 'ppo'");
+	if (!isNonNegative(g.klBeta)) bad('grpo.klBeta', g.klBeta, 'a number >= 0');
+	if (!isPositive(g.temperature)) bad('grpo.temperature', g.temperature, 'a positive number');
+	if (!isCount(g.maxTokens)) bad('grpo.maxTokens', g.maxTokens, 'an integer >= 1');
+	if (!isCount(g.tokenBudget)) bad('grpo.tokenBudget', g.tokenBudget, 'an integer >= 1');
+	if (r.sft) {
+		const s = r.sft;
+		if (!isCount(s.games)) bad('sft.games', s.games, 'an integer >= 1');
+		if (!isCount(s.batchSize)) bad('sft.batchSize', s.batchSize, 'an integer >= 1');
+		if (!isCount(s.epochs)) bad('sft.epochs', s.epochs, 'an integer >= 1');
+		if (!isPositive(s.learningRate)) bad('sft.learningRate', s.learningRate, 'a positive number');
+		if (!isPositive(s.learningRateEnd))
+			bad('sft.learningRateEnd', s.learningRateEnd, 'a positive number');
+		if (!isCount(s.chunk)) bad('sft.chunk', s.chunk, 'an integer >= 1');
+		if (!Number.isSafeInteger(s.seed)) bad('sft.seed', s.seed, 'an integer');
+	}
+	if (!isCount(r.lora.rank)) bad('lora.rank', r.lora.rank, 'an integer >= 1');
+	if (!isPositive(r.lora.alpha)) bad('lora.alpha', r.lora.alpha, 'a positive number');
+	if (!Number.isSafeInteger(r.seed)) bad('seed', r.seed, 'an integer');
+	if (!isCount(r.eval.every, 0)) bad('eval.every', r.eval.every, 'an integer >= 0');
+	if (!isCount(r.eval.games)) bad('eval.games', r.eval.games, 'an integer >= 1');
+	if (!r.eval.temperatures.every(isNonNegative))
+		bad('eval.temperatures', r.eval.temperatures, 'numbers >= 0');
+	if (!isCount(r.maxNoSignal)) bad('maxNoSignal', r.maxNoSignal, 'an integer >= 1');
+	if (!isCount(r.maxContext, 16)) bad('maxContext', r.maxContext, 'an integer >= 16');
+	return r;
+}

@@ -1,0 +1,289 @@
+/**
+ * @file The one run loop: executes a recipe (recipe.ts) on a registered TrainableModel as a
+ * sequence of resumable phases, emitting events (events.ts). The page (through the
+ * worker), `cli train`, the warm-start script and the tests all drive this loop; agent code
+ * that writes its own loop uses the same TrainableModel API underneath.
+ *
+ * Where a run stands is read from the model, so a resumed run continues where it stopped:
+ * steps [0, sftSteps) are SFT steps, then GRPO steps. Stop (the signal) takes effect
+ * within one rollout turn: rollouts are aborted and the round is dropped, untrained.
+ *
+ * Seeds: SFT demonstrations from `sft.seed`, their order per epoch from `sft.seed + 1000 +
+ * epoch`; GRPO round r (r = grpoStep * 16 + retry) plays scenarios `seed * 1_000_003 +
+ * r * 1009 + g`, each game sampled from its own seed; evaluations play EVAL_SEED + i.
+ */
+import { gatherTrajectoryGroups } from '../agent/gather';
+import { trajectoryToJson } from '../agent/jsonl';
+import type { TrainableModel } from '../agent/model';
+import type { Trajectory } from '../agent/trajectory';
+import { Rng } from '../util/random';
+import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
+import type { EvaluationReport, RunEvent, RunStatus, RunSummary } from './events';
+import { sftSteps, validateRecipe, type Recipe } from './recipe';
+
+export interface RunOptions {
+	/** Stop: aborts the rollouts in flight and ends the run 'stopped'. */
+	signal?: AbortSignal;
+	onEvent?: (event: RunEvent) => void;
+}
+
+/** Retries of one GRPO step with new scenarios, at most (the round number's spacing). */
+const ROUNDS_PER_STEP = 16;
+
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
+
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+	const out = [...items];
+	const rng = new Rng(seed);
+	for (let i = out.length - 1; i > 0; i--) {
+		const j = rng.int(i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
+
+const isAbort = (error: unknown, signal?: AbortSignal) =>
+	!!signal?.aborted ||
+	(error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError'));
+
+class Stopped extends Error {}
+
+export async function runRecipe(
+	model: TrainableModel,
+	input: Recipe,
+	options: RunOptions = {}
+): Promise<RunSummary> {
+	const recipe = validateRecipe(input);
+	const env = RUN_ENVIRONMENTS[recipe.environment];
+	const { signal } = options;
+	const emit = (event: RunEvent) => {
+		try {
+			options.onEvent?.(event);
+		} catch {
+			// a watcher that fails must not fail the run
+		}
+	};
+	const checkStop = () => {
+		if (signal?.aborted) throw new Stopped();
+	};
+	const sftTotal = sftSteps(recipe);
+	const client = model.openaiClient();
+	let lastReward: number | null = null;
+	let lastEval: number | null = null;
+	const summary = async (status: RunStatus, reason: string): Promise<RunSummary> => {
+		const step = await model.getStep();
+		const s: RunSummary = {
+			status,
+			reason,
+			step,
+			grpoStep: Math.max(0, step - sftTotal),
+			reward: lastReward,
+			evalReward: lastEval
+		};
+		emit({ type: 'end', summary: s });
+		return s;
+	};
+
+	const evaluate = async (): Promise<void> => {
+		const step = await model.getStep();
+		const history = await model.history();
+		for (const temperature of recipe.eval.temperatures) {
+			const key = temperature === 0 ? 'val/reward' : `val/reward_t${temperature}`;
+			if (history.some((h) => h.step === step && typeof h[key] === 'number')) continue;
+			checkStop();
+			emit({ type: 'phase', phase: 'eval', step });
+			const report = await evaluateOnce(env, client, model.name, recipe, temperature, step, signal);
+			if (temperature === 0) lastEval = report.reward;
+			const tag = temperature === 0 ? '' : `_t${temperature}`;
+			await model.log({
+				[key]: report.reward,
+				...Object.fromEntries(Object.entries(report.metrics).map(([k, v]) => [`val/${k}${tag}`, v]))
+			});
+			emit({ type: 'eval', report });
+		}
+	};
+
+	try {
+		// SFT: resumed mid-way, it continues where the last saved step left it.
+		let step = await model.getStep();
+		if (step < sftTotal) {
+			const sft = recipe.sft!;
+			if (!env.demonstrations)
+				return summary('stuck', `${env.name} has no demonstrations for SFT; use a warm start`);
+			const perEpoch = Math.ceil(sft.games / sft.batchSize);
+			const demos = env.demonstrations(sft.games, sft.seed);
+			while (step < sftTotal) {
+				checkStop();
+				emit({ type: 'phase', phase: 'sft', step });
+				const epoch = Math.floor(step / perEpoch);
+				const first = step % perEpoch;
+				const batches = Math.min(sft.chunk, perEpoch - first, sftTotal - step);
+				const order = shuffled(demos, sft.seed + 1000 + epoch);
+				const chunk: Trajectory[] = order.slice(
+					first * sft.batchSize,
+					(first + batches) * sft.batchSize
+				);
+				// Linear decay over all SFT steps, constant within a chunk.
+				const lr =
+					sft.learningRate -
+					((sft.learningRate - sft.learningRateEnd) * step) / Math.max(1, sftTotal - 1);
+				const reports = await model.trainSft(chunk, {
+					learningRate: lr,
+					batchSize: sft.batchSize,
+					tokenBudget: recipe.grpo.tokenBudget
+				});
+				for (const r of reports)
+					emit({
+						type: 'step',
+						split: 'sft',
+						step: r.step,
+						skipped: r.skipped,
+						metrics: r.metrics
+					});
+				const next = await model.getStep();
+				if (next === step)
+					return summary(
+						'stuck',
+						`SFT made no step at ${step} (${reports[0]?.skipped}): lower its learning rate`
+					);
+				step = next;
+				await model.deleteCheckpoints({ bestBy: 'val/reward' });
+			}
+		}
+
+		// GRPO, evaluating before the first step, every `eval.every` steps and at the end.
+		const evalDue = (grpoStep: number) =>
+			recipe.eval.every > 0 &&
+			(grpoStep % recipe.eval.every === 0 || grpoStep === recipe.grpo.steps);
+		let noSignal = 0;
+		for (;;) {
+			step = await model.getStep();
+			const grpoStep = step - sftTotal;
+			if (evalDue(grpoStep)) await evaluate();
+			if (grpoStep >= recipe.grpo.steps) break;
+			checkStop();
+			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
+			const groups = await playRound(env, client, model.name, recipe, round, step, emit, signal);
+			checkStop();
+			emit({ type: 'phase', phase: 'train', step });
+			const g = recipe.grpo;
+			const report = await model.train(groups, {
+				loss: g.loss,
+				learningRate: g.learningRate,
+				klBeta: g.klBeta,
+				temperature: g.temperature,
+				tokenBudget: g.tokenBudget
+			});
+			lastReward = report.metrics['train/reward'] ?? null;
+			emit({
+				type: 'step',
+				split: 'train',
+				step: report.step,
+				skipped: report.skipped,
+				metrics: report.metrics
+			});
+			if (report.skipped) {
+				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP))
+					return summary(
+						'stuck',
+						`stuck: no reward spread in ${noSignal} rounds in a row at GRPO step ${grpoStep} ` +
+							'(every game of each group scored alike: a warm start or more SFT may help)'
+					);
+				continue;
+			}
+			noSignal = 0;
+			// every step is checkpointed: keep the latest and the best by val/reward
+			await model.deleteCheckpoints({ bestBy: 'val/reward' });
+		}
+		return summary('done', `reached GRPO step ${recipe.grpo.steps}`);
+	} catch (error) {
+		if (error instanceof Stopped || isAbort(error, signal)) return summary('stopped', 'stopped');
+		throw error;
+	}
+}
+
+/** One round of rollouts: `groups` scenarios of `groupSize` games, all concurrent. */
+async function playRound(
+	env: RunEnvironment,
+	client: ReturnType<TrainableModel['openaiClient']>,
+	name: string,
+	recipe: Recipe,
+	round: number,
+	step: number,
+	emit: (e: RunEvent) => void,
+	signal?: AbortSignal
+) {
+	const g = recipe.grpo;
+	const total = g.groups * g.groupSize;
+	let done = 0;
+	emit({ type: 'phase', phase: 'rollouts', step });
+	return gatherTrajectoryGroups(
+		Array.from({ length: g.groups }, (_, group) => {
+			const scenario = (recipe.seed * 1_000_003 + round * 1009 + group) >>> 0;
+			return Array.from({ length: g.groupSize }, (_, index) => async (inner: AbortSignal) => {
+				const t = await env.rollout(client, {
+					model: name,
+					scenario,
+					index,
+					temperature: g.temperature,
+					maxTokens: g.maxTokens,
+					samplingSeed: ((scenario % 1_000_000) * 64 + index) * 16,
+					signal: inner // aborted by gather when `signal` is
+				});
+				done++;
+				emit({
+					type: 'rollout',
+					step,
+					group,
+					index,
+					done,
+					total,
+					reward: t.reward,
+					trajectory: trajectoryToJson(t)
+				});
+				return t;
+			});
+		}),
+		{ signal }
+	);
+}
+
+async function evaluateOnce(
+	env: RunEnvironment,
+	client: ReturnType<TrainableModel['openaiClient']>,
+	name: string,
+	recipe: Recipe,
+	temperature: number,
+	step: number,
+	signal?: AbortSignal
+): Promise<EvaluationReport> {
+	const t0 = performance.now();
+	const [group] = await gatherTrajectoryGroups(
+		[
+			Array.from(
+				{ length: recipe.eval.games },
+				(_, i) => (inner: AbortSignal) =>
+					env.rollout(client, {
+						model: name,
+						scenario: EVAL_SEED + i,
+						index: 0,
+						temperature,
+						maxTokens: recipe.grpo.maxTokens,
+						// greedy needs no seed; sampled evaluations are seeded, so reproducible
+						samplingSeed: temperature === 0 ? null : i * 64 * 16,
+						signal: inner // aborted by gather when `signal` is
+					})
+			)
+		],
+		{ signal, maxExceptions: 0 }
+	);
+	const games = group.trajectories;
+	return {
+		step,
+		temperature,
+		games: games.length,
+		reward: mean(games.map((t) => t.reward)),
+		metrics: env.evalMetrics(games),
+		seconds: (performance.now() - t0) / 1000
+	};
+}
