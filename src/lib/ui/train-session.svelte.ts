@@ -1,157 +1,294 @@
 /**
- * @file The Train panel's state, as Svelte 5 runes: a TrainableModel registered with the
- * browser LocalBackend (a training Web Worker that owns the GPU and keeps the run in
- * IndexedDB), rollouts of an environment through the model's own OpenAI client, and one
- * GRPO step per round. The run is named, so a reload (or a closed tab) resumes it at its
- * last saved step. UI state only: every number shown comes from the backend's history.
+ * @file The Train panel's state, as Svelte 5 runes. UI state only: a run is a recipe (a
+ * preset, plus what the visitor changed) started in the tab's one worker, where the run
+ * loop (src/lib/run) plays the rollouts, trains and saves each step in IndexedDB; this
+ * file sends start / stop / delete / export and folds the run's events into what the
+ * panel shows. Rows are appended from each step's event (the history is read once, when
+ * a saved run is opened), and saved runs are listed on load.
  */
-import { gatherTrajectoryGroups, letters, tictactoe, TrainableModel } from '../agent';
-import type { AdapterFiles, HistoryEntry } from '../agent';
-import { LocalBackend } from '../worker/local-backend';
+import {
+	DEFAULT_PRESET,
+	forSoftwareGpu,
+	preset,
+	type EvaluationReport,
+	type PresetName,
+	type Recipe,
+	type RunEvent,
+	type RunPhase,
+	type RunSummary
+} from '../run';
+import type { HistoryEntry } from '../agent/backend/types';
+import type { TrajectoryJson } from '../agent/jsonl';
+import type { BackendHandle } from '../worker/client';
+import type { BackendError, SavedRun } from '../worker/protocol';
 
-/** Where `npm start` puts the bundled model (scripts/make-default-model.ts). */
-export const DEFAULT_MODEL_URL = '/models/tabrl-tiny/';
-
-export type TrainPhase = 'idle' | 'starting' | 'training' | 'stopping' | 'error';
-export type EnvironmentName = 'letters' | 'tictactoe';
+export type TrainPhase = 'idle' | 'running' | 'stopping';
 
 export interface StepRow {
+	/** The model's step after it (a skipped step repeats the step it could not advance). */
 	step: number;
-	reward: number;
+	/** Position in the table: unique even where skipped steps repeat a step. */
+	key: number;
+	split: 'train' | 'sft';
+	reward: number | null;
 	loss: number | null;
 	skipped: boolean;
 }
 
-export interface TrainError {
-	kind: string;
-	message: string;
+/** A finished rollout, as the panel shows it. */
+export interface GameView {
+	step: number;
+	group: number;
+	index: number;
+	reward: number;
+	/** The last user message (the final board for tic-tac-toe) and the last reply. */
+	lastPrompt: string;
+	lastReply: string;
+	outcome: string;
 }
+
+/** Games kept for display (the newest). */
+const GAMES_SHOWN = 8;
 
 function rowsOf(history: HistoryEntry[]): StepRow[] {
 	return history
-		.filter((h) => typeof h['train/reward'] === 'number')
-		.map((h) => ({
-			step: h.step,
-			reward: h['train/reward'] as number,
-			loss: typeof h['train/loss'] === 'number' ? (h['train/loss'] as number) : null,
-			skipped: h['train/skipped'] === 1
-		}));
+		.filter((h) => typeof h['train/reward'] === 'number' || typeof h['sft/loss'] === 'number')
+		.map((h, key) => {
+			const sft = typeof h['sft/loss'] === 'number';
+			return {
+				step: h.step,
+				key,
+				split: sft ? 'sft' : 'train',
+				reward: sft ? null : (h['train/reward'] as number),
+				loss: sft
+					? (h['sft/loss'] as number)
+					: typeof h['train/loss'] === 'number'
+						? (h['train/loss'] as number)
+						: null,
+				skipped: h['train/skipped'] === 1
+			};
+		});
+}
+
+function gameOf(event: Extract<RunEvent, { type: 'rollout' }>): GameView {
+	const messages = event.trajectory.messages_and_choices as TrajectoryJson['messages_and_choices'];
+	const text = (m: unknown) => {
+		const x = m as { content?: unknown; message?: { content?: unknown } };
+		return String(x.message?.content ?? x.content ?? '');
+	};
+	const users = messages.filter((m) => (m as { role?: string }).role === 'user');
+	return {
+		step: event.step,
+		group: event.group,
+		index: event.index,
+		reward: event.reward,
+		lastPrompt: users.length ? text(users[users.length - 1]) : '',
+		lastReply: messages.length ? text(messages[messages.length - 1]) : '',
+		outcome: String(event.trajectory.metadata?.outcome ?? '')
+	};
 }
 
 export class TrainSession {
+	preset = $state<PresetName>(DEFAULT_PRESET);
+	/** The base model's URL prefix; a path is taken relative to this site. */
 	url = $state('');
-	run = $state('run-1');
-	environment = $state<EnvironmentName>('letters');
-	steps = $state(10);
-	groups = $state(4);
-	groupSize = $state(8);
-	learningRate = $state('0.02');
+	run = $state('');
+	steps = $state(0);
+	groups = $state(0);
+	groupSize = $state(0);
+	learningRate = $state('');
+
 	phase = $state<TrainPhase>('idle');
+	runPhase = $state<RunPhase | null>(null);
+	/** The run shown: its model step and rows. */
 	step = $state(0);
 	rows = $state<StepRow[]>([]);
+	games = $state<GameView[]>([]);
+	evaluations = $state<EvaluationReport[]>([]);
 	rolloutsDone = $state(0);
 	rolloutsTotal = $state(0);
-	error = $state<TrainError | null>(null);
+	summary = $state<RunSummary | null>(null);
+	error = $state<BackendError | null>(null);
+	saved = $state<SavedRun[]>([]);
+	/** Set when the GPU is a software one: presets run scaled down (forSoftwareGpu). */
+	softwareGpu = $state(false);
 
-	#backend: LocalBackend | null = null;
-	#model: TrainableModel | null = null;
-	#stop = false;
+	#backend: () => BackendHandle | null;
+	#rowKey = 0;
 
-	/** `url`: the base model; default the model the app ships with (make-default-model.ts). */
-	constructor(url = '') {
-		this.url = url || DEFAULT_MODEL_URL;
+	/** `backend` returns the page's worker, or null if it has none. */
+	constructor(backend: () => BackendHandle | null, url = '') {
+		this.#backend = backend;
+		this.choosePreset(DEFAULT_PRESET);
+		if (url) this.url = url;
 	}
 
 	get busy(): boolean {
-		return this.phase === 'starting' || this.phase === 'training' || this.phase === 'stopping';
+		return this.phase !== 'idle';
 	}
 
-	/** Registers the run (resuming it if saved) and trains until `steps` or Stop. */
-	async start(): Promise<void> {
-		if (this.busy) return;
-		const lr = Number(this.learningRate);
-		if (!(lr > 0 && Number.isFinite(lr)))
-			return this.#fail({
-				kind: 'invalid-input',
-				message: `The learning rate must be a positive number, not '${this.learningRate}'.`
-			});
-		this.#stop = false;
-		this.error = null;
-		this.phase = 'starting';
-		try {
-			const model = await this.#register();
-			this.phase = 'training';
-			const client = model.openaiClient();
-			let attempt = this.step;
-			while (this.step < this.steps && !this.#stop) {
-				this.rolloutsDone = 0;
-				this.rolloutsTotal = this.groups * this.groupSize;
-				const round = attempt++;
-				const groups = await gatherTrajectoryGroups(
-					Array.from({ length: this.groups }, (_, g) =>
-						Array.from({ length: this.groupSize }, (_, k) => () => {
-							const seed = (round * 1009 + g) * 64 + k;
-							return this.environment === 'letters'
-								? letters.rollout(client, { model: model.name, seed })
-								: tictactoe.rollout(client, {
-										model: model.name,
-										seed: round * 1009 + g,
-										maxTokens: 16,
-										request: { seed }
-									});
-						})
-					),
-					{ onProgress: (p) => (this.rolloutsDone = p.done) }
-				);
-				const report = await model.train(groups, { learningRate: lr });
-				this.step = report.step;
-				this.rows = rowsOf(await model.history());
-			}
-			this.phase = 'idle';
-		} catch (error) {
-			const e = error as { kind?: string; message?: string };
-			this.#fail({ kind: e.kind ?? 'internal', message: e.message ?? String(error) });
-		}
+	/** Fills the form with a preset's values (a fresh run name for it). */
+	choosePreset(name: PresetName): void {
+		this.preset = name;
+		const r = this.#scaled(preset(name));
+		this.url = r.baseModel;
+		this.run = `${name}-1`;
+		this.steps = r.grpo.steps;
+		this.groups = r.grpo.groups;
+		this.groupSize = r.grpo.groupSize;
+		this.learningRate = String(r.grpo.learningRate);
 	}
 
-	stop(): void {
-		if (this.phase === 'training') {
-			this.#stop = true;
-			this.phase = 'stopping';
-		}
+	/** Tells the session what GPU the worker got (a software one scales presets down). */
+	setSoftwareGpu(software: boolean): void {
+		if (software === this.softwareGpu) return;
+		this.softwareGpu = software;
+		if (!this.busy) this.choosePreset(this.preset);
 	}
 
-	/** The current adapter in PEFT's format (adapter_config.json, adapter_model.safetensors). */
-	async exportAdapter(): Promise<AdapterFiles | null> {
-		return this.#model ? this.#model.exportAdapter() : null;
-	}
-
-	dispose(): void {
-		void this.#backend?.close();
-		this.#backend = null;
-		this.#model = null;
-	}
-
-	async #register(): Promise<TrainableModel> {
-		const spec = {
-			name: this.run.trim(),
-			project: 'tabrl-page',
+	/** The recipe the form describes. */
+	recipe(): Recipe {
+		const base = this.#scaled(preset(this.preset));
+		return {
+			...base,
 			baseModel: this.url.trim(),
-			maxContext: 1024
+			grpo: {
+				...base.grpo,
+				steps: Number(this.steps),
+				groups: Number(this.groups),
+				groupSize: Number(this.groupSize),
+				learningRate: Number(this.learningRate)
+			}
 		};
-		if (this.#model && this.#model.name === spec.name && this.#model.baseModel === spec.baseModel)
-			return this.#model;
-		this.#backend ??= new LocalBackend();
-		const model = new TrainableModel(spec);
-		const registration = await model.register(this.#backend);
-		this.#model = model;
-		this.step = registration.step;
-		this.rows = rowsOf(await model.history());
-		return model;
 	}
 
-	#fail(error: TrainError): void {
-		this.error = error;
-		this.phase = 'error';
+	/** Lists the saved runs (IndexedDB, through the worker). */
+	async refresh(): Promise<void> {
+		const backend = this.#backend();
+		if (!backend) return;
+		const result = await backend.listRuns();
+		if (result.ok) this.saved = result.value;
+		else this.error = result.error;
+	}
+
+	/** Starts the form's run (resuming it if saved under that name). */
+	start(): Promise<void> {
+		return this.#start(this.run.trim(), this.recipe());
+	}
+
+	/** Resumes a saved run with the recipe it was started with. */
+	resume(run: SavedRun): Promise<void> {
+		const recipe = (run.recipe as Recipe | undefined) ?? this.recipe();
+		return this.#start(run.name, recipe);
+	}
+
+	async stop(): Promise<void> {
+		const backend = this.#backend();
+		if (!backend || this.phase !== 'running') return;
+		this.phase = 'stopping';
+		await backend.stopRun();
+	}
+
+	/** Shows a saved run's history (without loading it onto the GPU). */
+	async open(name: string): Promise<void> {
+		const backend = this.#backend();
+		if (!backend || this.busy) return;
+		const history = await backend.runHistory(name);
+		if (!history.ok) {
+			this.error = history.error;
+			return;
+		}
+		this.#show(name, history.value);
+	}
+
+	async remove(name: string): Promise<void> {
+		const backend = this.#backend();
+		if (!backend) return;
+		const result = await backend.deleteRun(name);
+		if (!result.ok) this.error = result.error;
+		if (this.run === name && !this.busy) {
+			this.rows = [];
+			this.step = 0;
+			this.summary = null;
+		}
+		await this.refresh();
+	}
+
+	/** A saved run's latest adapter, PEFT's two files. */
+	async exportAdapter(name = this.run.trim()): Promise<Record<string, Uint8Array> | null> {
+		const backend = this.#backend();
+		if (!backend) return null;
+		const result = await backend.exportRun(name);
+		if (!result.ok) {
+			this.error = result.error;
+			return null;
+		}
+		return result.value;
+	}
+
+	#scaled(recipe: Recipe): Recipe {
+		return this.softwareGpu ? forSoftwareGpu(recipe) : recipe;
+	}
+
+	#show(name: string, history: HistoryEntry[]): void {
+		this.run = name;
+		this.rows = rowsOf(history);
+		this.#rowKey = this.rows.length;
+		this.step = history.reduce((s, h) => Math.max(s, h.step), 0);
+		this.evaluations = [];
+		this.games = [];
+		this.summary = null;
+		this.error = null;
+	}
+
+	async #start(name: string, recipe: Recipe): Promise<void> {
+		const backend = this.#backend();
+		if (!backend || this.busy) return;
+		this.error = null;
+		this.summary = null;
+		this.phase = 'running';
+		this.runPhase = 'loading';
+		try {
+			const history = await backend.runHistory(name);
+			this.#show(name, history.ok ? history.value : []);
+			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event));
+			if (result.ok) this.summary = result.value;
+			else this.error = result.error;
+		} finally {
+			this.phase = 'idle';
+			this.runPhase = null;
+			await this.refresh();
+		}
+	}
+
+	#onEvent(event: RunEvent): void {
+		switch (event.type) {
+			case 'phase':
+				this.runPhase = event.phase;
+				if (event.phase === 'rollouts') this.rolloutsDone = 0;
+				break;
+			case 'rollout':
+				this.rolloutsDone = event.done;
+				this.rolloutsTotal = event.total;
+				this.games = [gameOf(event), ...this.games].slice(0, GAMES_SHOWN);
+				break;
+			case 'step':
+				this.step = event.step;
+				this.rows.push({
+					step: event.step,
+					key: this.#rowKey++,
+					split: event.split,
+					reward: event.split === 'train' ? (event.metrics['train/reward'] ?? null) : null,
+					loss: event.metrics[`${event.split}/loss`] ?? null,
+					skipped: !!event.skipped
+				});
+				break;
+			case 'eval':
+				this.evaluations.push(event.report);
+				break;
+			case 'end':
+				this.summary = event.summary;
+				break;
+		}
 	}
 }

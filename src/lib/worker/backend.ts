@@ -2,8 +2,8 @@
  * @file The backend behind the worker boundary: it owns the GPU and answers the page in
  * the plain data of protocol.ts. It is written without any worker API, so the same object
  * runs in a Web Worker (backend.worker.ts exposes it through comlink) and in Node tests.
- * It probes the device, runs the kernel self-test, and holds a loaded model (model-host.ts);
- * training will live here too.
+ * It probes the device, runs the kernel self-test and holds a loaded model (model-host.ts);
+ * the worker (tabrl.worker.ts) adds runs and agent code's Backend over the same device.
  */
 import { acquireGpu, type Gpu } from '../gpu/device';
 import { compareArrays } from '../gpu/reference/allclose';
@@ -30,7 +30,13 @@ export interface BackendOptions {
 	models?: ModelHostOptions;
 }
 
-export function createBackend(options: BackendOptions = {}): BackendApi {
+/** The backend, and the device getter its other parts (runs, agent code) share. */
+export interface BackendCore extends BackendApi {
+	/** The worker's one GPUDevice: acquired on first use, again after a loss. */
+	gpu(): Promise<Gpu>;
+}
+
+export function createBackend(options: BackendOptions = {}): BackendCore {
 	const cases = options.cases ?? SELFTEST_CASES;
 	const acquire = options.acquire ?? (() => acquireGpu());
 	const listeners = new Set<(event: BackendEvent) => void>();
@@ -69,6 +75,7 @@ export function createBackend(options: BackendOptions = {}): BackendApi {
 
 	return {
 		...models,
+		gpu,
 
 		async probe() {
 			try {

@@ -1,10 +1,11 @@
 /**
- * @file The page's side of the worker boundary: spawns the backend worker (bundled by Vite
- * from `new URL(..., import.meta.url)`) and wraps it with comlink. A worker that fails to
- * load or crashes settles `failed`; `guard` races a call against it, so the page gets a
- * typed 'worker-failed' error instead of waiting forever.
+ * @file The page's side of the worker boundary: spawns the tab's one worker (tabrl.worker.ts,
+ * bundled by Vite from `new URL(..., import.meta.url)`) and wraps it with comlink. A worker
+ * that fails to load or crashes settles `failed`; `guard` races a call against it, so the
+ * page gets a typed 'worker-failed' error instead of waiting forever.
  */
 import { proxy, wrap, type Remote } from 'comlink';
+import type { Recipe, RunEvent } from '../run';
 import type {
 	BackendApi,
 	BackendError,
@@ -12,11 +13,13 @@ import type {
 	LoadModelOptions,
 	ModelLoadProgress,
 	Result,
-	SelfTestProgress
+	RunApi,
+	SelfTestProgress,
+	WorkerApi
 } from './protocol';
 
-export interface BackendHandle {
-	readonly api: Remote<BackendApi>;
+export interface BackendHandle extends Omit<RunApi, 'startRun'> {
+	readonly api: Remote<WorkerApi>;
 	/** Settles if the worker fails to load or throws outside a call. */
 	readonly failed: Promise<BackendError>;
 	/** Races a call against `failed`: a dead worker becomes an error result, not a hang. */
@@ -33,13 +36,18 @@ export interface BackendHandle {
 	): ReturnType<BackendApi['loadModel']>;
 	scoreText(text: string): ReturnType<BackendApi['scoreText']>;
 	unloadModel(): ReturnType<BackendApi['unloadModel']>;
+	startRun(
+		name: string,
+		recipe: Recipe,
+		onEvent: (event: RunEvent) => void
+	): ReturnType<RunApi['startRun']>;
 	terminate(): void;
 }
 
 export function spawnBackend(): BackendHandle {
-	const worker = new Worker(new URL('./backend.worker.ts', import.meta.url), {
+	const worker = new Worker(new URL('./tabrl.worker.ts', import.meta.url), {
 		type: 'module',
-		name: 'tabrl-backend'
+		name: 'tabrl'
 	});
 	const failed = new Promise<BackendError>((resolve) => {
 		worker.addEventListener('error', (event) => {
@@ -56,7 +64,7 @@ export function spawnBackend(): BackendHandle {
 			})
 		);
 	});
-	const api = wrap<BackendApi>(worker);
+	const api = wrap<WorkerApi>(worker);
 	const guard = <T>(call: Promise<Result<T>>): Promise<Result<T>> =>
 		Promise.race([call, failed.then((error): Result<T> => ({ ok: false, error }))]);
 	return {
@@ -69,6 +77,12 @@ export function spawnBackend(): BackendHandle {
 			guard(api.loadModel(urlPrefix, proxy(onProgress), options)),
 		scoreText: (text) => guard(api.scoreText(text)),
 		unloadModel: () => guard(api.unloadModel()),
+		startRun: (name, recipe, onEvent) => guard(api.startRun(name, recipe, proxy(onEvent))),
+		stopRun: () => guard(api.stopRun()),
+		listRuns: () => guard(api.listRuns()),
+		runHistory: (name) => guard(api.runHistory(name)),
+		deleteRun: (name) => guard(api.deleteRun(name)),
+		exportRun: (name, step) => guard(api.exportRun(name, step)),
 		terminate: () => worker.terminate()
 	};
 }

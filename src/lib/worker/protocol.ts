@@ -6,7 +6,12 @@
  * not cross a worker boundary, `kind` does). Methods never throw across the boundary:
  * they return a `Result`, so the page switches on `ok` and `error.kind`.
  */
+import type { Backend, HistoryEntry } from '../agent/backend/types';
 import type { GpuAdapterSummary, GpuCapabilities } from '../gpu/device';
+import type { AgentErrorKind } from '../agent/errors';
+import type { GrpoErrorKind } from '../grpo/errors';
+import type { RunMeta } from '../grpo/run-store';
+import type { Recipe, RunErrorKind, RunEvent, RunSummary } from '../run';
 import type { GpuErrorKind } from '../gpu/errors';
 import type { ModelErrorKind } from '../model/errors';
 
@@ -22,6 +27,10 @@ export type BackendErrorKind =
 	| 'busy'
 	/** The worker script failed to load or crashed (the page notices, not the worker). */
 	| 'worker-failed'
+	/** The training layers' kinds pass through as they are. */
+	| GrpoErrorKind
+	| AgentErrorKind
+	| RunErrorKind
 	/** An exception with no type of its own: a bug, reported with its message. */
 	| 'internal';
 
@@ -216,4 +225,68 @@ export function toBackendError(error: unknown): BackendError {
 		};
 	}
 	return { kind: 'internal', message: String(error) };
+}
+
+/** A saved run as the page lists it: its summary record (grpo/run-store.ts RunMeta). */
+export type SavedRun = RunMeta;
+
+/**
+ * Runs in the worker (run/run-loop.ts driven by worker/run-host.ts): one at a time, its
+ * events sent to the page as they happen. Every method settles into a Result.
+ */
+export interface RunApi {
+	/** Starts (or resumes, if `name` is saved) a run of `recipe`; resolves when it ends. */
+	startRun(
+		name: string,
+		recipe: Recipe,
+		onEvent?: (event: RunEvent) => void
+	): Promise<Result<RunSummary>>;
+	/** Asks the running run to stop (within one rollout turn); false when none runs. */
+	stopRun(): Promise<Result<boolean>>;
+	/** Saved runs, newest first. */
+	listRuns(): Promise<Result<SavedRun[]>>;
+	runHistory(name: string): Promise<Result<HistoryEntry[]>>;
+	/** Deletes a saved run whole; refused while it runs. */
+	deleteRun(name: string): Promise<Result<void>>;
+	/** The adapter of a saved run's latest (or given) checkpoint, PEFT's two files. */
+	exportRun(name: string, step?: number): Promise<Result<Record<string, Uint8Array>>>;
+}
+
+/** ART's Backend contract (agent/backend/types.ts) with each call settled into a Result,
+ * for agent code in the page (worker/local-backend.ts turns failures back into throws). */
+export type AgentApi = {
+	[K in keyof Backend]: (
+		...args: Parameters<Backend[K]>
+	) => Promise<Result<Awaited<ReturnType<Backend[K]>>>>;
+};
+
+/** Everything the one worker serves. */
+export interface WorkerApi extends BackendApi, RunApi {
+	agent: AgentApi;
+}
+
+/** A failed call as agent code sees it: the error's kind survives the boundary. */
+export class BackendCallError extends Error {
+	constructor(
+		readonly kind: string,
+		message: string
+	) {
+		super(message);
+		this.name = 'BackendCallError';
+	}
+}
+
+/** Settles a call: its value, or its error as plain data. */
+export async function settle<T>(call: () => Promise<T>): Promise<Result<T>> {
+	try {
+		return { ok: true, value: await call() };
+	} catch (error) {
+		return { ok: false, error: toBackendError(error) };
+	}
+}
+
+/** A Result's value, or a thrown BackendCallError with its kind. */
+export function unwrap<T>(result: Result<T>): T {
+	if (result.ok) return result.value;
+	throw new BackendCallError(result.error.kind, result.error.message);
 }

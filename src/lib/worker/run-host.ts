@@ -1,0 +1,169 @@
+/**
+ * @file The runs side of the worker: starts one run at a time (run/run-loop.ts on a
+ * TrainableModel registered with the worker's in-process Backend), stops it, and lists,
+ * reads, exports and deletes saved runs. No worker API here: the Web Worker
+ * (tabrl.worker.ts) serves it to the page, Node tests run it over a Node backend.
+ *
+ * A run's name is its identity in the store; the recipe it was started with is saved
+ * with it (RunMeta.recipe), so a listed run resumes with the same configuration.
+ */
+import { TrainableModel } from '../agent/model';
+import type { Backend, HistoryEntry } from '../agent/backend/types';
+import { checkpointName, type RunMeta, type RunStore } from '../grpo/run-store';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../model/peft-adapter';
+import {
+	RunError,
+	runRecipe,
+	validateRecipe,
+	type Recipe,
+	type RunEvent,
+	type RunSummary
+} from '../run';
+
+export interface RunHostEnv {
+	backend: Backend;
+	/** The project every run of this host belongs to (runs are named within it). */
+	project: string;
+	/** A recipe's location (base model, warm start) as the backend opens it; throws a typed
+	 * error for one it cannot (a relative or malformed URL). */
+	resolveLocation(location: string, what: string): string;
+	/** The store of a run (existing or not). */
+	store(name: string): Promise<RunStore>;
+	/** Every saved run's summary. */
+	listRuns(): Promise<RunMeta[]>;
+	/** Deletes a run's summary, history and checkpoints. */
+	deleteRun(name: string): Promise<void>;
+}
+
+/** Names a store can keep: letters, digits, '-', '_', '.', 1-64 characters, not '.' first. */
+const RUN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+
+export function checkRunName(name: string): string {
+	const trimmed = typeof name === 'string' ? name.trim() : '';
+	if (!trimmed)
+		throw new RunError('invalid-run-name', 'The run needs a name (e.g. run-1): it is empty.');
+	if (!RUN_NAME.test(trimmed))
+		throw new RunError(
+			'invalid-run-name',
+			`'${trimmed}' cannot name a run: use 1-64 letters, digits, '-', '_' or '.'.`
+		);
+	return trimmed;
+}
+
+export interface RunHost {
+	startRun(name: string, recipe: Recipe, onEvent?: (e: RunEvent) => void): Promise<RunSummary>;
+	stopRun(): Promise<boolean>;
+	listRuns(): Promise<RunMeta[]>;
+	runHistory(name: string): Promise<HistoryEntry[]>;
+	deleteRun(name: string): Promise<void>;
+	exportRun(name: string, step?: number): Promise<Record<string, Uint8Array>>;
+	/** The name of the run going now, if any. */
+	readonly active: string | null;
+}
+
+export function createRunHost(env: RunHostEnv): RunHost {
+	let active: { name: string; abort: AbortController } | null = null;
+	const registered = new Map<string, TrainableModel>();
+
+	async function saved(name: string): Promise<RunStore> {
+		const store = await env.store(name);
+		if (!(await store.readMeta()))
+			throw new RunError('no-such-run', `There is no saved run named '${name}'.`);
+		return store;
+	}
+
+	return {
+		get active() {
+			return active?.name ?? null;
+		},
+
+		async startRun(rawName, input, onEvent) {
+			const name = checkRunName(rawName);
+			if (active)
+				throw new RunError(
+					'run-busy',
+					`The run '${active.name}' is going; stop it before starting another.`
+				);
+			const abort = new AbortController();
+			active = { name, abort };
+			try {
+				onEvent?.({ type: 'phase', phase: 'loading', step: 0 });
+				const recipe = validateRecipe({
+					...input,
+					baseModel: env.resolveLocation(input.baseModel, 'base model'),
+					warmStart: input.warmStart && {
+						...input.warmStart,
+						adapter: env.resolveLocation(input.warmStart.adapter, 'warm start')
+					}
+				});
+				let model = registered.get(name);
+				if (
+					!model ||
+					model.baseModel !== recipe.baseModel ||
+					model.spec.warmStart?.adapter !== recipe.warmStart?.adapter
+				) {
+					if (model) await env.backend.unregister(name);
+					registered.delete(name);
+					model = new TrainableModel({
+						name,
+						project: env.project,
+						baseModel: recipe.baseModel,
+						warmStart: recipe.warmStart ?? undefined,
+						lora: recipe.lora,
+						seed: recipe.seed,
+						maxContext: recipe.maxContext,
+						recipe: input
+					});
+					await model.register(env.backend);
+					registered.set(name, model);
+				}
+				return await runRecipe(model, recipe, { signal: abort.signal, onEvent });
+			} finally {
+				active = null;
+			}
+		},
+
+		async stopRun() {
+			if (!active) return false;
+			active.abort.abort();
+			return true;
+		},
+
+		async listRuns() {
+			const runs = await env.listRuns();
+			return runs.sort((a, b) => b.updated.localeCompare(a.updated));
+		},
+
+		async runHistory(name) {
+			return (await (await saved(checkRunName(name))).readHistory()) as HistoryEntry[];
+		},
+
+		async deleteRun(rawName) {
+			const name = checkRunName(rawName);
+			if (active?.name === name)
+				throw new RunError('run-busy', `'${name}' is running; stop it before deleting it.`);
+			await saved(name);
+			if (registered.has(name)) {
+				await env.backend.unregister(name);
+				registered.delete(name);
+			}
+			await env.deleteRun(name);
+		},
+
+		async exportRun(rawName, step) {
+			const name = checkRunName(rawName);
+			const store = await saved(name);
+			const steps = await store.listCheckpoints();
+			const at = step ?? steps.at(-1);
+			if (at === undefined || !steps.includes(at))
+				throw new RunError(
+					'no-such-run',
+					`'${name}' has no checkpoint${step === undefined ? '' : ` at step ${step}`} (saved: ${steps.map(checkpointName).join(', ') || 'none'}).`
+				);
+			const files = await store.loadCheckpoint(at);
+			const out: Record<string, Uint8Array> = {};
+			for (const file of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) out[file] = files.get(file)!;
+			return out;
+		}
+	};
+}

@@ -1,0 +1,99 @@
+/**
+ * @file The one Web Worker of a tab (ARCHITECTURE.md "one engine, one worker"): it owns the
+ * GPUDevice and everything that touches it, and serves the page through comlink (the
+ * protocol is protocol.ts): the kernel self-test and model scoring (backend.ts), runs
+ * (run-host.ts: the run loop, recipes, saved runs in IndexedDB) and ART's Backend contract
+ * for agent code written in the page (local-backend.ts). Every call settles into a Result.
+ * A chat reply's SSE stream is transferred, not copied.
+ */
+import { expose, transfer } from 'comlink';
+import { createLocalBackend } from '../agent/backend/local';
+import type { Backend } from '../agent/backend/types';
+import { readWarmStartFiles } from '../agent/backend/warm-start-files';
+import { IdbRunStore } from '../grpo/idb-run-store';
+import { defaultModelCache, openCheckpointFromUrl } from '../model/url-checkpoint';
+import { createBackend } from './backend';
+import { resolvePrefix } from './model-host';
+import { settle, type AgentApi, type WorkerApi } from './protocol';
+import { createRunHost } from './run-host';
+
+/** The project of the page's runs in IndexedDB (runs are `${PROJECT}/${name}`). */
+const PROJECT = 'tabrl-page';
+
+const invalid = (message: string) => Object.assign(new Error(message), { kind: 'invalid-input' });
+
+function resolveUrl(location: string, what: string): string {
+	const url = resolvePrefix(location);
+	if (!url)
+		throw invalid(
+			`The ${what} '${location}' is not an http(s) URL prefix: give the folder that holds its files, e.g. /models/tabrl-tiny/ or https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/`
+		);
+	return url;
+}
+
+const core = createBackend();
+const agent = createLocalBackend({
+	acquireGpu: core.gpu,
+	ownsGpu: false,
+	async openBaseModel(spec) {
+		return openCheckpointFromUrl(resolveUrl(spec.baseModel, 'base model'), {
+			cache: await defaultModelCache()
+		});
+	},
+	openStore: (spec) => IdbRunStore.open(`${spec.project}/${spec.name}`),
+	openWarmStart: (location) => {
+		const url = resolveUrl(location, 'warm start');
+		return readWarmStartFiles(url, async (name) => {
+			const response = await fetch(new URL(name, url));
+			if (response.status === 404) return undefined;
+			if (!response.ok)
+				throw Object.assign(new Error(`${url}${name}: HTTP ${response.status}`), {
+					kind: 'download-failed'
+				});
+			return new Uint8Array(await response.arrayBuffer());
+		});
+	}
+});
+const runs = createRunHost({
+	backend: agent,
+	project: PROJECT,
+	resolveLocation: resolveUrl,
+	store: (name) => IdbRunStore.open(`${PROJECT}/${name}`),
+	async listRuns() {
+		const all = await IdbRunStore.listRuns();
+		return all.filter((r) => r.run.startsWith(`${PROJECT}/`)).map((r) => r.meta);
+	},
+	deleteRun: (name) => IdbRunStore.deleteRun(`${PROJECT}/${name}`)
+});
+
+const agentApi = {} as Record<keyof Backend, unknown>;
+for (const key of Object.keys(agent) as (keyof Backend)[]) {
+	const method = agent[key] as (...args: unknown[]) => Promise<unknown>;
+	agentApi[key] = (...args: unknown[]) => settle(() => method(...args));
+}
+agentApi.chat = async (...args: Parameters<Backend['chat']>) => {
+	const result = await settle(() => agent.chat(...args));
+	if (result.ok && 'sse' in result.value) return transfer(result, [result.value.sse]);
+	return result;
+};
+
+// (the device getter stays in the worker: a GPU object cannot cross the boundary)
+const api: WorkerApi = {
+	probe: core.probe,
+	listCases: core.listCases,
+	runSelfTest: core.runSelfTest,
+	subscribe: core.subscribe,
+	simulateDeviceLoss: core.simulateDeviceLoss,
+	loadModel: core.loadModel,
+	scoreText: core.scoreText,
+	unloadModel: core.unloadModel,
+	agent: agentApi as AgentApi,
+	startRun: (name, recipe, onEvent) => settle(() => runs.startRun(name, recipe, onEvent)),
+	stopRun: () => settle(() => runs.stopRun()),
+	listRuns: () => settle(() => runs.listRuns()),
+	runHistory: (name) => settle(() => runs.runHistory(name)),
+	deleteRun: (name) => settle(() => runs.deleteRun(name)),
+	exportRun: (name, step) => settle(() => runs.exportRun(name, step))
+};
+
+expose(api);
