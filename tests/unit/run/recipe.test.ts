@@ -1,0 +1,160 @@
+/**
+ * Recipes (src/lib/run/recipe.ts, presets.ts): validateRecipe refuses every field out of
+ * range with a RunError of kind 'invalid-recipe' whose message names the field; the presets
+ * and the warm-start recipe validate as shipped; sftSteps counts epochs x batches;
+ * forSoftwareGpu shrinks a recipe without touching the original. No GPU.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+	DEFAULT_SFT,
+	forSoftwareGpu,
+	preset,
+	PRESET_NAMES,
+	RunError,
+	sftSteps,
+	validateRecipe,
+	warmStartRecipe,
+	type Recipe
+} from '../../../src/lib/run';
+
+/** A valid recipe with every optional part present (SFT and a warm start). */
+function full(): Recipe {
+	return {
+		...preset('tictactoe', '/root'),
+		sft: { ...DEFAULT_SFT }
+	};
+}
+
+type Mutation = [field: string, change: (r: Recipe) => void];
+
+const BAD: Mutation[] = [
+	['environment', (r) => ((r as { environment: string }).environment = 'chess')],
+	['baseModel', (r) => (r.baseModel = '  ')],
+	['warmStart', (r) => (r.warmStart = { adapter: '', mode: 'merged' })],
+	['warmStart', (r) => (r.warmStart = { adapter: '/a', mode: 'fused' as 'merged' })],
+	['grpo.steps', (r) => (r.grpo.steps = -1)],
+	['grpo.steps', (r) => (r.grpo.steps = 1.5)],
+	['grpo.groups', (r) => (r.grpo.groups = 0)],
+	['grpo.groupSize', (r) => (r.grpo.groupSize = 1)],
+	['grpo.learningRate', (r) => (r.grpo.learningRate = 0)],
+	['grpo.learningRate', (r) => (r.grpo.learningRate = Number.NaN)],
+	['grpo.loss', (r) => (r.grpo.loss = 'grpo' as 'cispo')],
+	['grpo.klBeta', (r) => (r.grpo.klBeta = -0.1)],
+	['grpo.temperature', (r) => (r.grpo.temperature = 0)],
+	['grpo.maxTokens', (r) => (r.grpo.maxTokens = 0)],
+	['grpo.tokenBudget', (r) => (r.grpo.tokenBudget = 2.5)],
+	['sft.games', (r) => (r.sft!.games = 0)],
+	['sft.batchSize', (r) => (r.sft!.batchSize = -4)],
+	['sft.epochs', (r) => (r.sft!.epochs = 0)],
+	['sft.learningRate', (r) => (r.sft!.learningRate = -1e-3)],
+	['sft.learningRateEnd', (r) => (r.sft!.learningRateEnd = 0)],
+	['sft.chunk', (r) => (r.sft!.chunk = 0)],
+	['sft.seed', (r) => (r.sft!.seed = 0.5)],
+	['lora.rank', (r) => (r.lora.rank = 0)],
+	['lora.alpha', (r) => (r.lora.alpha = Number.POSITIVE_INFINITY)],
+	['seed', (r) => (r.seed = Number.NaN)],
+	['eval.every', (r) => (r.eval.every = -1)],
+	['eval.games', (r) => (r.eval.games = 0)],
+	['eval.temperatures', (r) => (r.eval.temperatures = [0, -1])],
+	['maxNoSignal', (r) => (r.maxNoSignal = 0)],
+	['maxContext', (r) => (r.maxContext = 8)]
+];
+
+function refusal(recipe: Recipe): RunError {
+	try {
+		validateRecipe(recipe);
+	} catch (error) {
+		return error as RunError;
+	}
+	throw new Error('validateRecipe accepted a bad recipe');
+}
+
+describe('validateRecipe', () => {
+	it('accepts a full recipe and returns it', () => {
+		const r = full();
+		expect(validateRecipe(r)).toBe(r);
+	});
+
+	it.each(BAD.map(([field, change], i) => [field, i, change] as const))(
+		"refuses a bad %s (case %i) as 'invalid-recipe' naming the field",
+		(field, _i, change) => {
+			const r = structuredClone(full());
+			change(r);
+			const error = refusal(r);
+			expect(error).toBeInstanceOf(RunError);
+			expect(error.kind).toBe('invalid-recipe');
+			expect(error.message.startsWith(`${field} must be`)).toBe(true);
+		}
+	);
+
+	it('accepts edge values: 0 steps, klBeta 0, greedy evaluation, no evaluation', () => {
+		const r = full();
+		r.grpo.steps = 0;
+		r.grpo.klBeta = 0;
+		r.eval = { every: 0, games: 1, temperatures: [0] };
+		r.warmStart = null;
+		r.sft = null;
+		expect(() => validateRecipe(r)).not.toThrow();
+	});
+});
+
+describe('presets', () => {
+	it.each(PRESET_NAMES)('%s validates, with locations under the root', (name) => {
+		const r = preset(name, '/static');
+		expect(validateRecipe(r)).toBe(r);
+		expect(r.environment).toBe(name);
+		expect(r.baseModel).toBe('/static/models/tabrl-tiny/');
+		if (r.warmStart) expect(r.warmStart.adapter).toBe(`/static/warm-starts/tabrl-tiny/${name}/`);
+		expect(preset(name, '/static/').baseModel).toBe(r.baseModel);
+		expect(() => validateRecipe(forSoftwareGpu(r))).not.toThrow();
+	});
+
+	it('the warm-start recipe validates: SFT only, no GRPO steps', () => {
+		const r = warmStartRecipe('tictactoe', 'static');
+		expect(validateRecipe(r)).toBe(r);
+		expect(r.warmStart).toBeNull();
+		expect(r.grpo.steps).toBe(0);
+		expect(sftSteps(r)).toBe(256);
+	});
+});
+
+describe('sftSteps', () => {
+	it('is epochs x ceil(games / batchSize), 0 without SFT', () => {
+		expect(sftSteps({ sft: null })).toBe(0);
+		expect(sftSteps({ sft: DEFAULT_SFT })).toBe(16384 / 64);
+		expect(sftSteps({ sft: { ...DEFAULT_SFT, games: 5, batchSize: 2, epochs: 3 } })).toBe(9);
+		expect(sftSteps({ sft: { ...DEFAULT_SFT, games: 4, batchSize: 2, epochs: 1 } })).toBe(2);
+	});
+});
+
+describe('forSoftwareGpu', () => {
+	it('shrinks tic-tac-toe: 2 x 3 games, 10 steps at most, r 8, no evaluation', () => {
+		const r = preset('tictactoe', '/');
+		const before = structuredClone(r);
+		const s = forSoftwareGpu(r);
+		expect(r).toEqual(before); // the input is left alone
+		expect(s.grpo.groups).toBe(2);
+		expect(s.grpo.groupSize).toBe(3);
+		expect(s.grpo.steps).toBe(10);
+		expect(s.lora).toEqual({ rank: 8, alpha: 16 });
+		expect(s.eval.every).toBe(0);
+		// what it does not shrink
+		expect(s.grpo.learningRate).toBe(r.grpo.learningRate);
+		expect(s.warmStart).toEqual(r.warmStart);
+		expect(s.seed).toBe(r.seed);
+	});
+
+	it('shrinks letters to at most 2 x 4 games and 10 steps, keeping its LoRA', () => {
+		const r = preset('letters', '/');
+		const s = forSoftwareGpu(r);
+		expect(s.grpo.groups).toBe(2);
+		expect(s.grpo.groupSize).toBe(4);
+		expect(s.grpo.steps).toBe(10);
+		expect(s.lora).toEqual(r.lora);
+		expect(s.eval.every).toBe(0);
+		// never grows a recipe that is already small
+		const tiny = { ...r, grpo: { ...r.grpo, groups: 1, groupSize: 2, steps: 3 } };
+		const t = forSoftwareGpu(tiny);
+		expect([t.grpo.groups, t.grpo.groupSize, t.grpo.steps]).toEqual([1, 2, 3]);
+	});
+});
