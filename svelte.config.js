@@ -7,10 +7,11 @@ const config = {
 	kit: {
 		// Training runs entirely in the tab: a static site, no server.
 		adapter: adapter({ fallback: '200.html' }),
-		// Type-check the Node entry points (CLI, benchmarks, parity) with the rest.
+		// Type-check the Node entry points (CLI, benchmarks, parity) and the research harness
+		// (experiments/) with the rest.
 		typescript: {
 			config(config) {
-				config.include.push('../scripts/**/*.ts');
+				config.include.push('../scripts/**/*.ts', '../experiments/**/*.ts');
 				return config;
 			}
 		}

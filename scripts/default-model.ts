@@ -1,13 +1,13 @@
 /**
  * @file The model the app ships with: static/models/tabrl-tiny/, a ~5M-parameter
  * Llama-architecture model with random initial weights (seed 1) and a BPE tokenizer learned
- * from tic-tac-toe text (scripts/tictactoe/make-model.ts), generated, not downloaded. Its
+ * from tic-tac-toe text (scripts/tictactoe-model.ts), generated, not downloaded. Its
  * warm starts (static/warm-starts/tabrl-tiny/) name its tensors' hash, so it must come out
  * bit-identical on every machine (tests/unit/run/warm-start-files.test.ts checks).
  */
 import { join } from 'node:path';
-import { exists } from './tictactoe/exists';
-import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
+import { exists } from './exists';
+import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe-model';
 
 export const DEFAULT_MODEL_DIR = 'static/models/tabrl-tiny';
 

@@ -4,7 +4,7 @@
  * (train reward and illegal moves averaged over the steps between evaluations, seconds per
  * step).
  *
- *   npx tsx scripts/tictactoe/report-md.ts DIR/report.json > table.md
+ *   npx tsx experiments/tictactoe/report-md.ts DIR/report.json > table.md
  */
 import { readFile } from 'node:fs/promises';
 import type { Report } from './report';
@@ -79,7 +79,7 @@ export function reportMarkdown(report: Report): string {
 if (process.argv[1]?.endsWith('report-md.ts')) {
 	const path = process.argv[2];
 	if (!path) {
-		process.stderr.write('usage: npx tsx scripts/tictactoe/report-md.ts DIR/report.json\n');
+		process.stderr.write('usage: npx tsx experiments/tictactoe/report-md.ts DIR/report.json\n');
 		process.exit(2);
 	}
 	process.stdout.write(reportMarkdown(JSON.parse(await readFile(path, 'utf8')) as Report));

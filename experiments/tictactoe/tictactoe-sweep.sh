@@ -1,8 +1,8 @@
-# Tic-tac-toe learning runs side by side on the GPU machine (scripts/learn-tictactoe.ts), one
+# Tic-tac-toe learning runs side by side on the GPU machine (experiments/learn-tictactoe.ts), one
 # process per configuration: the GPU is mostly idle under one run (small kernels; the host
 # side of each step dominates), so a sweep costs little more than one run.
-#   bash ../shared/device/pack.sh scripts/learn-tictactoe.ts
-#   device run: [RESUME=1] CONFIGS="a:--lr 1e-4;b:--lr 2e-4" TL=530 bash scripts/device/tictactoe-sweep.sh
+#   bash ../shared/device/pack.sh experiments/learn-tictactoe.ts
+#   device run: [RESUME=1] CONFIGS="a:--lr 1e-4;b:--lr 2e-4" TL=530 bash experiments/tictactoe/tictactoe-sweep.sh
 #               carry: [".gpu", ".ttt-state"]
 # Each run resumes from .scratch/ttt-NAME (machine still warm), else from .ttt-state/NAME, else
 # branches from .ttt-state/$FROM when set. $OUT gets runs.tgz (every report, log and history)

@@ -2,8 +2,9 @@
  * @file A learn-tictactoe run's resumable state as a few flat files, for machines that do not
  * keep a disk between calls (the GPU machine comes back bare after it goes idle): the report,
  * the log, the history and the latest checkpoint (PEFT adapter, optimizer moments, trainer
- * state). The model folders are not part of it: make-model.ts writes the same files from its
- * seed, and --grpo-base sft-merged merges SFT's adapter into them again (merge-sft.ts).
+ * state). The model folders are not part of it: scripts/tictactoe-model.ts writes the same
+ * files from its seed, and --grpo-base sft-merged merges SFT's adapter into them again
+ * (merge-sft.ts).
  *
  *   DEST/report.json  DEST/log.txt  DEST/history.jsonl  DEST/checkpoint-<step>/<4 files>
  *   with --grpo-base sft-merged, once SFT is merged: DEST/sft-adapter/<2 files> (instead of
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { checkpointName } from '../../src/lib/grpo/run-store';
 import { ADAPTER_WEIGHTS_FILE } from '../../src/lib/model/peft-adapter';
 import { SFT_ADAPTER_DIR } from './merge-sft';
-import { exists } from './exists';
+import { exists } from '../../scripts/exists';
 
 const FLAT = [
 	['report.json', 'report.json'],

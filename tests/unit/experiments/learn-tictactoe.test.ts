@@ -1,5 +1,5 @@
 /**
- * The pieces of scripts/learn-tictactoe.ts that run without a GPU:
+ * The pieces of experiments/learn-tictactoe.ts that run without a GPU:
  * - evaluate(): games against the random opponent through an OpenAI-shaped client whose
  *   "model" is a hand-written policy. Garbage replies make every game an illegal first move
  *   (score -1, ART's penalty with no legal move before it); a policy that takes wins and
@@ -35,16 +35,12 @@ import { legalPlayTranscripts } from '../../../src/lib/agent/tictactoe-sft';
 import { parseModelConfig } from '../../../src/lib/model/config';
 import { decodeToF32, parseSafetensorsHeader } from '../../../src/lib/model/safetensors';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { evaluate, type Evaluation } from '../../../scripts/tictactoe/evaluate';
-import {
-	LOGIT_BOUND,
-	MODEL_SIZES,
-	writeTicTacToeModel
-} from '../../../scripts/tictactoe/make-model';
-import { DEFAULTS, parseLearnArgs } from '../../../scripts/tictactoe/options';
-import { reportMarkdown } from '../../../scripts/tictactoe/report-md';
-import { loadReport, type Report } from '../../../scripts/tictactoe/report';
-import { loadState, saveState } from '../../../scripts/tictactoe/state';
+import { evaluate, type Evaluation } from '../../../experiments/tictactoe/evaluate';
+import { LOGIT_BOUND, MODEL_SIZES, writeTicTacToeModel } from '../../../scripts/tictactoe-model';
+import { DEFAULTS, parseLearnArgs } from '../../../experiments/tictactoe/options';
+import { reportMarkdown } from '../../../experiments/tictactoe/report-md';
+import { loadReport, type Report } from '../../../experiments/tictactoe/report';
+import { loadState, saveState } from '../../../experiments/tictactoe/state';
 
 type Policy = (board: Board, mark: Mark) => string;
 

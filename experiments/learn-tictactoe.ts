@@ -1,14 +1,16 @@
 /**
  * @file The tic-tac-toe learning run (issue 5, item 7b), for the GPU machine: SFT on
- * transcripts of legal random play teaches a small random-init Llama (tictactoe/make-model.ts:
- * ~5M parameters, a byte-level BPE tokenizer learned from tic-tac-toe conversations) the move
- * format; GRPO against the random opponent then raises its score. Everything goes through
- * the public API: TrainableModel, the Node LocalBackend, the model's own OpenAI client,
- * gatherTrajectoryGroups and tictactoe.rollout (the same agent code a user would write).
+ * transcripts of legal random play teaches a small random-init Llama
+ * (scripts/tictactoe-model.ts: ~5M parameters, a byte-level BPE tokenizer learned from
+ * tic-tac-toe conversations) the move format; GRPO against the random opponent then raises
+ * its score. Everything goes through the public API: TrainableModel, the Node LocalBackend,
+ * the model's own OpenAI client, gatherTrajectoryGroups and tictactoe.rollout (the same
+ * agent code a user would write). A research harness, not part of the app: the library's run
+ * engine (src/lib/run) is the supported way to train (experiments/README.md).
  *
- *   npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--steps 250] [--groups 32]
+ *   npx tsx experiments/learn-tictactoe.ts --out DIR [--tiny] [--steps 250] [--groups 32]
  *       [--group-size 16] [--lr 5e-4] ...        (all flags: tictactoe/options.ts)
- *   npx tsx scripts/tictactoe/report-md.ts DIR/report.json   (tables for BENCHMARKS.md)
+ *   npx tsx experiments/tictactoe/report-md.ts DIR/report.json   (tables for BENCHMARKS.md)
  *
  * --tiny (SwiftShader, ~1-4 min) checks the plumbing of every phase with a 35k-parameter model
  * that learns nothing in 2 SFT steps: its games are all illegal first moves, so its GRPO
@@ -40,7 +42,7 @@
  * - SFT: 16384 transcripts, one pass (fresh games beat a second epoch at equal cost), batches
  *   of 64 (256 steps), lr 1e-3 decaying linearly to 1e-4: the move format and the legality of
  *   moves; imitating random play, its score is random play's (0.50 when every move is legal).
- * - The model (tictactoe/make-model.ts) starts its final norm at 7.8, not 1, or the frozen
+ * - The model (scripts/tictactoe-model.ts) starts its final norm at 7.8, not 1, or the frozen
  *   random LM head would cap every token's probability near 0.27 (its header says why).
  * - GRPO on the merged SFT model (--grpo-base sft-merged): SFT's adapter is folded into the
  *   base weights (tictactoe/merge-sft.ts) and GRPO trains a fresh adapter with a KL penalty
@@ -70,12 +72,12 @@ import { Rng } from '../src/lib/util/random';
 import { checkpointName } from '../src/lib/grpo/run-store';
 import { ADAPTER_WEIGHTS_FILE } from '../src/lib/model/peft-adapter';
 import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evaluate';
-import { MODEL_SIZES, writeTicTacToeModel } from './tictactoe/make-model';
+import { MODEL_SIZES, writeTicTacToeModel } from '../scripts/tictactoe-model';
 import { parseLearnArgs, type LearnOptions } from './tictactoe/options';
 import { loadReport, saveReport, type CurvePoint, type Report } from './tictactoe/report';
 import { keepAdapter, MERGED_DIR, SFT_ADAPTER_DIR, writeMergedModel } from './tictactoe/merge-sft';
 import { latestCheckpoint, loadState, saveState } from './tictactoe/state';
-import { exists } from './tictactoe/exists';
+import { exists } from '../scripts/exists';
 
 const T0 = performance.now();
 const elapsed = () => (performance.now() - T0) / 1000;

@@ -1,8 +1,8 @@
 /**
- * @file The flags of scripts/learn-tictactoe.ts: one typed configuration with defaults for
- * the GPU machine's run and for the `--tiny` smoke run (SwiftShader, a few minutes), as the
+ * @file The flags of experiments/learn-tictactoe.ts: one typed configuration with defaults
+ * for the GPU machine's run and for the `--tiny` smoke run (SwiftShader, a few minutes), as the
  * house keeps a run's configuration (typed, defaults, only what differs is written).
- * Why the defaults are what they are: the header of scripts/learn-tictactoe.ts.
+ * Why the defaults are what they are: the header of experiments/learn-tictactoe.ts.
  */
 import { resolve } from 'node:path';
 
@@ -14,7 +14,7 @@ export interface LearnOptions {
 	/** Save the resumable state there at the end of the call. */
 	saveState?: string;
 	tiny: boolean;
-	/** Model size (scripts/tictactoe/make-model.ts MODEL_SIZES). */
+	/** Model size (scripts/tictactoe-model.ts MODEL_SIZES). */
 	size: 'small' | 'tiny';
 	/** A GRPO group's games: 'shared' plays one scenario (the agent's mark and the
 	 * opponent's draws) 16 times; 'distinct' shares the mark and gives each game its own
@@ -148,7 +148,7 @@ const CHOICES: Partial<Record<keyof Tunable, readonly string[]>> = {
 };
 
 export const USAGE =
-	'usage: npx tsx scripts/learn-tictactoe.ts --out DIR [--tiny] [--load-state DIR] [--save-state DIR] ' +
+	'usage: npx tsx experiments/learn-tictactoe.ts --out DIR [--tiny] [--load-state DIR] [--save-state DIR] ' +
 	Object.keys(FLAGS)
 		.map((f) => `[--${f} N]`)
 		.join(' ');

@@ -21,7 +21,7 @@ import {
 } from '../../src/lib/model/peft-adapter';
 import { decodeToF32, readableDType, readSafetensorsHeader } from '../../src/lib/model/safetensors';
 import { encodeSafetensors, type WritableDType } from '../../src/lib/model/safetensors-writer';
-import { exists } from './exists';
+import { exists } from '../../scripts/exists';
 
 /** Folders of a run's OUT with --grpo-base sft-merged. */
 export const SFT_ADAPTER_DIR = 'sft-adapter';

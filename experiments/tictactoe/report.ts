@@ -6,7 +6,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import type { Evaluation } from './evaluate';
 import { LearnArgsError, type LearnOptions } from './options';
-import { exists } from './exists';
+import { exists } from '../../scripts/exists';
 
 /** What a report from before an option existed did. */
 const BEFORE_OPTION: Partial<LearnOptions> = { grpoBase: 'sft-adapter' };

@@ -5,7 +5,7 @@
  * learned policy's evaluation score means: random play 0.500, taking wins 0.705, taking wins
  * and blocking losses 0.880, the same preferring the centre 0.940, optimal play 0.980.
  *
- *   npx tsx scripts/tictactoe/policy-values.ts
+ *   npx tsx experiments/tictactoe/policy-values.ts
  */
 import {
 	emptyBoard,

@@ -8,7 +8,7 @@
  * the legal squares. How many games such a policy needs to pass 0.85 is a lower bound for
  * the language model, which must also read the board from text and keep its moves legal.
  *
- *   npx tsx scripts/tictactoe/mlp-grpo.ts [--groups 32] [--group-size 16] [--steps 400]
+ *   npx tsx experiments/tictactoe/mlp-grpo.ts [--groups 32] [--group-size 16] [--steps 400]
  *       [--lr 3e-3] [--hidden 128] [--seed 1] [--distinct-opponents]
  *
  * Measured (2026-12-03, greedy score after N games): 16 x 8, lr 1e-3: 0.834 at 25.6k;

@@ -1,11 +1,12 @@
 /**
- * @file The small model of the tic-tac-toe learning run: a Llama-architecture model with
- * random initial weights (as transformers initialises a new LlamaForCausalLM: every matrix
- * N(0, 0.02^2), norms 1) and a real byte-level BPE tokenizer whose merges are learned from
- * tic-tac-toe conversations rendered with its ChatML template, so a board or a move is a
- * handful of tokens. Written as a Hugging Face folder (config.json, generation_config.json,
- * tokenizer.json, tokenizer_config.json, model.safetensors) that TabRL and transformers both
- * load.
+ * @file The small model of the tic-tac-toe learning run (experiments/learn-tictactoe.ts) and,
+ * at MODEL_SIZES.small, the app's bundled model (scripts/default-model.ts): a
+ * Llama-architecture model with random initial weights (as transformers initialises a new
+ * LlamaForCausalLM: every matrix N(0, 0.02^2), norms 1) and a real byte-level BPE tokenizer
+ * whose merges are learned from tic-tac-toe conversations rendered with its ChatML template,
+ * so a board or a move is a handful of tokens. Written as a Hugging Face folder (config.json,
+ * generation_config.json, tokenizer.json, tokenizer_config.json, model.safetensors) that
+ * TabRL and transformers both load.
  *
  * One departure from transformers' initialisation: the final norm's weight is not 1 but
  * `outputScale` (default LOGIT_BOUND / (0.02 * hidden): 7.8 at hidden 256). LoRA trains
@@ -16,14 +17,14 @@
  * by optimising the hidden state directly), and a reply sampled at T = 1 is almost never a
  * move. Scaled, the bound is LOGIT_BOUND (40) and the same optimum is p = 1 - 1e-15.
  */
-import { Rng } from '../../src/lib/util/random';
-import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
-import { parseModelConfig } from '../../src/lib/model/config';
-import { writeModelFiles } from '../../src/lib/model/node-checkpoint';
-import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
-import { tinyTokenizer } from '../../src/lib/testing/tiny-tokenizer';
-import { Tokenizer } from '../../src/lib/model/tokenizer';
-import { weightSpecs } from '../../src/lib/model/weight-spec';
+import { Rng } from '../src/lib/util/random';
+import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
+import { parseModelConfig } from '../src/lib/model/config';
+import { writeModelFiles } from '../src/lib/model/node-checkpoint';
+import { encodeSafetensors } from '../src/lib/model/safetensors-writer';
+import { tinyTokenizer } from '../src/lib/testing/tiny-tokenizer';
+import { Tokenizer } from '../src/lib/model/tokenizer';
+import { weightSpecs } from '../src/lib/model/weight-spec';
 
 export interface TicTacToeModelOptions {
 	hidden: number;
