@@ -1,10 +1,16 @@
 /**
- * @file The Train panel in real Chromium: GRPO in the training Web Worker on the tiny llama
- * fixture (letters environment), checkpoints in real IndexedDB. Checks: a step trains and
- * its reward and loss show; after a reload (a closed tab) the same run resumes at step 1
- * with the same history (the status shows 0, then 1, then 2: never a fresh start) and
- * trains step 2; a base model URL with nothing behind it is refused with a typed error.
- * The page is opened with ?selftest=off so the kernel self-test does not share the CPU.
+ * @file The Train panel in real Chromium, as a visitor uses it: buttons first, nothing typed.
+ * 1. Defaults: a fresh page offers the tic-tac-toe preset on the bundled model with its
+ *    shipped warm start; pressing Train plays games whose moves are legal (the warm start
+ *    works in the browser: merged into the base in the worker); Stop ends the run within a
+ *    rollout turn, 'stopped', with no step trained.
+ * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after two.
+ * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
+ *    the letters run from its saved step (never from 0); Export downloads PEFT's files and
+ *    Delete removes a run, neither needing Train first.
+ * 4. Bad input, typed: a base URL with no model behind it, a run name reused with another
+ *    base model, an empty run name.
+ * On SwiftShader the presets run scaled down (the page says so), so a step takes ~1 min.
  */
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURES_PATH, type CheckFn } from './model';
@@ -12,20 +18,43 @@ import type { StaticServer } from './serve';
 
 const testid = (id: string) => `[data-testid="${id}"]`;
 const since = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
-const TRAIN_TIMEOUT_MS = 300_000;
+const TRAIN_TIMEOUT_MS = 600_000;
 
-interface Row {
-	step: string;
-	reward: string;
-	loss: string;
+const status = (page: Page, attr: string) => page.getAttribute(testid('train-status'), attr);
+
+async function errorText(page: Page): Promise<string> {
+	const e = await page.$(testid('train-error'));
+	return e ? `${await e.getAttribute('data-kind')}: ${await e.textContent()}` : '';
 }
 
-async function rows(page: Page): Promise<Row[]> {
-	return page.$$eval(`${testid('train-history')} tbody tr`, (trs) =>
-		trs.map((tr) => {
-			const [step, reward, loss] = [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '');
-			return { step, reward, loss };
-		})
+/** Waits until the run is over (the panel idle with a summary or an error). */
+async function waitIdle(page: Page): Promise<void> {
+	await page.waitForFunction(
+		() => {
+			const s = document.querySelector('[data-testid="train-status"]');
+			return (
+				s?.getAttribute('data-phase') === 'idle' &&
+				(!!s?.getAttribute('data-status') ||
+					!!document.querySelector('[data-testid="train-error"]'))
+			);
+		},
+		undefined,
+		{ timeout: TRAIN_TIMEOUT_MS }
+	);
+}
+
+/** Waits until the status shows at least `step`. */
+async function waitStep(page: Page, step: number): Promise<void> {
+	await page.waitForFunction(
+		(want) => {
+			const s = document.querySelector('[data-testid="train-status"]');
+			return (
+				Number(s?.getAttribute('data-step')) >= want ||
+				!!document.querySelector('[data-testid="train-error"]')
+			);
+		},
+		step,
+		{ timeout: TRAIN_TIMEOUT_MS }
 	);
 }
 
@@ -39,34 +68,25 @@ async function watchSteps(page: Page): Promise<void> {
 			const s = document.querySelector('[data-testid="train-status"]')?.getAttribute('data-step');
 			if (s !== null && s !== undefined && seen.at(-1) !== s) seen.push(s);
 		}).observe(document.body, { subtree: true, childList: true, attributes: true });
-		const s = document.querySelector('[data-testid="train-status"]')?.getAttribute('data-step');
-		if (s) seen.push(s);
 	});
 }
 
-async function train(page: Page, url: string, steps: number): Promise<void> {
-	await page.fill(testid('train-url'), url);
-	await page.fill(testid('train-run'), 'e2e-run');
-	await page.selectOption(testid('train-env'), 'letters');
-	await page.fill(testid('train-steps'), String(steps));
-	await page.fill(testid('train-groups'), '2');
-	await page.fill(testid('train-group-size'), '4');
-	await page.fill(testid('train-lr'), '0.02');
-	await page.click(testid('train-start'));
-	await page.waitForFunction(
-		(want) => {
-			const s = document.querySelector('[data-testid="train-status"]');
-			const phase = s?.getAttribute('data-phase');
-			return phase === 'error' || (phase === 'idle' && s?.getAttribute('data-step') === want);
-		},
-		String(steps),
-		{ timeout: TRAIN_TIMEOUT_MS }
+async function savedRuns(page: Page): Promise<{ run: string; step: string; reward: string }[]> {
+	return page.$$eval(`${testid('saved-runs')} tbody tr`, (trs) =>
+		trs.map((tr) => {
+			const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '');
+			return { run: tr.getAttribute('data-run') ?? '', step: cells[2], reward: cells[3] };
+		})
 	);
 }
 
-async function errorText(page: Page): Promise<string> {
-	const e = await page.$(testid('train-error'));
-	return e ? `${await e.getAttribute('data-kind')}: ${await e.textContent()}` : '';
+async function openPage(page: Page, url: string): Promise<void> {
+	await page.goto(url);
+	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+	// the saved-runs listing follows the GPU probe
+	await page.waitForSelector(`${testid('saved-runs')}, ${testid('saved-runs-empty')}`, {
+		timeout: 120_000
+	});
 }
 
 export async function trainPanelChecks(
@@ -74,63 +94,169 @@ export async function trainPanelChecks(
 	browser: Browser,
 	server: StaticServer
 ): Promise<void> {
-	console.log(
-		'\n# the Train panel: GRPO in a worker, checkpoints in IndexedDB, resume after reload'
-	);
+	console.log('\n# the Train panel: defaults first, presets, saved runs, typed errors');
 	const t0 = Date.now();
-	const base = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}llama/`;
-	const context = await browser.newContext({ viewport: { width: 1200, height: 1400 } });
+	const context = await browser.newContext({
+		viewport: { width: 1200, height: 1400 },
+		acceptDownloads: true
+	});
 	const page = await context.newPage();
 	const errors: string[] = [];
 	page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
-	await page.goto(`${server.url}?selftest=off`);
-	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+	page.on('console', (m) => {
+		if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+	});
+	await openPage(page, server.url);
 
-	await train(page, base, 1);
-	const first = await rows(page);
+	// 1. Defaults: press Train, nothing typed.
+	const preset = await page.inputValue(testid('train-preset'));
+	const url = await page.inputValue(testid('train-url'));
 	check(
-		'a GRPO step trains in the worker',
-		(await page.getAttribute(testid('train-status'), 'data-step')) === '1',
-		`${since(t0)} ${await errorText(page)}`
+		'a fresh page offers the tic-tac-toe preset on the bundled model, no saved runs',
+		preset === 'tictactoe' &&
+			url === '/models/tabrl-tiny/' &&
+			!!(await page.$(testid('saved-runs-empty'))),
+		`${preset} ${url}`
 	);
 	check(
-		'the step shows its mean reward and loss',
-		first.length === 1 &&
-			first.every((r, i) => r.step === String(i + 1) && Number.isFinite(Number(r.reward))) &&
-			first.every((r) => Number.isFinite(Number(r.loss)) || r.loss === 'no signal'),
-		JSON.stringify(first)
+		'on a software GPU the page says the presets run scaled down',
+		!!(await page.$(testid('train-software-note')))
+	);
+	await page.click(testid('train-start'));
+	const played = await page
+		.waitForFunction(
+			() =>
+				document.querySelectorAll('[data-testid="train-game"]').length >= 2 ||
+				!!document.querySelector('[data-testid="train-error"]'),
+			undefined,
+			{ timeout: TRAIN_TIMEOUT_MS }
+		)
+		.then(() => true)
+		.catch(() => false);
+	const games = await page.$$eval(testid('train-game'), (els) =>
+		els.map((e) => e.getAttribute('data-outcome'))
+	);
+	check(
+		'Train with the defaults plays tic-tac-toe games in the worker',
+		played && games.length >= 2,
+		`${games.join(', ')} after ${since(t0)} ${await errorText(page)}`
+	);
+	check(
+		'the warm start plays legal moves in the browser',
+		games.filter((g) => g !== 'illegal').length >= games.length / 2 && games.length > 0,
+		games.join(', ')
+	);
+	await page.screenshot({ path: 'test-results/train-defaults.png', fullPage: true });
+	const t1 = Date.now();
+	await page.click(testid('train-stop'));
+	await waitIdle(page);
+	check(
+		'Stop ends the run within a rollout turn, stopped, no step trained',
+		(await status(page, 'data-status')) === 'stopped' &&
+			(await status(page, 'data-step')) === '0' &&
+			Date.now() - t1 < 90_000,
+		`${await status(page, 'data-status')} at step ${await status(page, 'data-step')} after ${since(t1)} ${await errorText(page)}`
+	);
+
+	// 2. The letters preset trains steps.
+	await page.selectOption(testid('train-preset'), 'letters');
+	const t2 = Date.now();
+	await page.click(testid('train-start'));
+	await waitStep(page, 2);
+	await page.click(testid('train-stop'));
+	await waitIdle(page);
+	const lettersRows = await page.$$eval(`${testid('train-history')} tbody tr`, (trs) =>
+		trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''))
+	);
+	const trained = Number(await status(page, 'data-step'));
+	check(
+		'the letters preset trains GRPO steps, each with its reward and loss',
+		trained >= 2 &&
+			lettersRows.length === trained &&
+			lettersRows.every(([, reward, loss]) => Number.isFinite(Number(reward)) && loss !== ''),
+		`${trained} steps in ${since(t2)}: ${JSON.stringify(lettersRows)} ${await errorText(page)}`
 	);
 	await page.screenshot({ path: 'test-results/train.png', fullPage: true });
 
-	// A closed tab: reload, and the run continues from IndexedDB.
-	await page.reload();
-	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
-	await watchSteps(page);
-	const t1 = Date.now();
-	await train(page, base, 2);
-	const seen = await page.evaluate(() => (window as unknown as { stepsSeen: string[] }).stepsSeen);
-	const after = await rows(page);
+	// 3. After a reload: saved runs listed; resume, export, delete with buttons.
+	await openPage(page, server.url);
+	const listed = await savedRuns(page);
+	const letters = listed.find((r) => r.run === 'letters-1');
 	check(
-		'after a reload the run resumes at step 1 and trains step 2',
-		seen.join() === '0,1,2',
-		`steps shown: ${seen.join(' -> ')}; ${since(t1)} ${await errorText(page)}`
+		'after a reload both runs are listed with their step and last reward',
+		listed.length === 2 &&
+			letters?.step === String(trained) &&
+			Number.isFinite(Number(letters?.reward)) &&
+			listed.find((r) => r.run === 'tictactoe-1')?.step === '0',
+		JSON.stringify(listed)
 	);
+	await page.screenshot({ path: 'test-results/train-saved.png', fullPage: true });
+	const download = page.waitForEvent('download', { timeout: 30_000 });
+	await page.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-export')}`);
+	const file = await download.then((d) => d.suggestedFilename()).catch(() => '');
+	check('Export downloads the adapter without pressing Train', /adapter_/.test(file), file);
+
+	await watchSteps(page);
+	const t3 = Date.now();
+	await page.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-resume')}`);
+	await waitStep(page, trained + 1);
+	await page.click(testid('train-stop'));
+	await waitIdle(page);
+	const seen = await page.evaluate(() => (window as unknown as { stepsSeen: string[] }).stepsSeen);
 	check(
-		'the resumed history holds the first step unchanged',
-		after.length === 2 && JSON.stringify(after.slice(0, 1)) === JSON.stringify(first),
-		JSON.stringify(after)
+		'Resume continues the saved run from its step (never from 0)',
+		seen[0] === String(trained) &&
+			seen.includes(String(trained + 1)) &&
+			!seen.slice(1).includes('0'),
+		`steps shown: ${seen.join(' -> ')}; ${since(t3)} ${await errorText(page)}`
 	);
 
-	// Nothing behind the URL: a typed error on the page, no hang.
+	await page.click(`${testid('saved-runs')} tr[data-run="tictactoe-1"] ${testid('run-delete')}`);
+	await page.waitForFunction(
+		() => !document.querySelector('[data-testid="saved-runs"] tr[data-run="tictactoe-1"]'),
+		undefined,
+		{ timeout: 30_000 }
+	);
+	await openPage(page, server.url);
+	check(
+		'Delete removes a saved run (also after a reload)',
+		(await savedRuns(page)).map((r) => r.run).join() === 'letters-1'
+	);
+
+	// 4. Bad input: typed errors, nothing saved touched.
+	const fixtures = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}`;
 	await page.fill(testid('train-run'), 'e2e-missing');
-	await page.fill(testid('train-url'), `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}missing/`);
+	await page.fill(testid('train-url'), `${fixtures}missing/`);
 	await page.click(testid('train-start'));
 	await page.waitForSelector(testid('train-error'), { timeout: 60_000 });
-	const kind = await page.getAttribute(testid('train-error'), 'data-kind');
+	const missingKind = await page.getAttribute(testid('train-error'), 'data-kind');
 	check(
 		'a base model URL with no model gets a typed error',
-		!!kind && kind !== 'internal',
+		!!missingKind && missingKind !== 'internal',
 		await errorText(page)
+	);
+	await page.fill(testid('train-run'), 'letters-1');
+	await page.fill(testid('train-url'), `${fixtures}llama/`);
+	await page.click(testid('train-start'));
+	await page.waitForSelector(`${testid('train-error')}[data-kind="run-exists"]`, {
+		timeout: 120_000
+	});
+	check(
+		'a run name reused with another base model is refused (run-exists)',
+		true,
+		await errorText(page)
+	);
+	await page.fill(testid('train-run'), '  ');
+	await page.click(testid('train-start'));
+	await page.waitForSelector(`${testid('train-error')}[data-kind="invalid-run-name"]`, {
+		timeout: 30_000
+	});
+	check('an empty run name is refused (invalid-run-name)', true, await errorText(page));
+	const after = await savedRuns(page);
+	check(
+		'the saved run is untouched by the refused starts',
+		after.length === 1 && after[0].run === 'letters-1' && after[0].step === String(trained + 1),
+		JSON.stringify(after)
 	);
 	check('no uncaught page errors while training', errors.length === 0, errors.join('; '));
 	await context.close();

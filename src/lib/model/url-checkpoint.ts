@@ -73,6 +73,19 @@ export async function defaultModelCache(): Promise<CacheLike | null> {
 	}
 }
 
+/**
+ * Whether a response means "no such file": a 404, or an HTML page where a model file was
+ * asked for. Static hosts with a single-page-app fallback (SvelteKit's adapter-static
+ * `fallback`, Netlify, GitHub Pages' 404.html) answer a missing path with the app's page and
+ * status 200; no model file (JSON, Jinja, safetensors) is HTML.
+ */
+export function isAbsent(res: Response): boolean {
+	return (
+		res.status === 404 ||
+		(res.ok && (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html'))
+	);
+}
+
 function statusError(url: string, res: Response): DownloadError {
 	const hint =
 		res.status === 401 || res.status === 403
@@ -167,7 +180,7 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 		length: number
 	): Promise<{ bytes: Uint8Array; size?: number } | undefined> {
 		const res = await get(url, { Range: `bytes=0-${length - 1}` });
-		if (res.status === 404) return undefined;
+		if (isAbsent(res)) return undefined;
 		if (res.status !== 200 && res.status !== 206) throw statusError(url, res);
 		const chunks: Uint8Array<ArrayBuffer>[] = [];
 		await readBody(url, res, (c) => chunks.push(c), length);
@@ -198,7 +211,7 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 				return undefined;
 			}
 			const res = await get(url);
-			if (res.status === 404) {
+			if (isAbsent(res)) {
 				seen[name] = false;
 				return undefined;
 			}

@@ -11,7 +11,7 @@ import { createLocalBackend } from '../agent/backend/local';
 import type { Backend } from '../agent/backend/types';
 import { readWarmStartFiles } from '../agent/backend/warm-start-files';
 import { IdbRunStore } from '../grpo/idb-run-store';
-import { defaultModelCache, openCheckpointFromUrl } from '../model/url-checkpoint';
+import { defaultModelCache, isAbsent, openCheckpointFromUrl } from '../model/url-checkpoint';
 import { createBackend } from './backend';
 import { resolvePrefix } from './model-host';
 import { settle, type AgentApi, type WorkerApi } from './protocol';
@@ -45,7 +45,7 @@ const agent = createLocalBackend({
 		const url = resolveUrl(location, 'warm start');
 		return readWarmStartFiles(url, async (name) => {
 			const response = await fetch(new URL(name, url));
-			if (response.status === 404) return undefined;
+			if (isAbsent(response)) return undefined;
 			if (!response.ok)
 				throw Object.assign(new Error(`${url}${name}: HTTP ${response.status}`), {
 					kind: 'download-failed'
