@@ -1,10 +1,10 @@
 /**
  * @file The e2e checks of the Model panel, called from run.ts. Tiny random fixture models
- * (src/lib/model/fixtures.ts: llama f32 tied, qwen2 f16 with biases, qwen3 sharded) are
+ * (src/lib/testing/fixtures.ts: llama f32 tied, qwen2 f16 with biases, qwen3 sharded) are
  * written to a temp folder that the e2e server mounts at /fixtures/ (Range support, a
  * request log, faults on demand: see serve.ts). In the browser, through the page only:
  *   1. load llama by URL prefix; the summary matches the fixture; a text's per-token
- *      logprobs match the f64 CPU reference (src/lib/model/reference.ts) computed here in
+ *      logprobs match the f64 CPU reference (src/lib/testing/reference.ts) computed here in
  *      Node on the same weights, within 1e-4; the files are in the Cache API;
  *   2. reload the page and load again: the server sees no request for the model's files,
  *      and the summary says 'cache';
