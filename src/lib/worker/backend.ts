@@ -1,7 +1,7 @@
 /**
  * @file The backend behind the worker boundary: it owns the GPU and answers the page in
  * the plain data of protocol.ts. It is written without any worker API, so the same object
- * runs in a Web Worker (backend.worker.ts exposes it through comlink) and in Node tests.
+ * runs in the Web Worker (tabrl.worker.ts exposes it through comlink) and in Node tests.
  * It probes the device, runs the kernel self-test and holds a loaded model (model-host.ts);
  * the worker (tabrl.worker.ts) adds runs and agent code's Backend over the same device.
  */
