@@ -230,6 +230,9 @@ async function playRound(
 					samplingSeed: ((scenario % 1_000_000) * 64 + index) * 16,
 					signal: inner // aborted by gather when `signal` is
 				});
+				// A game that finishes after Stop (or after another failed) belongs to a dropped
+				// round: not reported, so no rollout event follows the run's 'end'.
+				if (inner.aborted) throw inner.reason;
 				done++;
 				emit({
 					type: 'rollout',

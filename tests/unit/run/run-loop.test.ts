@@ -1,0 +1,294 @@
+/**
+ * The run loop (src/lib/run/run-loop.ts) over the Node LocalBackend, on Dawn (SwiftShader
+ * here), on two tiny random Llamas (hidden 32, 2 layers): the fixture (fixtures.ts) for
+ * letters, and the tic-tac-toe model at its smoke-test size (scripts/tictactoe-model.ts: a
+ * tokenizer learned from the game's text, so a game is ~250 tokens, not ~550) for
+ * tic-tac-toe. Kept to a few games so the file runs in minutes:
+ * - letters, 2 GRPO steps of 2 x 2 games, evaluated every step on 2 games: ends 'done',
+ *   events in order (eval, rollouts with their trajectories, train, step, ..., end), history
+ *   with val/reward at every evaluated step, checkpoints pruned to the latest and the best;
+ * - tic-tac-toe on the random model (every 1-token reply is illegal: no reward spread) ends
+ *   'stuck' after maxNoSignal rounds, each on new scenarios, the step unchanged;
+ * - Stop during rollouts ends 'stopped' at once, the round untrained (no new step), and no
+ *   event follows 'end';
+ * - an SFT phase (4 demonstrations, batches of 2, one step per chunk: 2 SFT steps) stopped
+ *   after its first step resumes, with a new TrainableModel over the same run folder, at SFT
+ *   step 1 (not skipping to GRPO).
+ * One backend serves the file (a new one would compile every kernel again: minutes here).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MODEL_SIZES, writeTicTacToeModel } from '../../../scripts/tictactoe-model';
+import { TrainableModel } from '../../../src/lib/agent';
+import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { preset, runRecipe, type Recipe, type RunEvent } from '../../../src/lib/run';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
+
+let root: string;
+let lettersBase: string;
+let ticTacToeBase: string;
+let backend: LocalBackend;
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), 'tabrl-run-loop-'));
+	lettersBase = join(root, 'letters-base');
+	ticTacToeBase = join(root, 'tictactoe-base');
+	await writeModelFiles(lettersBase, makeFixture('llama', { seed: 11 }).files);
+	await writeTicTacToeModel(ticTacToeBase, MODEL_SIZES.tiny);
+	backend = new LocalBackend({ path: join(root, 'runs') });
+}, 60_000);
+afterAll(async () => {
+	await backend?.close();
+	await rm(root, { recursive: true, force: true });
+});
+
+const PROJECT = 'run-loop';
+const runDir = (name: string) => join(root, 'runs', PROJECT, 'models', name);
+
+/** A small recipe on a tiny base: letters unless `environment` says otherwise. */
+function recipe(over: Partial<Recipe> & { grpo?: Partial<Recipe['grpo']> } = {}): Recipe {
+	const environment = over.environment ?? 'letters';
+	const base = preset(environment, '/');
+	return {
+		...base,
+		...over,
+		baseModel: environment === 'letters' ? lettersBase : ticTacToeBase,
+		warmStart: null,
+		grpo: {
+			...base.grpo,
+			steps: 2,
+			groups: 2,
+			groupSize: 2,
+			maxTokens: 4,
+			tokenBudget: 4096,
+			...over.grpo
+		},
+		lora: { rank: 4, alpha: 8 },
+		eval: over.eval ?? { every: 0, games: 2, temperatures: [0] },
+		maxContext: 512
+	};
+}
+
+async function register(name: string, r: Recipe): Promise<TrainableModel> {
+	const model = new TrainableModel({
+		name,
+		project: PROJECT,
+		baseModel: r.baseModel,
+		lora: r.lora,
+		seed: r.seed,
+		maxContext: r.maxContext,
+		recipe: r
+	});
+	await model.register(backend);
+	return model;
+}
+
+/** Events as short tokens: 'p:rollouts@0', 'r@0' (repeats folded: 'r@0x4'), 's:train@1', ... */
+function trace(events: readonly RunEvent[]): string {
+	const tokens = events.map((e) => {
+		if (e.type === 'phase') return `p:${e.phase}@${e.step}`;
+		if (e.type === 'rollout') return `r@${e.step}`;
+		if (e.type === 'step') return `s:${e.split}@${e.step}${e.skipped ? '!' : ''}`;
+		if (e.type === 'eval') return `e@${e.report.step}`;
+		return 'end';
+	});
+	const out: string[] = [];
+	for (let i = 0; i < tokens.length;) {
+		let j = i;
+		while (j < tokens.length && tokens[j] === tokens[i]) j++;
+		out.push(j - i > 1 ? `${tokens[i]}x${j - i}` : tokens[i]);
+		i = j;
+	}
+	return out.join(' ');
+}
+
+describe('runRecipe', () => {
+	it('letters: 2 steps end done, events in order, evaluations in history, checkpoints pruned', async () => {
+		// 8 tokens at lr 1e-2: a 2-game group of the random model often scores alike (most
+		// bytes are not a-m), so rounds are retried (up to maxNoSignal) until one has spread
+		const r = recipe({
+			eval: { every: 1, games: 2, temperatures: [0] },
+			maxNoSignal: 8,
+			grpo: { maxTokens: 8, learningRate: 1e-2 }
+		});
+		const model = await register('letters', r);
+		const events: RunEvent[] = [];
+		const summary = await runRecipe(model, r, { onEvent: (e) => events.push(e) });
+		console.log(`letters: ${trace(events)}`);
+
+		expect(summary.status).toBe('done');
+		expect(summary.step).toBe(2);
+		expect(summary.grpoStep).toBe(2);
+		expect(events.at(-1)).toEqual({ type: 'end', summary });
+
+		// eval before each step and at the end; a round with no spread is retried (step unchanged)
+		const retry = (s: number) => `(?:p:rollouts@${s} r@${s}x4 p:train@${s} s:train@${s}! )*`;
+		const round = (s: number) =>
+			`p:eval@${s} e@${s} ${retry(s)}p:rollouts@${s} r@${s}x4 p:train@${s} s:train@${s + 1} `;
+		expect(trace(events)).toMatch(new RegExp(`^${round(0)}${round(1)}p:eval@2 e@2 end$`));
+
+		// rollout events carry their trajectory (ART's JSON), counted within the round
+		const rollouts = events.filter((e) => e.type === 'rollout');
+		for (const e of rollouts) {
+			expect(e.total).toBe(4);
+			expect(e.done).toBeGreaterThanOrEqual(1);
+			expect(e.done).toBeLessThanOrEqual(4);
+			expect(e.trajectory.reward).toBe(e.reward);
+			expect(e.trajectory.messages_and_choices).toHaveLength(2);
+			expect(e.trajectory.metadata.environment).toBe('letters');
+		}
+		const steps = events.filter((e) => e.type === 'step');
+		for (const e of steps) expect(e.metrics['train/reward']).toBeTypeOf('number');
+		expect(summary.reward).toBe(steps.at(-1)!.metrics['train/reward']);
+		const evals = events.filter((e) => e.type === 'eval');
+		expect(evals.map((e) => e.report.step)).toEqual([0, 1, 2]);
+		for (const e of evals) {
+			expect(e.report.games).toBe(2);
+			expect(e.report.temperature).toBe(0);
+		}
+		expect(summary.evalReward).toBe(evals.at(-1)!.report.reward);
+
+		// history: val/reward logged at each evaluated step, equal to the reports
+		const history = await model.history();
+		const val = history.filter((h) => typeof h['val/reward'] === 'number');
+		expect(val.map((h) => h.step)).toEqual([0, 1, 2]);
+		expect(val.map((h) => h['val/reward'])).toEqual(evals.map((e) => e.report.reward));
+		expect(history.filter((h) => typeof h['train/loss'] === 'number').map((h) => h.step)).toEqual([
+			1, 2
+		]);
+
+		// checkpoints: pruned after each step to the latest and the best by val/reward then
+		// known (ties: the earlier; the final evaluation comes after the last pruning)
+		const score = new Map(val.map((h) => [h.step, h['val/reward'] as number]));
+		const best = score.get(1)! > score.get(0)! ? 1 : 0;
+		expect(await new NodeRunStore(runDir('letters')).listCheckpoints()).toEqual([best, 2]);
+
+		// a finished run run again does nothing but end 'done' (its evaluations are logged)
+		const again: RunEvent[] = [];
+		const second = await runRecipe(model, r, { onEvent: (e) => again.push(e) });
+		expect(second.status).toBe('done');
+		expect(trace(again)).toBe('end');
+		expect(await model.getStep()).toBe(2);
+	}, 600_000);
+
+	it('tic-tac-toe on a random model: no reward spread ends stuck after maxNoSignal rounds', async () => {
+		const r = recipe({
+			environment: 'tictactoe',
+			maxNoSignal: 2,
+			// 1 token cannot hold <move>..</move>: every game is illegal at its first turn
+			grpo: { steps: 3, groups: 1, groupSize: 2, maxTokens: 1, klBeta: 0 }
+		});
+		const model = await register('stuck', r);
+		const events: RunEvent[] = [];
+		const summary = await runRecipe(model, r, { onEvent: (e) => events.push(e) });
+		console.log(`stuck: ${trace(events)}`);
+		expect(summary.status).toBe('stuck');
+		expect(summary.reason).toContain('no reward spread in 2 rounds');
+		expect(summary.step).toBe(0);
+		expect(summary.grpoStep).toBe(0);
+		expect(await model.getStep()).toBe(0);
+		const skipped = 'p:rollouts@0 r@0x2 p:train@0 s:train@0!';
+		expect(trace(events)).toBe(`${skipped} ${skipped} end`);
+		const rollouts = events.filter((e) => e.type === 'rollout');
+		for (const e of rollouts) {
+			expect(e.trajectory.metadata.outcome).toBe('illegal');
+			expect(e.reward).toBe(-1);
+		}
+		// each round plays new scenarios (other opponent seeds)
+		const seeds = rollouts.map((e) => e.trajectory.metadata.seed);
+		expect(new Set(seeds).size).toBe(4);
+		expect(await new NodeRunStore(runDir('stuck')).listCheckpoints()).toEqual([0]);
+	}, 600_000);
+
+	it('Stop during rollouts ends stopped at once, the round untrained', async () => {
+		const r = recipe({ grpo: { maxTokens: 48 } });
+		const model = await register('stop', r);
+		const abort = new AbortController();
+		const events: RunEvent[] = [];
+		let abortedAt = 0;
+		let endedAt = 0;
+		const summary = await runRecipe(model, r, {
+			signal: abort.signal,
+			onEvent: (e) => {
+				events.push(e);
+				if (e.type === 'phase' && e.phase === 'rollouts')
+					setTimeout(() => {
+						abortedAt = performance.now();
+						abort.abort();
+					}, 200);
+				if (e.type === 'end') endedAt = performance.now();
+			}
+		});
+		const ms = endedAt - abortedAt;
+		console.log(`stop: ${trace(events)}; ended ${ms.toFixed(0)} ms after the abort`);
+		expect(abortedAt).toBeGreaterThan(0);
+		expect(summary.status).toBe('stopped');
+		expect(summary.step).toBe(0);
+		expect(ms).toBeLessThan(1000);
+		expect(trace(events)).toBe('p:rollouts@0 end');
+		// The games the stop cut short finish on the GPU (a train step waits for them); none
+		// is reported after the end.
+		await model.deleteCheckpoints();
+		expect(trace(events)).toBe('p:rollouts@0 end');
+		expect(await model.getStep()).toBe(0);
+		expect(await model.history()).toEqual([]);
+	}, 600_000);
+
+	it('an SFT phase stopped after its first step resumes at that step, not at GRPO', async () => {
+		const r = recipe({
+			environment: 'tictactoe',
+			sft: {
+				games: 4,
+				batchSize: 2,
+				epochs: 1,
+				learningRate: 1e-3,
+				learningRateEnd: 1e-4,
+				seed: 50,
+				chunk: 1
+			},
+			grpo: { steps: 0 }
+		});
+		const abort = new AbortController();
+		const first: RunEvent[] = [];
+		const model = await register('sft', r);
+		const stopped = await runRecipe(model, r, {
+			signal: abort.signal,
+			onEvent: (e) => {
+				first.push(e);
+				if (e.type === 'step') abort.abort();
+			}
+		});
+		console.log(`sft, stopped: ${trace(first)}`);
+		expect(stopped.status).toBe('stopped');
+		expect(stopped.step).toBe(1);
+		expect(stopped.grpoStep).toBe(0);
+		expect(trace(first)).toBe('p:sft@0 s:sft@1 end');
+		await backend.unregister('sft');
+
+		// As after a restart: a new model, loaded from the run folder (its latest checkpoint).
+		const again = await register('sft', r);
+		expect(again.registration?.step).toBe(1);
+		expect(again.registration?.checkpoints).toEqual([1]);
+		const second: RunEvent[] = [];
+		const resumed = await runRecipe(again, r, { onEvent: (e) => second.push(e) });
+		console.log(`sft, resumed: ${trace(second)}`);
+		expect(resumed.status).toBe('done');
+		expect(resumed.step).toBe(2);
+		expect(resumed.grpoStep).toBe(0);
+		expect(trace(second)).toBe('p:sft@1 s:sft@2 end');
+		const history = await again.history();
+		expect(history.filter((h) => typeof h['sft/loss'] === 'number').map((h) => h.step)).toEqual([
+			1, 2
+		]);
+		// the two steps trained at the decayed learning rates of steps 0 and 1
+		const lrs = history.filter((h) => 'sft/lr' in h).map((h) => h['sft/lr'] as number);
+		expect(lrs[0]).toBeCloseTo(1e-3, 8);
+		expect(lrs[1]).toBeCloseTo(1e-4, 8);
+		// checkpoints pruned after each SFT chunk: only the latest (nothing evaluated)
+		expect(await new NodeRunStore(runDir('sft')).listCheckpoints()).toEqual([2]);
+	}, 600_000);
+});
