@@ -100,7 +100,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 				if (
 					!model ||
 					model.baseModel !== recipe.baseModel ||
-					model.spec.warmStart?.adapter !== recipe.warmStart?.adapter
+					model.spec.warmStart?.adapter !== recipe.warmStart?.adapter ||
+					model.spec.warmStart?.mode !== recipe.warmStart?.mode
 				) {
 					if (model) await env.backend.unregister(name);
 					registered.delete(name);

@@ -59,7 +59,8 @@ export function createLocalBackend(host: BackendHost): Backend {
 				if (
 					existing.spec.project !== spec.project ||
 					existing.spec.baseModel !== spec.baseModel ||
-					existing.spec.warmStart?.adapter !== spec.warmStart?.adapter
+					existing.spec.warmStart?.adapter !== spec.warmStart?.adapter ||
+					(existing.spec.warmStart?.mode ?? 'merged') !== (spec.warmStart?.mode ?? 'merged')
 				)
 					throw new AgentError(
 						'not-registered',

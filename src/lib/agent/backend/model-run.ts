@@ -107,7 +107,9 @@ async function applyWarmStart(
 /** Refuses to reopen a saved run with another base model or warm start. */
 function checkSameRun(meta: RunMeta | undefined, spec: ModelSpec): void {
 	if (!meta) return;
-	const warm = (w?: { adapter: string }) => w?.adapter ?? 'none';
+	// the mode too: a merged run's adapter was trained on the merged base, not on the base
+	const warm = (w?: { adapter: string; mode?: string }) =>
+		w ? `${w.adapter} (${w.mode ?? 'merged'})` : 'none';
 	if (meta.baseModel !== spec.baseModel || warm(meta.warmStart) !== warm(spec.warmStart))
 		throw new AgentError(
 			'run-exists',
