@@ -94,16 +94,18 @@ export function warmStartRecipe(name: PresetName, root: string): Recipe {
 
 /** A recipe shrunk for a software GPU: few games per step and per evaluation. */
 export function forSoftwareGpu(recipe: Recipe): Recipe {
-	const small = recipe.environment === 'tictactoe';
+	const ttt = recipe.environment === 'tictactoe';
 	return {
 		...recipe,
 		grpo: {
 			...recipe.grpo,
-			groups: small ? 2 : Math.min(recipe.grpo.groups, 2),
-			groupSize: small ? 3 : Math.min(recipe.grpo.groupSize, 4),
+			// tic-tac-toe: ~5 turns of prefill per game; letters: one 4-token reply, so a
+			// group of 8 costs little and keeps a reward spread more often
+			groups: ttt ? 2 : Math.min(recipe.grpo.groups, 2),
+			groupSize: ttt ? 3 : Math.min(recipe.grpo.groupSize, 8),
 			steps: Math.min(recipe.grpo.steps, 10)
 		},
-		lora: small ? { rank: 8, alpha: 16 } : recipe.lora,
+		lora: ttt ? { rank: 8, alpha: 16 } : recipe.lora,
 		eval: { ...recipe.eval, every: 0 }
 	};
 }

@@ -45,6 +45,10 @@ export interface GameView {
 	lastPrompt: string;
 	lastReply: string;
 	outcome: string;
+	/** Tic-tac-toe's final board, 9 cells row by row ('x', 'o', or ' '); null elsewhere. */
+	board: string[] | null;
+	/** The agent's mark, where the environment has one. */
+	mark: string;
 }
 
 /** Games kept for display (the newest). */
@@ -84,8 +88,15 @@ function gameOf(event: Extract<RunEvent, { type: 'rollout' }>): GameView {
 		reward: event.reward,
 		lastPrompt: users.length ? text(users[users.length - 1]) : '',
 		lastReply: messages.length ? text(messages[messages.length - 1]) : '',
-		outcome: String(event.trajectory.metadata?.outcome ?? '')
+		outcome: String(event.trajectory.metadata?.outcome ?? ''),
+		board: boardOf(event.trajectory.metadata?.final_board),
+		mark: String(event.trajectory.metadata?.agent_symbol ?? '')
 	};
+}
+
+/** A final_board string (9 cells) as cells; null when there is none. */
+function boardOf(value: unknown): string[] | null {
+	return typeof value === 'string' && value.length === 9 ? [...value] : null;
 }
 
 export class TrainSession {
@@ -109,7 +120,8 @@ export class TrainSession {
 	rolloutsTotal = $state(0);
 	summary = $state<RunSummary | null>(null);
 	error = $state<BackendError | null>(null);
-	saved = $state<SavedRun[]>([]);
+	/** Saved runs; null until the worker has listed them. */
+	saved = $state<SavedRun[] | null>(null);
 	/** Set when the GPU is a software one: presets run scaled down (forSoftwareGpu). */
 	softwareGpu = $state(false);
 
