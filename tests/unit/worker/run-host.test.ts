@@ -1,0 +1,209 @@
+/**
+ * The worker's runs side (worker/run-host.ts) over the Node LocalBackend, on Dawn
+ * (SwiftShader here), with runs kept as NodeRunStore folders (`root/<name>`, run.json as the
+ * summary): a letters run started by name runs its recipe and is then listed with its step
+ * and last reward and its recipe; one run at a time ('run-busy'), Stop ends it 'stopped';
+ * names a store cannot keep are refused ('invalid-run-name'); a saved run's history and
+ * adapter (PEFT's two files) are read by a fresh host without registering it; deleteRun
+ * removes it; unknown runs are 'no-such-run'.
+ */
+import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import type { RunMeta } from '../../../src/lib/grpo/run-store';
+import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
+import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
+
+let root: string;
+let runs: string;
+let baseModel: string;
+const backends: LocalBackend[] = [];
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), 'tabrl-run-host-'));
+	runs = join(root, 'runs');
+	baseModel = join(root, 'base');
+	await writeModelFiles(baseModel, makeFixture('llama', { seed: 11 }).files);
+});
+afterAll(async () => {
+	for (const b of backends) await b.close();
+	await rm(root, { recursive: true, force: true });
+});
+
+const exists = (path: string) =>
+	access(path).then(
+		() => true,
+		() => false
+	);
+
+/** A host over a new backend, its runs in `runs/<name>`. */
+function host(): RunHost {
+	const backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name) });
+	backends.push(backend);
+	return createRunHost({
+		backend,
+		project: 'host-test',
+		resolveLocation: (location) => location,
+		store: async (name) => new NodeRunStore(join(runs, name)),
+		async listRuns() {
+			const names = await readdir(runs).catch(() => [] as string[]);
+			const out: RunMeta[] = [];
+			for (const name of names) {
+				const meta = await new NodeRunStore(join(runs, name)).readMeta();
+				if (meta) out.push(meta);
+			}
+			return out;
+		},
+		deleteRun: (name) => rm(join(runs, name), { recursive: true, force: true })
+	});
+}
+
+/** Letters, one GRPO step of 2 x 2 games of up to 8 tokens (retried until a group has spread). */
+function letters(steps = 1): Recipe {
+	const base = preset('letters', '/');
+	return {
+		...base,
+		baseModel,
+		grpo: {
+			...base.grpo,
+			steps,
+			groups: 2,
+			groupSize: 2,
+			maxTokens: 8,
+			learningRate: 1e-2,
+			tokenBudget: 4096
+		},
+		lora: { rank: 4, alpha: 8 },
+		eval: { every: 0, games: 2, temperatures: [0] },
+		maxNoSignal: 8,
+		maxContext: 256
+	};
+}
+
+const failure = async (p: Promise<unknown>) => {
+	const error = await p.then(
+		() => undefined,
+		(e: unknown) => e
+	);
+	expect(error).toBeInstanceOf(Error);
+	return error as Error & { kind?: string };
+};
+
+const BAD_NAMES = ['', '   ', '../up', '.hidden', 'a/b', 'a b', 'x'.repeat(65)];
+
+describe('createRunHost', () => {
+	let main: RunHost;
+	let recipe: Recipe;
+
+	it('starts a run by name, which is then listed with its step and last reward', async () => {
+		main = host();
+		recipe = letters();
+		const events: RunEvent[] = [];
+		expect(main.active).toBeNull();
+		const started = main.startRun('run-1', recipe, (e) => events.push(e));
+		expect(main.active).toBe('run-1');
+		const summary = await started;
+		expect(main.active).toBeNull();
+		expect(summary.status).toBe('done');
+		expect(summary.step).toBe(1);
+		expect(events[0]).toEqual({ type: 'phase', phase: 'loading', step: 0 });
+		expect(events.at(-1)).toEqual({ type: 'end', summary });
+
+		const listed = await main.listRuns();
+		expect(listed).toHaveLength(1);
+		const [meta] = listed;
+		expect(meta.name).toBe('run-1');
+		expect(meta.project).toBe('host-test');
+		expect(meta.baseModel).toBe(baseModel);
+		expect(meta.step).toBe(1);
+		expect(meta.lastReward).toBe(summary.reward);
+		expect(typeof meta.lastReward).toBe('number');
+		expect(meta.recipe).toEqual(recipe); // saved as given, so a listed run resumes alike
+		expect(meta.warmStart).toBeUndefined();
+
+		const history = await main.runHistory(' run-1 '); // names are trimmed
+		expect(history.filter((h) => typeof h['train/loss'] === 'number').map((h) => h.step)).toEqual([
+			1
+		]);
+	}, 600_000);
+
+	it("refuses a second run while one is going ('run-busy'); Stop ends it 'stopped'", async () => {
+		const more = letters(3);
+		const events: RunEvent[] = [];
+		const going = main.startRun('run-1', more, (e) => {
+			events.push(e);
+			if (e.type === 'phase' && e.phase === 'rollouts') void main.stopRun();
+		});
+		const busy = await failure(main.startRun('run-2', letters()));
+		expect(busy.kind).toBe('run-busy');
+		const same = await failure(main.startRun('run-1', more));
+		expect(same.kind).toBe('run-busy');
+		const deleting = await failure(main.deleteRun('run-1'));
+		expect(deleting.kind).toBe('run-busy');
+		const summary = await going;
+		expect(summary.status).toBe('stopped');
+		expect(summary.step).toBe(1); // resumed at its step, the stopped round untrained
+		expect(events.some((e) => e.type === 'step')).toBe(false);
+		expect(await main.stopRun()).toBe(false); // nothing going
+		expect(await exists(join(runs, 'run-2'))).toBe(false);
+	}, 600_000);
+
+	it("refuses names a store cannot keep ('invalid-run-name') and unknown runs ('no-such-run')", async () => {
+		const h = host();
+		for (const name of BAD_NAMES) {
+			for (const call of [
+				() => h.startRun(name, letters()),
+				() => h.runHistory(name),
+				() => h.deleteRun(name),
+				() => h.exportRun(name)
+			]) {
+				const error = await failure(call());
+				expect(error.kind, JSON.stringify(name)).toBe('invalid-run-name');
+			}
+		}
+		expect(h.active).toBeNull();
+		for (const call of [
+			() => h.runHistory('nobody'),
+			() => h.deleteRun('nobody'),
+			() => h.exportRun('nobody')
+		]) {
+			const error = await failure(call());
+			expect(error.kind).toBe('no-such-run');
+		}
+		// an invalid recipe is refused before anything is registered or written
+		const bad = await failure(h.startRun('bad', { ...letters(), maxNoSignal: 0 }));
+		expect(bad.kind).toBe('invalid-recipe');
+		expect(h.active).toBeNull();
+		expect(await exists(join(runs, 'bad'))).toBe(false);
+	});
+
+	it('exports a saved run as PEFT files without registering it, then deletes it', async () => {
+		const fresh = host(); // as after a reload: nothing registered
+		const files = await fresh.exportRun('run-1');
+		expect(Object.keys(files).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+		const store = new NodeRunStore(join(runs, 'run-1'));
+		const steps = await store.listCheckpoints();
+		expect(steps.at(-1)).toBe(1);
+		const dir = join(runs, 'run-1', 'checkpoints', '0001');
+		for (const [name, bytes] of Object.entries(files))
+			expect(bytes).toEqual(new Uint8Array(await readFile(join(dir, name))));
+		expect(JSON.parse(new TextDecoder().decode(files['adapter_config.json'])).r).toBe(4);
+		const at = await fresh.exportRun('run-1', 1);
+		expect(at['adapter_model.safetensors']).toEqual(files['adapter_model.safetensors']);
+		const missing = await failure(fresh.exportRun('run-1', 7));
+		expect(missing.kind).toBe('no-such-run');
+		expect(missing.message).toContain('0001');
+		expect((await fresh.runHistory('run-1')).length).toBeGreaterThan(0);
+
+		await fresh.deleteRun('run-1');
+		expect(await exists(join(runs, 'run-1'))).toBe(false);
+		expect(await fresh.listRuns()).toEqual([]);
+		expect((await failure(fresh.runHistory('run-1'))).kind).toBe('no-such-run');
+		expect((await failure(fresh.exportRun('run-1'))).kind).toBe('no-such-run');
+	});
+});
