@@ -6,9 +6,10 @@
  *
  * Results are ONE JSON object on stdout. Errors go to stderr as `tabrl: KIND: message`
  * (KIND is the typed error's `kind`, e.g. missing-file, unsupported-architecture) with
- * exit status 1; wrong flags print the usage line and exit with 2.
+ * exit status 1; wrong flags print the usage line and exit with 2. A command may print its
+ * result and end with another status (`train`: 3 when the run ends 'stuck').
  */
-import { UsageError } from './cli/args';
+import { ExitWith, UsageError } from './cli/args';
 import { parseScoreArgs, runScore, SCORE_USAGE } from './cli/score';
 import { GENERATE_USAGE, parseGenerateArgs, runGenerate } from './cli/generate';
 import { parseServeArgs, runServe, SERVE_USAGE } from './cli/serve';
@@ -40,7 +41,8 @@ async function main(argv: string[]): Promise<void> {
 	if (rest.includes('--help') || rest.includes('-h')) return exit(0, undefined, command.usage);
 	try {
 		const result = await command.run(rest);
-		exit(0, JSON.stringify(result));
+		if (result instanceof ExitWith) exit(result.code, JSON.stringify(result.result));
+		else exit(0, JSON.stringify(result));
 	} catch (error) {
 		if (error instanceof UsageError)
 			return exit(2, undefined, `tabrl: ${error.message}\n${error.usage}`);

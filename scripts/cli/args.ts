@@ -26,6 +26,17 @@ export class CliInputError extends Error {
 	}
 }
 
+/**
+ * A command's result printed like any other (one JSON line on stdout) but with another
+ * exit status: e.g. `train`'s run that ended 'stuck'.
+ */
+export class ExitWith {
+	constructor(
+		readonly result: unknown,
+		readonly code: number
+	) {}
+}
+
 export type StringFlags = Record<string, { short?: string }>;
 
 /** Parses `--name VALUE` string flags (each at most once) and no positionals. */

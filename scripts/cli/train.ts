@@ -1,204 +1,417 @@
 /**
- * @file `cli train`: GRPO on an environment from the command line, through the same API an
- * agent author uses (TrainableModel + the Node LocalBackend).
+ * @file `cli train`: a run from the command line, driven by the one run engine
+ * (src/lib/run: a recipe executed by `runRecipe` on a TrainableModel registered with the Node
+ * LocalBackend), exactly as the page's Train panel drives it through the worker.
  *
- *   train --env tictactoe --model DIR --steps N --groups G --group-size K --out DIR
- *       [--loss cispo|ppo] [--lr X] [--seed S] [--sft-first N] [--rank R] [--alpha A]
- *       [--temperature T] [--kl-beta B] [--max-tokens N]
+ *   train --out DIR [--env tictactoe|letters] [--model DIR] [--warm-start preset|none|DIR]
+ *       [--warm-start-mode merged|stacked] [--steps N] [--groups G] [--group-size K] [--lr X]
+ *       [--loss cispo|ppo] [--kl-beta B] [--temperature T] [--max-tokens N] [--seed S]
+ *       [--rank R] [--alpha A] [--sft-first N] [--eval-every N] [--eval-games N]
+ *       [--max-no-signal N]
  *
- * Each step plays G scenarios K times each (one scenario: the agent's mark and the
- * opponent's moves, from --seed, the step and the group; the K games differ by sampling),
- * then one GRPO step. OUT/history.jsonl gets a line per step (reward mean and spread, loss,
- * KL, grad norm, tokens, times) and OUT/checkpoints/<step>/ the adapter in PEFT's format with
- * the optimizer state. --sft-first N first runs N SFT steps (batches of G transcripts of
- * legal random play, agent/tictactoe-sft.ts), so the run ends at step N + --steps; a second
- * run with the same --out resumes from its last checkpoint and trains up to that step. Progress goes to stderr, one line per step;
- * the result is one JSON object: the step reached, the first and last steps' mean rewards.
+ * The recipe starts from the environment's preset (presets.ts, rooted at static/) and each
+ * flag given replaces its field; a second call with the same --out starts from the recipe
+ * saved in OUT/run.json instead, so it continues the run (the engine reads the model's step:
+ * mid-SFT continues SFT) with only the flags given changed. --warm-start defaults to the
+ * preset's (tic-tac-toe: the warm start shipped for the bundled model) when --model is the
+ * bundled model and to none otherwise (a shipped warm start is for tabrl-tiny only); given
+ * explicitly for another model, the backend refuses it ('warm-start-mismatch').
+ *
+ * OUT/history.jsonl gets a line per step and evaluation, OUT/checkpoints/<step>/ the adapter
+ * in PEFT's format with the optimizer state (the latest and the best by val/reward kept),
+ * OUT/run.json the run's summary (base, warm start, recipe, step). Progress goes to stderr,
+ * one line per step and evaluation; stdout gets one JSON line: {"step", "grpo_step",
+ * "status", "reason", "reward", "eval_reward", "out"}. Exit status: 0 when the run is 'done'
+ * or 'stopped' (SIGINT/SIGTERM stop it cleanly, within a rollout turn), 3 when it is
+ * 'stuck' (no reward spread in --max-no-signal rounds in a row).
  */
-import { readdir } from 'node:fs/promises';
+import { EventEmitter } from 'node:events';
+import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { gatherTrajectoryGroups } from '../../src/lib/agent/gather';
-import { TrainableModel } from '../../src/lib/agent/model';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
-import * as tictactoe from '../../src/lib/agent/tictactoe';
-import { legalPlayTranscripts } from '../../src/lib/agent/tictactoe-sft';
-import { numberFlag, parseFlags, UsageError } from './args';
+import { TrainableModel } from '../../src/lib/agent/model';
+import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
+import type { WarmStartMode } from '../../src/lib/model/warm-start';
+import {
+	BUNDLED_MODEL,
+	DEFAULT_PRESET,
+	DEFAULT_SFT,
+	ENVIRONMENTS,
+	PRESET_NAMES,
+	RUN_ENVIRONMENTS,
+	preset,
+	runRecipe,
+	sftSteps,
+	validateRecipe,
+	warmStartPath,
+	type EnvironmentName,
+	type PresetName,
+	type Recipe,
+	type RunEvent,
+	type RunSummary
+} from '../../src/lib/run';
+import { writeDefaultModel } from '../default-model';
+import { CliInputError, ExitWith, numberFlag, parseFlags, UsageError } from './args';
 import { openModelFolder } from './model-folder';
 
 export const TRAIN_USAGE =
-	'usage: npm run -s cli -- train --env tictactoe --model DIR --steps N --groups G --group-size K ' +
-	'--out DIR [--loss cispo|ppo] [--lr X] [--seed S] [--sft-first N] [--rank R] [--alpha A] ' +
-	'[--temperature T] [--kl-beta B] [--max-tokens N]';
+	'usage: npm run -s cli -- train --out DIR [--env tictactoe|letters] [--model DIR] ' +
+	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups G] ' +
+	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
+	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
+	'[--eval-games N] [--max-no-signal N]\n' +
+	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
+	'continue that run (its saved recipe, changed by the flags given)\n' +
+	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
+	'G a step; tictactoe only), then --steps GRPO steps';
 
+/** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
+export const EXIT_STUCK = 3;
+
+/** The flags as given: each field undefined when its flag is absent. */
 export interface TrainArgs {
-	env: 'tictactoe';
-	model: string;
-	steps: number;
-	groups: number;
-	groupSize: number;
 	out: string;
-	loss: 'cispo' | 'ppo';
+	env?: EnvironmentName;
+	model?: string;
+	/** 'preset' (the environment's shipped one), a preset's name, 'none', or a folder. */
+	warmStart?: string;
+	warmStartMode?: WarmStartMode;
+	steps?: number;
+	groups?: number;
+	groupSize?: number;
 	lr?: number;
-	seed: number;
-	sftFirst: number;
+	loss?: 'cispo' | 'ppo';
+	klBeta?: number;
+	temperature?: number;
+	maxTokens?: number;
+	seed?: number;
 	rank?: number;
 	alpha?: number;
-	temperature: number;
-	klBeta: number;
-	maxTokens: number;
+	sftFirst?: number;
+	evalEvery?: number;
+	evalGames?: number;
+	maxNoSignal?: number;
 }
 
-const isCount = (n: number) => Number.isSafeInteger(n) && n >= 1;
+const isCount = (n: number, min = 1) => Number.isSafeInteger(n) && n >= min;
 const isPositive = (n: number) => Number.isFinite(n) && n > 0;
 
+const FLAGS = {
+	out: {},
+	env: {},
+	model: {},
+	'warm-start': {},
+	'warm-start-mode': {},
+	steps: {},
+	groups: {},
+	'group-size': {},
+	lr: {},
+	loss: {},
+	'kl-beta': {},
+	temperature: {},
+	'max-tokens': {},
+	seed: {},
+	rank: {},
+	alpha: {},
+	'sft-first': {},
+	'eval-every': {},
+	'eval-games': {},
+	'max-no-signal': {}
+};
+
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
-	const f = parseFlags(
-		argv,
-		{
-			env: {},
-			model: {},
-			steps: {},
-			groups: {},
-			'group-size': {},
-			out: {},
-			loss: {},
-			lr: {},
-			seed: {},
-			'sft-first': {},
-			rank: {},
-			alpha: {},
-			temperature: {},
-			'kl-beta': {},
-			'max-tokens': {}
-		},
-		TRAIN_USAGE
-	);
-	for (const required of ['env', 'model', 'steps', 'groups', 'group-size', 'out'] as const)
-		if (f[required] === undefined) throw new UsageError(`--${required} is required`, TRAIN_USAGE);
-	if (f.env !== 'tictactoe')
-		throw new UsageError(`--env: '${f.env}' is not an environment (tictactoe)`, TRAIN_USAGE);
-	const loss = f.loss ?? 'cispo';
-	if (loss !== 'cispo' && loss !== 'ppo')
-		throw new UsageError(`--loss: '${loss}' is not cispo or ppo`, TRAIN_USAGE);
-	const n = (name: string, text: string | undefined, ok: (n: number) => boolean, what: string) =>
-		numberFlag(name, text, ok, what, TRAIN_USAGE);
+	const f = parseFlags(argv, FLAGS, TRAIN_USAGE);
+	if (f.out === undefined) throw new UsageError('--out is required', TRAIN_USAGE);
+	const oneOf = <T extends string>(
+		name: string,
+		value: string | undefined,
+		allowed: readonly T[]
+	) => {
+		if (value !== undefined && !allowed.includes(value as T))
+			throw new UsageError(`--${name}: '${value}' is not ${allowed.join(' or ')}`, TRAIN_USAGE);
+		return value as T | undefined;
+	};
+	const n = (name: keyof typeof FLAGS, ok: (n: number) => boolean, what: string) =>
+		numberFlag(name, f[name], ok, what, TRAIN_USAGE);
+	const count = (name: keyof typeof FLAGS, min = 1) =>
+		n(name, (x) => isCount(x, min), `an integer >= ${min}`);
+	if (f.env !== undefined && !ENVIRONMENTS.includes(f.env as EnvironmentName))
+		throw new UsageError(
+			`--env: '${f.env}' is not an environment (${ENVIRONMENTS.join(', ')})`,
+			TRAIN_USAGE
+		);
+	for (const name of ['out', 'model', 'warm-start'] as const)
+		if (f[name] !== undefined && f[name].trim() === '')
+			throw new UsageError(`--${name} is empty`, TRAIN_USAGE);
 	return {
-		env: 'tictactoe',
-		model: f.model!,
-		steps: n('steps', f.steps, (x) => Number.isSafeInteger(x) && x >= 0, 'an integer >= 0')!,
-		groups: n('groups', f.groups, isCount, 'an integer >= 1')!,
-		groupSize: n('group-size', f['group-size'], (x) => isCount(x) && x >= 2, 'an integer >= 2')!,
-		out: f.out!,
-		loss,
-		lr: n('lr', f.lr, isPositive, 'a positive number'),
-		seed: n('seed', f.seed, Number.isSafeInteger, 'an integer') ?? 0,
-		sftFirst:
-			n('sft-first', f['sft-first'], (x) => Number.isSafeInteger(x) && x >= 0, 'an integer >= 0') ??
-			0,
-		rank: n('rank', f.rank, isCount, 'an integer >= 1'),
-		alpha: n('alpha', f.alpha, isPositive, 'a positive number'),
-		temperature: n('temperature', f.temperature, isPositive, 'a positive number') ?? 1,
-		klBeta: n('kl-beta', f['kl-beta'], (x) => Number.isFinite(x) && x >= 0, 'a number >= 0') ?? 0,
-		maxTokens: n('max-tokens', f['max-tokens'], isCount, 'an integer >= 1') ?? 16
+		out: f.out,
+		env: f.env as EnvironmentName | undefined,
+		model: f.model,
+		warmStart: f['warm-start'],
+		warmStartMode: oneOf('warm-start-mode', f['warm-start-mode'], ['merged', 'stacked']),
+		steps: count('steps', 0),
+		groups: count('groups'),
+		groupSize: count('group-size', 2),
+		lr: n('lr', isPositive, 'a positive number'),
+		loss: oneOf('loss', f.loss, ['cispo', 'ppo']),
+		klBeta: n('kl-beta', (x) => Number.isFinite(x) && x >= 0, 'a number >= 0'),
+		temperature: n('temperature', isPositive, 'a positive number'),
+		maxTokens: count('max-tokens'),
+		seed: n('seed', Number.isSafeInteger, 'an integer'),
+		rank: count('rank'),
+		alpha: n('alpha', isPositive, 'a positive number'),
+		sftFirst: count('sft-first', 0),
+		evalEvery: count('eval-every', 0),
+		evalGames: count('eval-games'),
+		maxNoSignal: count('max-no-signal')
 	};
 }
 
-export interface TrainOutput {
-	out: string;
-	step: number;
-	/** Mean reward of the first and the last GRPO step of this invocation (null: none ran). */
-	first_reward: number | null;
-	last_reward: number | null;
-	checkpoints: number[];
+/** Where the bundled model and the shipped warm starts are: the project's static/ folder. */
+export const STATIC_ROOT = resolve(import.meta.dirname, '../../static');
+
+/**
+ * The run's recipe: the saved one (`saved`, from OUT/run.json when the run exists) or the
+ * environment's preset under `staticRoot`, with each flag given replacing its field.
+ * Locations come out absolute (the backend refuses to reopen a run with another base or
+ * warm start, compared as strings). Throws UsageError for flags that do not fit together
+ * and CliInputError for flags that do not fit the saved run.
+ */
+export function trainRecipe(
+	args: TrainArgs,
+	staticRoot: string = STATIC_ROOT,
+	saved?: Recipe
+): Recipe {
+	if (saved && args.env && args.env !== saved.environment)
+		throw new CliInputError(
+			`--env: ${args.out} holds a ${saved.environment} run; give another --out for ${args.env}`
+		);
+	const env = args.env ?? saved?.environment ?? DEFAULT_PRESET;
+	const base = saved ?? preset(env, staticRoot);
+	const baseModel = resolve(args.model ?? base.baseModel);
+	const bundled = resolve(staticRoot, BUNDLED_MODEL);
+	const shipped = (name: PresetName) => resolve(staticRoot, warmStartPath(name));
+
+	let adapter: string | null;
+	if (args.warmStart === undefined)
+		adapter = saved
+			? (saved.warmStart?.adapter ?? null)
+			: baseModel === bundled && base.warmStart
+				? resolve(base.warmStart.adapter)
+				: null; // a shipped warm start is for the bundled model only
+	else if (args.warmStart === 'none') adapter = null;
+	else if (args.warmStart === 'preset') adapter = shipped(env);
+	else if ((PRESET_NAMES as readonly string[]).includes(args.warmStart))
+		adapter = shipped(args.warmStart as PresetName);
+	else adapter = resolve(args.warmStart);
+	if (args.warmStartMode && !adapter)
+		throw new UsageError('--warm-start-mode: the run has no warm start', TRAIN_USAGE);
+	const warmStart = adapter
+		? { adapter, mode: args.warmStartMode ?? base.warmStart?.mode ?? 'merged' }
+		: null;
+
+	const g = base.grpo;
+	const grpo = {
+		...g,
+		steps: args.steps ?? g.steps,
+		groups: args.groups ?? g.groups,
+		groupSize: args.groupSize ?? g.groupSize,
+		learningRate: args.lr ?? g.learningRate,
+		loss: args.loss ?? g.loss,
+		klBeta: args.klBeta ?? g.klBeta,
+		temperature: args.temperature ?? g.temperature,
+		maxTokens: args.maxTokens ?? g.maxTokens
+	};
+	let sft = base.sft;
+	if (args.sftFirst !== undefined)
+		sft =
+			args.sftFirst === 0
+				? null
+				: { ...DEFAULT_SFT, games: args.sftFirst * grpo.groups, batchSize: grpo.groups };
+	if (sft && !RUN_ENVIRONMENTS[env].demonstrations)
+		throw new UsageError(`--sft-first: ${env} has no demonstrations to imitate`, TRAIN_USAGE);
+	const rank = args.rank ?? base.lora.rank;
+	const lora = {
+		rank,
+		alpha: args.alpha ?? (args.rank === undefined ? base.lora.alpha : 2 * rank)
+	};
+	return validateRecipe({
+		...base,
+		environment: env,
+		baseModel,
+		warmStart,
+		sft,
+		grpo,
+		lora,
+		seed: args.seed ?? base.seed,
+		eval: {
+			...base.eval,
+			every: args.evalEvery ?? base.eval.every,
+			games: args.evalGames ?? base.eval.games
+		},
+		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal
+	});
 }
 
-/** A scenario seed per (run seed, step, group): every game of a group plays the same one. */
-const scenarioSeed = (seed: number, step: number, group: number) =>
-	(seed * 1_000_003 + step * 1009 + group) >>> 0;
+/** The recipe OUT/run.json keeps (undefined for a new run, or one saved without a recipe). */
+async function savedRecipe(out: string): Promise<Recipe | undefined> {
+	const meta = await new NodeRunStore(out).readMeta();
+	if (!meta?.recipe) return undefined;
+	try {
+		return validateRecipe(meta.recipe as Recipe);
+	} catch (error) {
+		throw new CliInputError(
+			`--out: ${join(out, 'run.json')} holds a recipe this version cannot run ` +
+				`(${(error as Error).message}); give another --out`
+		);
+	}
+}
 
-export async function runTrain(args: TrainArgs): Promise<TrainOutput> {
-	await openModelFolder(args.model); // every file problem before the GPU is touched
+const isDirectory = async (path: string) =>
+	(await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+
+/** stdout's one line. */
+export interface TrainOutput {
+	/** The model's step (SFT steps included) and the GRPO steps done. */
+	step: number;
+	grpo_step: number;
+	status: RunSummary['status'];
+	reason: string;
+	/** Mean train reward of the last GRPO step of this call (null: none ran). */
+	reward: number | null;
+	/** The last greedy evaluation of this call (null: none ran). */
+	eval_reward: number | null;
+	out: string;
+}
+
+const fixed = (x: number | undefined, digits = 3) =>
+	typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-';
+
+/** One stderr line per step and evaluation (and the end); nothing for phases and rollouts. */
+function progressLine(event: RunEvent, recipe: Recipe): string | undefined {
+	const sftTotal = sftSteps(recipe);
+	if (event.type === 'step') {
+		const m = event.metrics;
+		if (event.split === 'sft')
+			return (
+				`sft step ${event.step}/${sftTotal}: ` +
+				(event.skipped ? `skipped (${event.skipped})` : `loss ${fixed(m['sft/loss'], 4)}`)
+			);
+		// The step tried: the model's step after it, or before it when it changed nothing.
+		const tried = event.step + (event.skipped ? 1 : 0);
+		const head =
+			`step ${tried} (grpo ${tried - sftTotal}/${recipe.grpo.steps}): ` +
+			`reward ${fixed(m['train/reward'])} ± ${fixed(m['train/reward_std_dev'])}`;
+		if (event.skipped === 'no-signal')
+			return `${head}, no reward spread: not trained, retrying with new scenarios`;
+		if (event.skipped) return `${head}, skipped (${event.skipped})`;
+		return (
+			`${head}, loss ${fixed(m['train/loss'], 4)}` +
+			(m['train/kl'] === undefined ? '' : `, kl ${fixed(m['train/kl'], 4)}`) +
+			`, ${fixed((m['train/step_ms'] ?? 0) / 1000, 1)} s`
+		);
+	}
+	if (event.type === 'eval') {
+		const r = event.report;
+		const more = Object.entries(r.metrics).map(([k, v]) => `${k} ${fixed(v)}`);
+		return (
+			`eval at step ${r.step} (T ${r.temperature}, ${r.games} games): reward ${fixed(r.reward)}` +
+			(more.length ? ` (${more.join(', ')})` : '') +
+			`, ${fixed(r.seconds, 1)} s`
+		);
+	}
+	if (event.type === 'end') {
+		const { status, reason } = event.summary;
+		return reason.startsWith(`${status}:`) ? reason : `${status}: ${reason}`;
+	}
+	return undefined;
+}
+
+/** Aborts on SIGINT/SIGTERM (a second one exits at once); `dispose` removes the handlers. */
+function stopOnSignals(abort: AbortController): { dispose(): void } {
+	const onSignal = (signal: NodeJS.Signals) => {
+		if (abort.signal.aborted) process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+		process.stderr.write(`${signal}: stopping (again to quit now)\n`);
+		abort.abort();
+	};
+	process.on('SIGINT', onSignal);
+	process.on('SIGTERM', onSignal);
+	return {
+		dispose() {
+			process.off('SIGINT', onSignal);
+			process.off('SIGTERM', onSignal);
+		}
+	};
+}
+
+export async function runTrain(args: TrainArgs): Promise<TrainOutput | ExitWith> {
 	const out = resolve(args.out);
+	const recipe = trainRecipe(args, STATIC_ROOT, await savedRecipe(out));
+	// Every file problem before the GPU is touched.
+	if (recipe.baseModel === resolve(STATIC_ROOT, BUNDLED_MODEL))
+		await writeDefaultModel(recipe.baseModel);
+	await openModelFolder(recipe.baseModel);
+	const warm = recipe.warmStart?.adapter;
+	if (warm && !(await isDirectory(warm))) {
+		const shipped = PRESET_NAMES.find((p) => warm === resolve(STATIC_ROOT, warmStartPath(p)));
+		throw new CliInputError(
+			`--warm-start: ${warm} is not a directory` +
+				(shipped
+					? ` (the warm start shipped for ${shipped}; make it with ` +
+						`\`npx tsx scripts/make-warm-start.ts --env ${shipped}\`, or train with --warm-start none)`
+					: ' (give a PEFT adapter folder: adapter_config.json, adapter_model.safetensors)')
+		);
+	}
+
+	// Each game in flight listens on its round's abort signal (gather.ts): Node would warn
+	// of a leak past 10 listeners per signal.
+	EventEmitter.defaultMaxListeners = Math.max(
+		EventEmitter.defaultMaxListeners,
+		4 * Math.max(recipe.grpo.groups * recipe.grpo.groupSize, recipe.eval.games)
+	);
 	const backend = new LocalBackend({ runDir: () => out });
+	const abort = new AbortController();
+	const signals = stopOnSignals(abort);
 	try {
 		const model = new TrainableModel({
 			name: basename(out),
 			project: 'cli',
-			baseModel: resolve(args.model),
-			lora:
-				args.rank === undefined
-					? undefined
-					: { rank: args.rank, alpha: args.alpha ?? 2 * args.rank },
-			seed: args.seed
+			baseModel: recipe.baseModel,
+			warmStart: recipe.warmStart ?? undefined,
+			lora: recipe.lora,
+			seed: recipe.seed,
+			maxContext: recipe.maxContext,
+			recipe
 		});
-		const registration = await model.register(backend);
-		if (registration.step === 0 && args.sftFirst > 0) {
-			const transcripts = legalPlayTranscripts(args.sftFirst * args.groups, args.seed);
-			const reports = await model.trainSft(transcripts, {
-				learningRate: args.lr,
-				batchSize: args.groups
-			});
-			for (const r of reports)
-				process.stderr.write(`sft step ${r.step}: loss ${r.metrics['sft/loss']?.toFixed(4)}\n`);
-		}
-		const client = model.openaiClient();
-		let first: number | null = null;
-		let last: number | null = null;
-		// A step whose groups all tie (no signal) changes nothing and is retried with new
-		// scenarios; `attempt` numbers the scenarios so a retry never replays the same ones.
-		const target = args.sftFirst + args.steps;
-		let attempt = await model.getStep();
-		const maxAttempts = attempt + 4 * Math.max(1, target - attempt);
-		for (let step = attempt; step < target && attempt < maxAttempts; attempt++) {
-			const t0 = performance.now();
-			const groups = await gatherTrajectoryGroups(
-				Array.from({ length: args.groups }, (_, g) => {
-					const scenario = scenarioSeed(args.seed, attempt, g);
-					return Array.from({ length: args.groupSize }, (_, k) =>
-						tictactoe.rollout(client, {
-							model: model.name,
-							seed: scenario,
-							maxTokens: args.maxTokens,
-							request: { temperature: args.temperature, seed: (scenario * 64 + k) * 16 }
-						})
-					);
-				})
-			);
-			const rolloutMs = performance.now() - t0;
-			const report = await model.train(
-				groups,
-				{
-					loss: args.loss,
-					learningRate: args.lr,
-					klBeta: args.klBeta,
-					temperature: args.temperature
-				},
-				{ 'train/rollout_ms': rolloutMs }
-			);
-			const reward = report.metrics['train/reward'];
-			first ??= reward;
-			last = reward;
-			step = report.step;
-			process.stderr.write(
-				`step ${report.step}: reward ${reward.toFixed(3)}` +
-					(report.skipped
-						? ` (skipped: ${report.skipped})`
-						: `, loss ${report.metrics['train/loss'].toFixed(4)}`) +
-					'\n'
-			);
-		}
-		const checkpoints = (await readdir(join(out, 'checkpoints')))
-			.map(Number)
-			.filter(Number.isInteger)
-			.sort((a, b) => a - b);
-		return {
-			out,
-			step: await model.getStep(),
-			first_reward: first,
-			last_reward: last,
-			checkpoints
+		const { step } = await model.register(backend);
+		const g = recipe.grpo;
+		process.stderr.write(
+			`train ${recipe.environment} on ${recipe.baseModel}, warm start ` +
+				(recipe.warmStart ? `${recipe.warmStart.adapter} (${recipe.warmStart.mode})` : 'none') +
+				(recipe.sft ? `, ${sftSteps(recipe)} SFT steps` : '') +
+				`, ${g.steps} GRPO steps of ${g.groups} x ${g.groupSize} games -> ${out}` +
+				(step > 0 ? ` (continuing at step ${step})` : '') +
+				'\n'
+		);
+		const summary = await runRecipe(model, recipe, {
+			signal: abort.signal,
+			onEvent: (event) => {
+				const line = progressLine(event, recipe);
+				if (line) process.stderr.write(line + '\n');
+			}
+		});
+		const result: TrainOutput = {
+			step: summary.step,
+			grpo_step: summary.grpoStep,
+			status: summary.status,
+			reason: summary.reason,
+			reward: summary.reward,
+			eval_reward: summary.evalReward,
+			out
 		};
+		return summary.status === 'stuck' ? new ExitWith(result, EXIT_STUCK) : result;
 	} finally {
+		signals.dispose();
 		await backend.close();
 	}
 }

@@ -1,114 +1,358 @@
 /**
- * `cli train` run as a child process on the tiny llama fixture (tic-tac-toe, SwiftShader):
- * one SFT step on legal-play transcripts then GRPO rounds; the files it promises (history
- * lines with the step's metrics, PEFT checkpoints per step) are there; `score --adapter`
- * reads a checkpoint and scores differently from the base model; an adapter for another
- * model and bad flags are refused with their exit codes.
+ * `cli train`: the recipe its flags make (the preset, a saved run's recipe, each flag
+ * replacing a field; no GPU), then the command run as a child process on the tiny llama
+ * fixture (SwiftShader: 2 x 2 games, a step or two): a letters run ends 'done' with its JSON
+ * line, history, checkpoint and run.json, and a second call continues it from the saved
+ * step with the saved recipe; SFT resumes at the model's step; tic-tac-toe from a random
+ * model with no warm start has no reward spread and ends 'stuck' (exit 3); SIGTERM stops a
+ * run cleanly (exit 0, 'stopped'); a warm start made for another base is refused
+ * ('warm-start-mismatch', exit 1); bad flags exit 2 with the usage line.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
-import { runCli } from './run-cli';
+import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
+import { CliInputError, UsageError } from '../../../scripts/cli/args';
+import { EXIT_STUCK, parseTrainArgs, trainRecipe } from '../../../scripts/cli/train';
+import { runCli, type CliRun } from './run-cli';
+
+const ROOT = join(import.meta.dirname, '../../..');
+
+describe('cli train: the recipe from flags', () => {
+	const recipe = (argv: string[], saved?: Recipe) =>
+		trainRecipe(parseTrainArgs(['--out', 'runs/x', ...argv]), '/s', saved);
+
+	it('defaults to the preset, with its shipped warm start on the bundled model only', () => {
+		const ttt = recipe([]);
+		expect(ttt).toEqual({
+			...preset('tictactoe', '/s'),
+			baseModel: '/s/models/tabrl-tiny',
+			warmStart: { adapter: '/s/warm-starts/tabrl-tiny/tictactoe', mode: 'merged' }
+		});
+		expect(recipe(['--env', 'letters'])).toEqual({
+			...preset('letters', '/s'),
+			baseModel: '/s/models/tabrl-tiny'
+		});
+		// another model: no warm start unless asked for (then the backend checks it)
+		expect(recipe(['--model', '/m']).warmStart).toBeNull();
+		expect(recipe(['--model', '/m', '--warm-start', 'preset']).warmStart).toEqual({
+			adapter: '/s/warm-starts/tabrl-tiny/tictactoe',
+			mode: 'merged'
+		});
+		expect(recipe(['--warm-start', 'none']).warmStart).toBeNull();
+		expect(recipe(['--warm-start', '/w', '--warm-start-mode', 'stacked']).warmStart).toEqual({
+			adapter: '/w',
+			mode: 'stacked'
+		});
+		expect(recipe(['--env', 'letters', '--warm-start', 'tictactoe']).warmStart?.adapter).toBe(
+			'/s/warm-starts/tabrl-tiny/tictactoe'
+		);
+	});
+
+	it('replaces the fields of the flags given', () => {
+		const r = recipe([
+			'--env',
+			'letters',
+			'--model',
+			'/m',
+			'--steps',
+			'7',
+			'--groups',
+			'3',
+			'--group-size',
+			'5',
+			'--lr',
+			'0.001',
+			'--loss',
+			'ppo',
+			'--kl-beta',
+			'0.1',
+			'--temperature',
+			'0.7',
+			'--max-tokens',
+			'9',
+			'--seed=-4', // a negative value needs '=' (node's parseArgs)
+			'--rank',
+			'4',
+			'--eval-every',
+			'0',
+			'--eval-games',
+			'2',
+			'--max-no-signal',
+			'1'
+		]);
+		const p = preset('letters', '/s');
+		expect(r).toEqual({
+			...p,
+			baseModel: '/m',
+			grpo: {
+				...p.grpo,
+				steps: 7,
+				groups: 3,
+				groupSize: 5,
+				learningRate: 0.001,
+				loss: 'ppo',
+				klBeta: 0.1,
+				temperature: 0.7,
+				maxTokens: 9
+			},
+			lora: { rank: 4, alpha: 8 },
+			seed: -4,
+			eval: { ...p.eval, every: 0, games: 2 },
+			maxNoSignal: 1
+		});
+		expect(recipe(['--alpha', '3']).lora).toEqual({ rank: 64, alpha: 3 });
+	});
+
+	it('--sft-first N: N SFT steps of G demonstrations, for environments that have them', () => {
+		const r = recipe(['--sft-first', '3', '--groups', '2']);
+		expect(r.sft).toEqual({ ...DEFAULT_SFT, games: 6, batchSize: 2 });
+		expect(sftSteps(r)).toBe(3);
+		expect(recipe(['--sft-first', '0']).sft).toBeNull();
+		expect(() => recipe(['--env', 'letters', '--sft-first', '2'])).toThrow(UsageError);
+		expect(() => recipe(['--warm-start', 'none', '--warm-start-mode', 'merged'])).toThrow(
+			/no warm start/
+		);
+	});
+
+	it("a saved run's recipe is the starting point; another --env is refused", () => {
+		const saved = recipe(['--env', 'letters', '--model', '/m', '--steps', '2', '--groups', '2']);
+		expect(recipe(['--steps', '5'], saved)).toEqual({
+			...saved,
+			grpo: { ...saved.grpo, steps: 5 }
+		});
+		expect(() => recipe(['--env', 'tictactoe'], saved)).toThrow(CliInputError);
+	});
+});
 
 let root: string;
 let llama: string;
-let qwen2: string;
 beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), 'tabrl-cli-train-'));
 	llama = join(root, 'llama');
-	qwen2 = join(root, 'qwen2');
 	await writeModelFiles(llama, makeFixture('llama', { seed: 5 }).files);
-	await writeModelFiles(qwen2, makeFixture('qwen2', { seed: 5 }).files);
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
 
-/** `train` with the usual flags, `over` replacing or adding some (values as typed). */
+/** `train` with small sizes, `over` replacing or adding flags (values as typed). */
 function trainArgs(over: Record<string, string>): string[] {
 	const flags = {
-		env: 'tictactoe',
+		env: 'letters',
 		model: llama,
-		steps: '1',
-		groups: '1',
+		steps: '2',
+		groups: '2',
 		'group-size': '2',
-		out: root,
+		'eval-every': '0',
+		out: join(root, 'run'),
 		...over
 	};
 	return ['train', ...Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v])];
 }
 
-describe('cli train', () => {
-	it('trains, writes history.jsonl and PEFT checkpoints, and score --adapter reads them', async () => {
-		const out = join(root, 'run');
+interface TrainJson {
+	step: number;
+	grpo_step: number;
+	status: string;
+	reason: string;
+	reward: number | null;
+	eval_reward: number | null;
+	out: string;
+}
+
+/** stdout: exactly one JSON line of the documented shape. */
+function parseResult(r: CliRun): TrainJson {
+	const lines = r.stdout.trim().split('\n');
+	expect(lines, r.stderr).toHaveLength(1);
+	const out = JSON.parse(lines[0]) as TrainJson;
+	expect(Object.keys(out).sort()).toEqual(
+		['eval_reward', 'grpo_step', 'out', 'reason', 'reward', 'status', 'step'].sort()
+	);
+	return out;
+}
+
+const readHistory = async (out: string) =>
+	(await readFile(join(out, 'history.jsonl'), 'utf8'))
+		.trim()
+		.split('\n')
+		.map((l) => JSON.parse(l) as Record<string, number>);
+
+describe('cli train: runs', () => {
+	const letters = () => join(root, 'letters');
+
+	it('a letters run of 2 steps: done, exit 0, history, a PEFT checkpoint and run.json', async () => {
+		const out = letters();
+		const r = await runCli(trainArgs({ out, seed: '3', rank: '4' }), 300_000);
+		expect(r.code, r.stderr).toBe(0);
+		expect(parseResult(r)).toMatchObject({
+			step: 2,
+			grpo_step: 2,
+			status: 'done',
+			eval_reward: null,
+			out
+		});
+		expect(r.stderr).toMatch(/^step 2 \(grpo 2\/2\): reward \d\.\d{3} ± \d\.\d{3}, loss /m);
+		expect(r.stderr).toMatch(/^done: reached GRPO step 2$/m);
+		const trained = (await readHistory(out)).filter((h) => h['train/skipped'] === undefined);
+		expect(trained.map((h) => h.step)).toEqual([1, 2]);
+		for (const h of trained) expect(Number.isFinite(h['train/loss'])).toBe(true);
+		// the latest checkpoint is kept (and the best by val/reward: none here)
+		expect(await readdir(join(out, 'checkpoints'))).toEqual(['0002']);
+		const config = JSON.parse(
+			await readFile(join(out, 'checkpoints', '0002', 'adapter_config.json'), 'utf8')
+		);
+		expect(config).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
+		expect(meta).toMatchObject({ name: 'letters', project: 'cli', baseModel: llama, step: 2 });
+		expect(meta.recipe).toMatchObject({
+			environment: 'letters',
+			warmStart: null,
+			seed: 3,
+			lora: { rank: 4, alpha: 8 },
+			grpo: { steps: 2, groups: 2, groupSize: 2 }
+		});
+	}, 300_000);
+
+	it('a second call with the same --out continues from the saved step and recipe', async () => {
+		const out = letters();
+		// only --out and --steps: the environment, model, sizes and seed come from run.json
+		const r = await runCli(['train', '--out', out, '--steps', '3'], 300_000);
+		expect(r.code, r.stderr).toBe(0);
+		expect(parseResult(r)).toMatchObject({ step: 3, grpo_step: 3, status: 'done' });
+		expect(r.stderr).toMatch(/continuing at step 2/);
+		expect(r.stderr).not.toMatch(/^step [12] /m);
+		const trained = (await readHistory(out)).filter((h) => h['train/skipped'] === undefined);
+		expect(trained.map((h) => h.step)).toEqual([1, 2, 3]);
+		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
+		expect(meta).toMatchObject({ step: 3, recipe: { seed: 3, grpo: { steps: 3 } } });
+	}, 300_000);
+
+	it('SFT resumes at the model step: a longer --sft-first trains only the steps missing', async () => {
+		const out = join(root, 'sft');
+		const flags = { out, env: 'tictactoe', 'warm-start': 'none', groups: '1', steps: '0' };
+		const first = await runCli(trainArgs({ ...flags, 'sft-first': '1' }), 300_000);
+		expect(first.code, first.stderr).toBe(0);
+		expect(parseResult(first)).toMatchObject({ step: 1, grpo_step: 0, status: 'done' });
+		expect(first.stderr).toMatch(/^sft step 1\/1: loss \d/m);
+		const second = await runCli(trainArgs({ ...flags, 'sft-first': '2' }), 300_000);
+		expect(second.code, second.stderr).toBe(0);
+		expect(parseResult(second)).toMatchObject({ step: 2, grpo_step: 0, status: 'done' });
+		expect(second.stderr).not.toMatch(/sft step 1\//);
+		expect(second.stderr).toMatch(/^sft step 2\/2: loss \d/m);
+		const history = await readHistory(out);
+		expect(history.map((h) => h.step)).toEqual([1, 2]);
+		for (const h of history) expect(h['sft/loss']).toBeGreaterThan(0);
+	}, 600_000);
+
+	it('tic-tac-toe from a random model with no warm start: no reward spread, stuck, exit 3', async () => {
+		const out = join(root, 'stuck');
 		const r = await runCli(
 			trainArgs({
 				out,
-				'sft-first': '1',
-				lr: '0.05',
-				seed: '3',
-				'max-tokens': '6',
-				rank: '4'
+				env: 'tictactoe',
+				'warm-start': 'none',
+				steps: '1',
+				groups: '1',
+				'max-tokens': '4',
+				'max-no-signal': '1'
 			}),
 			300_000
 		);
-		expect(r.code, r.stderr).toBe(0);
-		const result = JSON.parse(r.stdout);
+		expect(r.code, r.stderr).toBe(EXIT_STUCK);
+		const result = parseResult(r);
+		expect(result).toMatchObject({ step: 0, grpo_step: 0, status: 'stuck' });
+		expect(result.reason).toMatch(/no reward spread/);
+		expect(r.stderr).toMatch(/no reward spread: not trained/);
+		const history = await readHistory(out);
+		expect(history).toHaveLength(1);
+		expect(history[0]).toMatchObject({ step: 0, 'train/skipped': 1, 'train/reward_std_dev': 0 });
+	}, 300_000);
+
+	it('SIGTERM stops a run cleanly: exit 0, status stopped, the steps done kept', async () => {
+		const out = join(root, 'stopped');
+		const child = spawn(
+			join(ROOT, 'node_modules/.bin/tsx'),
+			[join(ROOT, 'scripts/cli.ts'), ...trainArgs({ out, steps: '50' })],
+			{ cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }
+		);
+		let stdout = '';
+		let stderr = '';
+		let killed = false;
+		child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+		child.stderr.on('data', (d: Buffer) => {
+			stderr += d.toString();
+			// stop once a step has trained
+			if (!killed && /^step \d+ \(grpo \d+\/50\): .*loss/m.test(stderr)) {
+				killed = true;
+				child.kill('SIGTERM');
+			}
+		});
+		const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+		expect(killed, stderr).toBe(true);
+		expect(code, stderr).toBe(0);
+		const result = parseResult({ code: 0, stdout, stderr });
+		expect(result.status).toBe('stopped');
 		expect(result.step).toBeGreaterThanOrEqual(1);
-		expect(result.checkpoints[0]).toBe(0);
-		expect(r.stderr).toMatch(/sft step 1: loss \d/);
-		const history = (await readFile(join(out, 'history.jsonl'), 'utf8'))
-			.trim()
-			.split('\n')
-			.map((l) => JSON.parse(l));
-		expect(history[0].step).toBe(1);
-		expect(history[0]['sft/loss']).toBeGreaterThan(0);
-		const grpo = history.filter((h) => 'train/reward' in h);
-		expect(grpo.length).toBeGreaterThanOrEqual(1);
-		for (const h of grpo) expect(Number.isFinite(h['train/rollout_ms'])).toBe(true);
-		expect((await readdir(join(out, 'checkpoints'))).sort()).toEqual(
-			result.checkpoints.map((s: number) => String(s).padStart(4, '0'))
-		);
-		const config = JSON.parse(
-			await readFile(join(out, 'checkpoints', '0001', 'adapter_config.json'), 'utf8')
-		);
-		expect(config).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+		expect(result.step).toBeLessThan(50);
+		expect(stderr).toMatch(/^SIGTERM: stopping/m);
+		expect(await readdir(join(out, 'checkpoints'))).toContain(String(result.step).padStart(4, '0'));
+	}, 300_000);
 
-		const base = await runCli(['score', '--model', llama, '--text', 'hello world'], 180_000);
-		expect(base.code, base.stderr).toBe(0);
-		const tuned = await runCli(
-			[
-				'score',
-				'--model',
-				llama,
-				'--adapter',
-				join(out, 'checkpoints', '0001'),
-				'--text',
-				'hello world'
-			],
-			180_000
+	it('a warm start made for another base is refused: warm-start-mismatch, exit 1', async () => {
+		// PEFT's two files with a manifest naming another base's tensors (the adapter's own
+		// hash right, so the base is what is refused: checked before the files are read).
+		const dir = join(root, 'foreign-warm-start');
+		await mkdir(dir, { recursive: true });
+		const adapter = new TextEncoder().encode('an adapter for another model');
+		await writeFile(join(dir, 'adapter_model.safetensors'), adapter);
+		await writeFile(join(dir, 'adapter_config.json'), '{"peft_type": "LORA"}');
+		await writeFile(
+			join(dir, 'warm-start.json'),
+			JSON.stringify({
+				format: 'tabrl-warm-start/1',
+				environment: 'letters',
+				base: { name: 'another-model', tensorsSha256: '0'.repeat(64) },
+				adapterSha256: createHash('sha256').update(adapter).digest('hex'),
+				command: 'a test',
+				seed: 1,
+				made: '2026-01-01'
+			})
 		);
-		expect(tuned.code, tuned.stderr).toBe(0);
-		const a = JSON.parse(base.stdout).logprobs.slice(1);
-		const b = JSON.parse(tuned.stdout).logprobs.slice(1);
-		expect(a).toHaveLength(b.length);
-		expect(a.some((v: number, i: number) => Math.abs(v - b[i]) > 1e-4)).toBe(true);
-
-		const wrong = await runCli(
-			['score', '--model', qwen2, '--adapter', join(out, 'checkpoints', '0001'), '--text', 'hi'],
+		const r = await runCli(
+			trainArgs({ out: join(root, 'foreign'), 'warm-start': dir, steps: '1' }),
+			120_000
+		);
+		expect(r.code, r.stderr).toBe(1);
+		expect(r.stdout).toBe('');
+		expect(r.stderr).toMatch(/^tabrl: warm-start-mismatch: .*made for another-model/m);
+		// a warm start folder that is not there is refused before the GPU is used
+		const missing = await runCli(
+			trainArgs({ out: join(root, 'missing'), 'warm-start': join(root, 'nope') }),
 			60_000
 		);
-		expect(wrong.code).toBe(1);
-		expect(wrong.stderr).toMatch(/^tabrl: lora-config: /);
-	}, 600_000);
+		expect(missing.code).toBe(1);
+		expect(missing.stderr).toMatch(/^tabrl: input: --warm-start: .*nope is not a directory/m);
+	}, 300_000);
 
-	it('refuses bad flags with the usage line', async () => {
-		const r = await runCli(trainArgs({ env: 'chess' }), 60_000);
-		expect(r.code).toBe(2);
-		expect(r.stderr).toMatch(/--env: 'chess' is not an environment/);
-		const s = await runCli(trainArgs({ 'group-size': '1' }), 60_000);
-		expect(s.code).toBe(2);
-		expect(s.stderr).toMatch(/--group-size: '1' is not an integer >= 2/);
-	}, 120_000);
+	it('refuses bad flags with the usage line, exit 2', async () => {
+		const cases: [string[], RegExp][] = [
+			[trainArgs({ env: 'chess' }), /--env: 'chess' is not an environment/],
+			[trainArgs({ 'group-size': '1' }), /--group-size: '1' is not an integer >= 2/],
+			[trainArgs({ loss: 'sgd' }), /--loss: 'sgd' is not cispo or ppo/],
+			[trainArgs({ 'sft-first': '2' }), /--sft-first: letters has no demonstrations/],
+			[['train', '--steps', '1'], /--out is required/],
+			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/]
+		];
+		for (const [args, message] of cases) {
+			const r = await runCli(args, 60_000);
+			expect(r.code, r.stderr).toBe(2);
+			expect(r.stdout).toBe('');
+			expect(r.stderr).toMatch(message);
+			expect(r.stderr).toMatch(/usage: npm run -s cli -- train --out DIR/);
+		}
+	}, 300_000);
 });
