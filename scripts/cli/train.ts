@@ -25,7 +25,6 @@
  * or 'stopped' (SIGINT/SIGTERM stop it cleanly, within a rollout turn), 3 when it is
  * 'stuck' (no reward spread in --max-no-signal rounds in a row).
  */
-import { EventEmitter } from 'node:events';
 import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
@@ -363,12 +362,6 @@ export async function runTrain(args: TrainArgs): Promise<TrainOutput | ExitWith>
 		);
 	}
 
-	// Each game in flight listens on its round's abort signal (gather.ts): Node would warn
-	// of a leak past 10 listeners per signal.
-	EventEmitter.defaultMaxListeners = Math.max(
-		EventEmitter.defaultMaxListeners,
-		4 * Math.max(recipe.grpo.groups * recipe.grpo.groupSize, recipe.eval.games)
-	);
 	const backend = new LocalBackend({ runDir: () => out });
 	const abort = new AbortController();
 	const signals = stopOnSignals(abort);

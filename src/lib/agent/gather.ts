@@ -112,6 +112,17 @@ export async function gatherTrajectoryGroups(
 	const total = pending.reduce((n, g) => n + g.rollouts.length, 0);
 
 	const controller = new AbortController();
+	// Each rollout's requests listen on this signal; Node warns past 10 listeners per
+	// EventTarget (MaxListenersExceededWarning), which hundreds of games in flight exceed.
+	(
+		globalThis as {
+			process?: {
+				getBuiltinModule?(m: string): { setMaxListeners?(n: number, t: EventTarget): void };
+			};
+		}
+	).process
+		?.getBuiltinModule?.('node:events')
+		?.setMaxListeners?.(0, controller.signal);
 	const outer = options.signal;
 	if (outer?.aborted) throw outer.reason;
 	let fail!: (error: unknown) => void;

@@ -16,7 +16,7 @@ export type RunStatus = 'done' | 'stopped' | 'stuck';
 
 export interface RunSummary {
 	status: RunStatus;
-	/** Why, in words: e.g. 'stuck: no reward spread in 3 steps in a row'. */
+	/** Why, in words: e.g. 'no reward spread in 3 rounds in a row at GRPO step 4 (...)'. */
 	reason: string;
 	/** The model's step (SFT steps included) and the GRPO steps done. */
 	step: number;

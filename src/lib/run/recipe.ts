@@ -134,7 +134,9 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isCount(r.eval.games)) bad('eval.games', r.eval.games, 'an integer >= 1');
 	if (!r.eval.temperatures.every(isNonNegative))
 		bad('eval.temperatures', r.eval.temperatures, 'numbers >= 0');
-	if (!isCount(r.maxNoSignal)) bad('maxNoSignal', r.maxNoSignal, 'an integer >= 1');
+	// (the run loop numbers a step's retries within 16 rounds: run-loop.ts ROUNDS_PER_STEP)
+	if (!isCount(r.maxNoSignal) || r.maxNoSignal > 16)
+		bad('maxNoSignal', r.maxNoSignal, 'an integer from 1 to 16');
 	if (!isCount(r.maxContext, 16)) bad('maxContext', r.maxContext, 'an integer >= 16');
 	return r;
 }

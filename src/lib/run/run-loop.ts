@@ -19,6 +19,7 @@ import type { Trajectory } from '../agent/trajectory';
 import { Rng } from '../util/random';
 import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
 import type { EvaluationReport, RunEvent, RunStatus, RunSummary } from './events';
+import { RunError } from './errors';
 import { sftSteps, validateRecipe, type Recipe } from './recipe';
 
 export interface RunOptions {
@@ -55,6 +56,11 @@ export async function runRecipe(
 ): Promise<RunSummary> {
 	const recipe = validateRecipe(input);
 	const env = RUN_ENVIRONMENTS[recipe.environment];
+	if (recipe.sft && !env.demonstrations)
+		throw new RunError(
+			'invalid-recipe',
+			`sft: ${env.name} has no demonstrations to imitate; use a warm start instead.`
+		);
 	const { signal } = options;
 	const emit = (event: RunEvent) => {
 		try {
@@ -108,16 +114,16 @@ export async function runRecipe(
 		let step = await model.getStep();
 		if (step < sftTotal) {
 			const sft = recipe.sft!;
-			if (!env.demonstrations)
-				return summary('stuck', `${env.name} has no demonstrations for SFT; use a warm start`);
 			const perEpoch = Math.ceil(sft.games / sft.batchSize);
-			const demos = env.demonstrations(sft.games, sft.seed);
+			const demos = env.demonstrations!(sft.games, sft.seed); // (checked above)
 			while (step < sftTotal) {
 				checkStop();
 				emit({ type: 'phase', phase: 'sft', step });
 				const epoch = Math.floor(step / perEpoch);
 				const first = step % perEpoch;
-				const batches = Math.min(sft.chunk, perEpoch - first, sftTotal - step);
+				// chunks start at multiples of sft.chunk, so a resumed run trains the same chunks
+				const chunkStart = step - (step % sft.chunk);
+				const batches = Math.min(sft.chunk - (step % sft.chunk), perEpoch - first, sftTotal - step);
 				const order = shuffled(demos, sft.seed + 1000 + epoch);
 				const chunk: Trajectory[] = order.slice(
 					first * sft.batchSize,
@@ -126,7 +132,7 @@ export async function runRecipe(
 				// Linear decay over all SFT steps, constant within a chunk.
 				const lr =
 					sft.learningRate -
-					((sft.learningRate - sft.learningRateEnd) * step) / Math.max(1, sftTotal - 1);
+					((sft.learningRate - sft.learningRateEnd) * chunkStart) / Math.max(1, sftTotal - 1);
 				const reports = await model.trainSft(chunk, {
 					learningRate: lr,
 					batchSize: sft.batchSize,
@@ -186,7 +192,7 @@ export async function runRecipe(
 				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP))
 					return summary(
 						'stuck',
-						`stuck: no reward spread in ${noSignal} rounds in a row at GRPO step ${grpoStep} ` +
+						`no reward spread in ${noSignal} round${noSignal === 1 ? '' : 's'} in a row at GRPO step ${grpoStep} ` +
 							'(every game of each group scored alike: a warm start or more SFT may help)'
 					);
 				continue;

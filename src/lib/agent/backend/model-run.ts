@@ -300,7 +300,7 @@ export class ModelRun {
 						lr: config.learningRate,
 						tokenBudget: config.tokenBudget
 					});
-					reports.push(await this.#finishStep(result, { 'train/epoch': epoch }, 'sft'));
+					reports.push(await this.#finishStep(result, { 'sft/epoch': epoch }, 'sft'));
 				}
 			}
 			await this.#touchMeta();
