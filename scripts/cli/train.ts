@@ -25,6 +25,7 @@
  * or 'stopped' (SIGINT/SIGTERM stop it cleanly, within a rollout turn), 3 when it is
  * 'stuck' (no reward spread in --max-no-signal rounds in a row).
  */
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
@@ -167,7 +168,10 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 }
 
 /** Where the bundled model and the shipped warm starts are: the project's static/ folder. */
-export const STATIC_ROOT = resolve(import.meta.dirname, '../../static');
+export const STATIC_ROOT =
+	[resolve(import.meta.dirname, '../../static'), resolve('static')].find((dir) =>
+		existsSync(join(dir, 'warm-starts'))
+	) ?? resolve(import.meta.dirname, '../../static'); // (the first: a bundle elsewhere, e.g. .gpu/, uses the working directory's)
 
 /**
  * The run's recipe: the saved one (`saved`, from OUT/run.json when the run exists) or the
