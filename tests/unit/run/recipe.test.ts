@@ -144,13 +144,15 @@ describe('forSoftwareGpu', () => {
 		expect(s.seed).toBe(r.seed);
 	});
 
-	it('shrinks letters to at most 2 x 4 games and 10 steps, keeping its LoRA', () => {
+	it('shrinks letters to at most 2 x 8 games and 10 steps, keeping its LoRA', () => {
 		const r = preset('letters', '/');
 		const s = forSoftwareGpu(r);
 		expect(s.grpo.groups).toBe(2);
-		expect(s.grpo.groupSize).toBe(4);
+		expect(s.grpo.groupSize).toBe(Math.min(r.grpo.groupSize, 8));
 		expect(s.grpo.steps).toBe(10);
 		expect(s.lora).toEqual(r.lora);
+		const wide = forSoftwareGpu({ ...r, grpo: { ...r.grpo, groups: 8, groupSize: 16 } });
+		expect([wide.grpo.groups, wide.grpo.groupSize]).toEqual([2, 8]);
 		expect(s.eval.every).toBe(0);
 		// never grows a recipe that is already small
 		const tiny = { ...r, grpo: { ...r.grpo, groups: 1, groupSize: 2, steps: 3 } };

@@ -50,7 +50,9 @@ const PROJECT = 'run-loop';
 const runDir = (name: string) => join(root, 'runs', PROJECT, 'models', name);
 
 /** A small recipe on a tiny base: letters unless `environment` says otherwise. */
-function recipe(over: Partial<Recipe> & { grpo?: Partial<Recipe['grpo']> } = {}): Recipe {
+type RecipeOverrides = Partial<Omit<Recipe, 'grpo'>> & { grpo?: Partial<Recipe['grpo']> };
+
+function recipe(over: RecipeOverrides = {}): Recipe {
 	const environment = over.environment ?? 'letters';
 	const base = preset(environment, '/');
 	return {
