@@ -57,6 +57,7 @@ const BAD: Mutation[] = [
 	['eval.games', (r) => (r.eval.games = 0)],
 	['eval.temperatures', (r) => (r.eval.temperatures = [0, -1])],
 	['maxNoSignal', (r) => (r.maxNoSignal = 0)],
+	['maxNoSignal', (r) => (r.maxNoSignal = 17)],
 	['maxContext', (r) => (r.maxContext = 8)]
 ];
 

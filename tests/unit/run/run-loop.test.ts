@@ -175,6 +175,15 @@ describe('runRecipe', () => {
 		expect(second.status).toBe('done');
 		expect(trace(again)).toBe('end');
 		expect(await model.getStep()).toBe(2);
+
+		// letters has no demonstrations: an SFT phase is refused before anything runs
+		const sft = { games: 4, batchSize: 2, epochs: 1, learningRate: 1e-3, learningRateEnd: 1e-4 };
+		const refused = await runRecipe(model, { ...r, sft: { ...sft, seed: 1, chunk: 1 } }).then(
+			() => undefined,
+			(e: { kind?: string }) => e
+		);
+		expect(refused?.kind).toBe('invalid-recipe');
+		expect(await model.getStep()).toBe(2);
 	}, 600_000);
 
 	it('tic-tac-toe on a random model: no reward spread ends stuck after maxNoSignal rounds', async () => {
