@@ -169,17 +169,23 @@ export async function runRecipe(
 			if (grpoStep >= recipe.grpo.steps) break;
 			checkStop();
 			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
+			const rolloutStart = performance.now();
 			const groups = await playRound(env, client, model.name, recipe, round, step, emit, signal);
+			const rolloutMs = performance.now() - rolloutStart;
 			checkStop();
 			emit({ type: 'phase', phase: 'train', step });
 			const g = recipe.grpo;
-			const report = await model.train(groups, {
-				loss: g.loss,
-				learningRate: g.learningRate,
-				klBeta: g.klBeta,
-				temperature: g.temperature,
-				tokenBudget: g.tokenBudget
-			});
+			const report = await model.train(
+				groups,
+				{
+					loss: g.loss,
+					learningRate: g.learningRate,
+					klBeta: g.klBeta,
+					temperature: g.temperature,
+					tokenBudget: g.tokenBudget
+				},
+				{ 'train/rollout_ms': rolloutMs }
+			);
 			lastReward = report.metrics['train/reward'] ?? null;
 			emit({
 				type: 'step',
