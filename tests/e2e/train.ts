@@ -259,6 +259,37 @@ export async function trainPanelChecks(
 		after.length === 1 && after[0].run === 'letters-1' && after[0].step === String(trained + 1),
 		JSON.stringify(after)
 	);
+
+	// 5. ART's API from the console: agent code's own loop through the page's worker.
+	const agent = await page
+		.evaluate(async (base) => {
+			const t = (await (window as unknown as { tabrl: () => Promise<any> }).tabrl()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+			const backend = t.localBackend();
+			const model = new t.TrainableModel({
+				name: 'console-1',
+				project: 'console',
+				baseModel: base,
+				lora: { rank: 2, alpha: 4 }
+			});
+			await model.register(backend);
+			const client = model.openaiClient();
+			const groups = await t.gatherTrajectoryGroups([
+				[0, 1, 2, 3].map((k: number) => t.letters.rollout(client, { model: model.name, seed: k }))
+			]);
+			const report = await model.train(groups, { learningRate: 0.02 });
+			await backend.close();
+			return {
+				step: report.step,
+				skipped: report.skipped ?? null,
+				games: groups[0].trajectories.length
+			};
+		}, `${fixtures}llama/`)
+		.catch((e: Error) => ({ error: e.message }));
+	check(
+		"ART's API from the console: a user's rollouts through model.openaiClient() and a GRPO step, in the page's worker",
+		'games' in agent && agent.games === 4 && (agent.step === 1 || agent.skipped === 'no-signal'),
+		JSON.stringify(agent)
+	);
 	check('no uncaught page errors while training', errors.length === 0, errors.join('; '));
 	await context.close();
 	console.log(`  Train panel checks took ${since(t0)}`);

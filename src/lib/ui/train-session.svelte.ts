@@ -127,6 +127,8 @@ export class TrainSession {
 
 	#backend: () => BackendHandle | null;
 	#rowKey = 0;
+	/** Games per round of the run going (known before the first one finishes). */
+	#groupGames = 0;
 
 	/** `backend` returns the page's worker, or null if it has none. */
 	constructor(backend: () => BackendHandle | null, url = '') {
@@ -190,7 +192,8 @@ export class TrainSession {
 
 	/** Resumes a saved run with the recipe it was started with. */
 	resume(run: SavedRun): Promise<void> {
-		const recipe = (run.recipe as Recipe | undefined) ?? this.recipe();
+		// (a plain copy: the listing is reactive state, and a proxy cannot cross to the worker)
+		const recipe = ($state.snapshot(run.recipe) as Recipe | undefined) ?? this.recipe();
 		return this.#start(run.name, recipe);
 	}
 
@@ -263,9 +266,13 @@ export class TrainSession {
 		try {
 			const history = await backend.runHistory(name);
 			this.#show(name, history.ok ? history.value : []);
+			this.#groupGames = recipe.grpo.groups * recipe.grpo.groupSize;
 			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event));
 			if (result.ok) this.summary = result.value;
 			else this.error = result.error;
+		} catch (error) {
+			// (the call could not even be made, e.g. a value the worker cannot receive)
+			this.error = { kind: 'internal', message: (error as Error)?.message ?? String(error) };
 		} finally {
 			this.phase = 'idle';
 			this.runPhase = null;
@@ -277,7 +284,10 @@ export class TrainSession {
 		switch (event.type) {
 			case 'phase':
 				this.runPhase = event.phase;
-				if (event.phase === 'rollouts') this.rolloutsDone = 0;
+				if (event.phase === 'rollouts') {
+					this.rolloutsDone = 0;
+					this.rolloutsTotal = this.#groupGames;
+				}
 				break;
 			case 'rollout':
 				this.rolloutsDone = event.done;

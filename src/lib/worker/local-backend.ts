@@ -48,10 +48,22 @@ export class LocalBackend extends DelegatingBackend {
 		this.#ownsHandle = !handle;
 	}
 
-	/** Frees this backend's models (saved runs stay in IndexedDB); ends a worker of its own. */
+	/** Names registered through this backend (the worker may hold the page's runs too). */
+	readonly #names = new Set<string>();
+
+	override register: Backend['register'] = async (spec) => {
+		const registration = await this.inner.register(spec);
+		this.#names.add(spec.name);
+		return registration;
+	};
+
+	/** Frees the models registered through this backend (saved runs stay in IndexedDB; the
+	 * page's own runs are left alone); ends a worker of its own. */
 	override close: Backend['close'] = async () => {
 		try {
-			await this.inner.close();
+			if (this.#ownsHandle) await this.inner.close();
+			else for (const name of this.#names) await this.inner.unregister(name);
+			this.#names.clear();
 		} finally {
 			if (this.#ownsHandle) this.#handle.terminate();
 		}

@@ -1,0 +1,28 @@
+/**
+ * @file ART's API for agent code typed into the browser's console (or a page embedding
+ * TabRL): `const t = await tabrl()` gives TrainableModel, gatherTrajectoryGroups, the
+ * environments and `t.localBackend()`, ART's LocalBackend served by the tab's one worker
+ * (the same GPUDevice the Train panel uses). Loaded on first call, so the page's bundle
+ * does not carry the agent layer until someone asks for it.
+ *
+ *   const t = await tabrl();
+ *   const model = new t.TrainableModel({ name: 'mine', project: 'console', baseModel: '/models/tabrl-tiny/' });
+ *   await model.register(t.localBackend());
+ *   const client = model.openaiClient(); // the official openai client, answered in this tab
+ */
+import { gatherTrajectoryGroups, letters, tictactoe, TrainableModel } from '../agent';
+import type { BackendHandle } from '../worker/client';
+import { LocalBackend } from '../worker/local-backend';
+
+export function consoleApi(handle: () => BackendHandle | null) {
+	return {
+		TrainableModel,
+		gatherTrajectoryGroups,
+		letters,
+		tictactoe,
+		/** ART's LocalBackend over the page's worker (a worker of its own if the page has none). */
+		localBackend: () => new LocalBackend(handle() ?? undefined)
+	};
+}
+
+export type ConsoleApi = ReturnType<typeof consoleApi>;
