@@ -68,7 +68,7 @@ import { gatherTrajectoryGroups, tictactoe, TrainableModel } from '../src/lib/ag
 import { LocalBackend } from '../src/lib/agent/backend/node';
 import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
 import type { Trajectory } from '../src/lib/agent/trajectory';
-import { Rng } from '../src/lib/util/random';
+import { Rng, shuffled } from '../src/lib/util/random';
 import { checkpointName } from '../src/lib/grpo/run-store';
 import { ADAPTER_WEIGHTS_FILE } from '../src/lib/model/peft-adapter';
 import { describeEvaluation, evaluate, type Evaluation } from './tictactoe/evaluate';
@@ -94,16 +94,6 @@ let logFile: string | undefined;
 function log(line: string): void {
 	process.stderr.write(`[learn-tictactoe ${elapsed().toFixed(0)}s] ${line}\n`);
 	if (logFile) void appendFile(logFile, `${new Date().toISOString()} ${line}\n`);
-}
-
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-	const out = [...items];
-	const rng = new Rng(seed);
-	for (let i = out.length - 1; i > 0; i--) {
-		const j = rng.int(i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);

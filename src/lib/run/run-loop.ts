@@ -16,7 +16,7 @@ import { gatherTrajectoryGroups } from '../agent/gather';
 import { trajectoryToJson } from '../agent/jsonl';
 import type { TrainableModel } from '../agent/model';
 import type { Trajectory } from '../agent/trajectory';
-import { Rng } from '../util/random';
+import { shuffled } from '../util/random';
 import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
 import type { EvaluationReport, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
@@ -32,16 +32,6 @@ export interface RunOptions {
 const ROUNDS_PER_STEP = 16;
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
-
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-	const out = [...items];
-	const rng = new Rng(seed);
-	for (let i = out.length - 1; i > 0; i--) {
-		const j = rng.int(i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 const isAbort = (error: unknown, signal?: AbortSignal) =>
 	!!signal?.aborted ||

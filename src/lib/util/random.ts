@@ -45,3 +45,14 @@ export class Rng {
 		return out;
 	}
 }
+
+/** A copy of `items` in a seeded random order (Fisher-Yates over Rng(seed)). */
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+	const out = [...items];
+	const rng = new Rng(seed);
+	for (let i = out.length - 1; i > 0; i--) {
+		const j = rng.int(i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
