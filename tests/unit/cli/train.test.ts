@@ -3,7 +3,8 @@
  * replacing a field; no GPU), then the command run as a child process on the tiny llama
  * fixture (SwiftShader: 2 x 2 games, a step or two): a letters run ends 'done' with its JSON
  * line, history, checkpoint and run.json, and a second call continues it from the saved
- * step with the saved recipe; SFT resumes at the model's step; tic-tac-toe from a random
+ * step with the saved recipe (SFT resuming mid-way is the run loop's test:
+ * tests/unit/run/run-loop.test.ts); tic-tac-toe from a random
  * model with no warm start has no reward spread and ends 'stuck' (exit 3); SIGTERM stops a
  * run cleanly (exit 0, 'stopped'); a warm start made for another base is refused
  * ('warm-start-mismatch', exit 1); bad flags exit 2 with the usage line.
@@ -230,23 +231,6 @@ describe('cli train: runs', () => {
 		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
 		expect(meta).toMatchObject({ step: 3, recipe: { seed: 3, grpo: { steps: 3 } } });
 	}, 300_000);
-
-	it('SFT resumes at the model step: a longer --sft-first trains only the steps missing', async () => {
-		const out = join(root, 'sft');
-		const flags = { out, env: 'tictactoe', 'warm-start': 'none', groups: '1', steps: '0' };
-		const first = await runCli(trainArgs({ ...flags, 'sft-first': '1' }), 300_000);
-		expect(first.code, first.stderr).toBe(0);
-		expect(parseResult(first)).toMatchObject({ step: 1, grpo_step: 0, status: 'done' });
-		expect(first.stderr).toMatch(/^sft step 1\/1: loss \d/m);
-		const second = await runCli(trainArgs({ ...flags, 'sft-first': '2' }), 300_000);
-		expect(second.code, second.stderr).toBe(0);
-		expect(parseResult(second)).toMatchObject({ step: 2, grpo_step: 0, status: 'done' });
-		expect(second.stderr).not.toMatch(/sft step 1\//);
-		expect(second.stderr).toMatch(/^sft step 2\/2: loss \d/m);
-		const history = await readHistory(out);
-		expect(history.map((h) => h.step)).toEqual([1, 2]);
-		for (const h of history) expect(h['sft/loss']).toBeGreaterThan(0);
-	}, 600_000);
 
 	it('tic-tac-toe from a random model with no warm start: no reward spread, stuck, exit 3', async () => {
 		const out = join(root, 'stuck');
