@@ -108,6 +108,8 @@ async function selfTestPage(browser: Browser, url: string): Promise<void> {
 	await page.goto(url);
 
 	await page.waitForSelector(`${testid('webgpu-status')}:not([data-state="detecting"])`);
+	// The GPU's details and the self-test are in the collapsed diagnostics panel.
+	await page.click(`${testid('diagnostics')} > summary`);
 	const adapterShown = await page
 		.waitForSelector(testid('adapter'), { timeout: 60_000 })
 		.then(() => true)
@@ -145,8 +147,7 @@ async function selfTestPage(browser: Browser, url: string): Promise<void> {
 		(await readRows(page)).every((r) => r.status === 'pending'),
 		'every case pending'
 	);
-	// On demand: open the diagnostics and press the button.
-	await page.click(`${testid('diagnostics')} > summary`);
+	// On demand: press the button.
 	await page.click(testid('rerun'));
 
 	const finished = await page
