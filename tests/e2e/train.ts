@@ -4,7 +4,7 @@
  *    shipped warm start; pressing Train plays games whose moves are legal (the warm start
  *    works in the browser: merged into the base in the worker); Stop ends the run within a
  *    rollout turn, 'stopped', with no step trained.
- * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after two.
+ * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
  *    the letters run from its saved step (never from 0); Export downloads PEFT's files and
  *    Delete removes a run, neither needing Train first.
@@ -163,7 +163,7 @@ export async function trainPanelChecks(
 	await page.selectOption(testid('train-preset'), 'letters');
 	const t2 = Date.now();
 	await page.click(testid('train-start'));
-	await waitStep(page, 2);
+	await waitStep(page, 1);
 	await page.click(testid('train-stop'));
 	await waitIdle(page);
 	const lettersRows = await page.$$eval(`${testid('train-history')} tbody tr`, (trs) =>
@@ -172,7 +172,7 @@ export async function trainPanelChecks(
 	const trained = Number(await status(page, 'data-step'));
 	check(
 		'the letters preset trains GRPO steps, each with its reward and loss',
-		trained >= 2 &&
+		trained >= 1 &&
 			lettersRows.filter(([, , loss]) => loss !== 'no signal').length === trained &&
 			lettersRows.every(([, reward, loss]) => Number.isFinite(Number(reward)) && loss !== ''),
 		`${trained} steps in ${since(t2)}: ${JSON.stringify(lettersRows)} ${await errorText(page)}`
@@ -201,7 +201,7 @@ export async function trainPanelChecks(
 	const t3 = Date.now();
 	await page.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-resume')}`);
 	await waitStep(page, trained + 1);
-	await page.click(testid('train-stop'));
+	if ((await status(page, 'data-phase')) === 'running') await page.click(testid('train-stop'));
 	await waitIdle(page);
 	const seen = await page.evaluate(() => (window as unknown as { stepsSeen: string[] }).stepsSeen);
 	check(

@@ -105,8 +105,8 @@ export function forSoftwareGpu(recipe: Recipe): Recipe {
 			...recipe.grpo,
 			// tic-tac-toe: ~5 turns of prefill per game; letters: one 4-token reply, so a
 			// group of 8 costs little and keeps a reward spread more often
-			groups: ttt ? 2 : Math.min(recipe.grpo.groups, 2),
-			groupSize: ttt ? 3 : Math.min(recipe.grpo.groupSize, 8),
+			groups: ttt ? 1 : Math.min(recipe.grpo.groups, 2),
+			groupSize: ttt ? 4 : Math.min(recipe.grpo.groupSize, 8),
 			steps: Math.min(recipe.grpo.steps, 10)
 		},
 		lora: ttt ? { rank: 8, alpha: 16 } : recipe.lora,
