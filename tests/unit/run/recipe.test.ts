@@ -129,13 +129,13 @@ describe('sftSteps', () => {
 });
 
 describe('forSoftwareGpu', () => {
-	it('shrinks tic-tac-toe: 2 x 3 games, 10 steps at most, r 8, no evaluation', () => {
+	it('shrinks tic-tac-toe: 1 x 4 games, 10 steps at most, r 8, no evaluation', () => {
 		const r = preset('tictactoe', '/');
 		const before = structuredClone(r);
 		const s = forSoftwareGpu(r);
 		expect(r).toEqual(before); // the input is left alone
-		expect(s.grpo.groups).toBe(2);
-		expect(s.grpo.groupSize).toBe(3);
+		expect(s.grpo.groups).toBe(1);
+		expect(s.grpo.groupSize).toBe(4);
 		expect(s.grpo.steps).toBe(10);
 		expect(s.lora).toEqual({ rank: 8, alpha: 16 });
 		expect(s.eval.every).toBe(0);
