@@ -134,6 +134,8 @@ const nowIso = () => new Date().toISOString();
 
 export class ModelRun {
 	#released = false;
+	/** The run's summary as last written (kept here: a step updates it without reading it back). */
+	#meta: RunMeta | undefined;
 
 	private constructor(
 		readonly spec: ModelSpec,
@@ -219,7 +221,7 @@ export class ModelRun {
 				await run.#saveCheckpoint({});
 			}
 			const time = nowIso();
-			await store.writeMeta({
+			run.#meta = {
 				name: spec.name,
 				project: spec.project,
 				baseModel: spec.baseModel,
@@ -233,7 +235,8 @@ export class ModelRun {
 				lastReward: meta?.lastReward ?? null,
 				created: meta?.created ?? time,
 				updated: time
-			});
+			};
+			await store.writeMeta(run.#meta);
 			return run;
 		} catch (error) {
 			if (run) run.release();
@@ -351,14 +354,15 @@ export class ModelRun {
 
 	/** The run summary's step (and last train reward, when given) brought up to date. */
 	async #touchMeta(lastReward?: number): Promise<void> {
-		const meta = await this.store.readMeta();
+		const meta = this.#meta;
 		if (!meta) return;
-		await this.store.writeMeta({
+		this.#meta = {
 			...meta,
 			step: this.step,
 			lastReward: typeof lastReward === 'number' ? lastReward : meta.lastReward,
 			updated: nowIso()
-		});
+		};
+		await this.store.writeMeta(this.#meta);
 	}
 
 	#checkLive(): void {
