@@ -14,12 +14,14 @@ import { parseScoreArgs, runScore, SCORE_USAGE } from './cli/score';
 import { GENERATE_USAGE, parseGenerateArgs, runGenerate } from './cli/generate';
 import { parseServeArgs, runServe, SERVE_USAGE } from './cli/serve';
 import { parseTrainArgs, runTrain, TRAIN_USAGE } from './cli/train';
+import { parsePlayArgs, PLAY_USAGE, runPlay } from './cli/play';
 
 const COMMANDS: Record<string, { usage: string; run(argv: string[]): Promise<unknown> }> = {
 	score: { usage: SCORE_USAGE, run: (argv) => runScore(parseScoreArgs(argv)) },
 	serve: { usage: SERVE_USAGE, run: (argv) => runServe(parseServeArgs(argv)) },
 	generate: { usage: GENERATE_USAGE, run: (argv) => runGenerate(parseGenerateArgs(argv)) },
-	train: { usage: TRAIN_USAGE, run: (argv) => runTrain(parseTrainArgs(argv)) }
+	train: { usage: TRAIN_USAGE, run: (argv) => runTrain(parseTrainArgs(argv)) },
+	play: { usage: PLAY_USAGE, run: (argv) => runPlay(parsePlayArgs(argv)) }
 };
 const USAGE = `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${Object.values(COMMANDS)
 	.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))

@@ -1,9 +1,11 @@
 /**
- * @file Writes the model the app ships with (scripts/default-model.ts) unless it is there:
- * `npm start` runs this first, so the page trains offline with nothing to download.
+ * @file Writes the models the app ships with (scripts/default-model.ts) unless they are
+ * there: `npm start` runs this first, so the page trains offline with nothing to download.
  *
- *   npx tsx scripts/make-default-model.ts [DIR]
+ *   npx tsx scripts/make-default-model.ts          # every bundled model under static/models/
+ *   npx tsx scripts/make-default-model.ts DIR      # tabrl-tiny (tic-tac-toe) into DIR
  */
-import { DEFAULT_MODEL_DIR, writeDefaultModel } from './default-model';
+import { writeBundledModels, writeDefaultModel } from './default-model';
 
-void writeDefaultModel(process.argv[2] ?? DEFAULT_MODEL_DIR);
+const dir = process.argv[2];
+void (dir ? writeDefaultModel(dir) : writeBundledModels());

@@ -23,6 +23,8 @@ import { parseModelConfig } from '../src/lib/model/config';
 import { writeModelFiles } from '../src/lib/model/node-checkpoint';
 import { encodeSafetensors } from '../src/lib/model/safetensors-writer';
 import { tinyTokenizer } from '../src/lib/testing/tiny-tokenizer';
+import { historyMessages, type Trajectory } from '../src/lib/agent/trajectory';
+import { normalizeMessages, normalizeTools } from '../src/lib/agent/openai/request';
 import { Tokenizer } from '../src/lib/model/tokenizer';
 import { weightSpecs } from '../src/lib/model/weight-spec';
 
@@ -48,26 +50,34 @@ export const MODEL_SIZES: Record<'small' | 'tiny', TicTacToeModelOptions> = {
 	tiny: { hidden: 32, layers: 2, heads: 2, intermediate: 64, merges: 200, seed: 1 }
 };
 
-/** Tic-tac-toe conversations rendered with the template: the tokenizer's training text. */
-function corpus(): string {
+/** Conversations rendered with the tiny models' chat template (tools and tool calls too). */
+export function renderCorpus(trajectories: readonly Trajectory[]): string {
 	const plain = tinyTokenizer(true);
 	const renderer = Tokenizer.fromJson(plain.tokenizerJson, plain.tokenizerConfigJson);
-	return legalPlayTranscripts(400, 424242)
-		.map((t) =>
-			renderer.applyChatTemplate(
-				t.messages().map((m) => ({ role: m.role, content: String(m.content) })),
-				{ addGenerationPrompt: false }
+	return trajectories
+		.flatMap((t) =>
+			t.histories().map((h) =>
+				renderer.applyChatTemplate(normalizeMessages(historyMessages(h.messagesAndChoices)), {
+					tools: normalizeTools(h.tools ?? undefined),
+					addGenerationPrompt: false
+				})
 			)
 		)
 		.join('');
 }
 
+/** Tic-tac-toe conversations rendered with the template: the tokenizer's training text. */
+export function ticTacToeCorpus(): string {
+	return renderCorpus(legalPlayTranscripts(400, 424242));
+}
+
 /** Writes the model folder into `dir`; returns its parameter count and vocabulary size. */
 export async function writeTicTacToeModel(
 	dir: string,
-	o: TicTacToeModelOptions
+	o: TicTacToeModelOptions,
+	corpus: string = ticTacToeCorpus()
 ): Promise<{ parameters: number; vocab: number }> {
-	const tok = tinyTokenizer(true, { corpus: corpus(), merges: o.merges });
+	const tok = tinyTokenizer(true, { corpus, merges: o.merges });
 	const vocab = Math.ceil(tok.size / 64) * 64;
 	const { endoftext, imEnd } = tok.ids;
 	const raw = {

@@ -141,3 +141,5 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 	trajectory.metadata.final_board = board.join('');
 	return trajectory;
 }
+
+export { legalRandomPolicy, readBoard, replay } from './tictactoe-play';

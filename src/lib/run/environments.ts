@@ -6,6 +6,8 @@
  */
 import type OpenAI from 'openai';
 import { letters, tictactoe } from '../agent';
+import type { Policy } from '../agent/policy-client';
+import type { ReplayItem } from '../agent/replay';
 import { legalPlayTranscripts } from '../agent/tictactoe-sft';
 import type { Trajectory } from '../agent/trajectory';
 import { Rng } from '../util/random';
@@ -20,8 +22,36 @@ export interface RolloutRequest {
 	maxTokens: number;
 	/** Sampling seed of the game's first request (null: unseeded). */
 	samplingSeed: number | null;
+	/** The environment's own settings (e.g. 2048's winning value). */
+	options: EnvOptions;
 	signal?: AbortSignal;
 }
+
+/** Settings an environment reads from a recipe; each has the environment's default. */
+export interface EnvOptions {
+	/** 2048: the tile that wins (default 128, as ART's train.py). */
+	winningValue?: number;
+	/** 2048: earlier (board, move) turns resent with each board; null: all of them (ART). */
+	historyTurns?: number | null;
+	/** inbox: model turns at most. */
+	maxTurns?: number;
+}
+
+/** How one finished game went, in the terms every environment shares (play.ts). */
+export interface GameOutcome {
+	/** Absent for a game without wins. */
+	won?: boolean;
+	/** The agent's moves (tool calls for an agent that uses tools). */
+	moves: number;
+	/** Ended by a reply the rules refuse (illegal move, malformed reply or call). */
+	illegal: boolean;
+	/** A question answered right (question answering only). */
+	correct?: boolean;
+	toolCalls?: number;
+}
+
+/** Who plays instead of a model: `cli play`'s baselines, and the demonstrations' author. */
+export type ScriptedPlayer = 'random' | 'expert';
 
 export interface RunEnvironment {
 	name: EnvironmentName;
@@ -32,6 +62,11 @@ export interface RunEnvironment {
 	demonstrations?(count: number, seed: number): Trajectory[];
 	/** Numbers of an evaluation beyond the mean reward (e.g. the share of illegal moves). */
 	evalMetrics(games: readonly Trajectory[]): Record<string, number>;
+	outcome(game: Trajectory): GameOutcome;
+	/** The scripted player of the game `request` sets up (its seed, its scenario). */
+	scripted(kind: ScriptedPlayer, request: RolloutRequest): Policy;
+	/** What the studio draws of a finished game (a pure function of the trajectory). */
+	replay(game: Trajectory): ReplayItem[];
 }
 
 /** Seeds of the evaluation games: EVAL_SEED + i, disjoint from training scenarios. */
@@ -64,6 +99,14 @@ const ticTacToe: RunEnvironment = {
 		});
 	},
 	demonstrations: (count, seed) => legalPlayTranscripts(count, seed),
+	outcome: (t) => ({
+		won: t.metadata.outcome === 'win',
+		moves: Number(t.metrics.num_moves ?? 0),
+		illegal: t.metadata.outcome === 'illegal'
+	}),
+	// the warm start's demonstrations are legal random play: its expert and random coincide
+	scripted: (_kind, r) => tictactoe.legalRandomPolicy(r.scenario * 64 + r.index),
+	replay: (t) => tictactoe.replay(t),
 	evalMetrics: (games) => ({
 		illegal: mean(games.map((t) => (t.metadata.outcome === 'illegal' ? 1 : 0))),
 		win: mean(games.map((t) => (t.metadata.outcome === 'win' ? 1 : 0))),
@@ -85,7 +128,21 @@ const lettersEnv: RunEnvironment = {
 			temperature: r.temperature
 		});
 	},
-	evalMetrics: () => ({})
+	evalMetrics: () => ({}),
+	outcome: () => ({ moves: 1, illegal: false }),
+	scripted: (kind, r) => {
+		const rng = new Rng(r.scenario * 64 + r.index);
+		// random: four random letters; expert: a word of a-m only (reward 1)
+		const pool = kind === 'expert' ? 'abcdefghijklm' : 'abcdefghijklmnopqrstuvwxyz';
+		return () => ({
+			content: Array.from({ length: 4 }, () => pool[rng.int(pool.length)]).join('')
+		});
+	},
+	replay: (t) => [
+		{ kind: 'message', role: 'user', text: letters.PROMPT },
+		{ kind: 'message', role: 'assistant', text: t.messages().at(-1)?.content?.toString() ?? '' },
+		{ kind: 'outcome', text: 'share of a–m letters', reward: t.reward }
+	]
 };
 
 export const RUN_ENVIRONMENTS: Record<EnvironmentName, RunEnvironment> = {

@@ -6,5 +6,13 @@ export * from './recipe';
 export * from './presets';
 export * from './events';
 export * from './errors';
-export { RUN_ENVIRONMENTS, EVAL_SEED, type RunEnvironment } from './environments';
+export {
+	RUN_ENVIRONMENTS,
+	EVAL_SEED,
+	type RunEnvironment,
+	type EnvOptions,
+	type GameOutcome,
+	type ScriptedPlayer
+} from './environments';
+export { playGames, summarizeGames, type PlaySummary, type PlayOptions } from './play';
 export { runRecipe, type RunOptions } from './run-loop';

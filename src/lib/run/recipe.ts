@@ -11,6 +11,7 @@
  * KL reference the warm-start policy) or stacked (training continues the adapter).
  */
 import type { WarmStartMode } from '../model/warm-start';
+import type { EnvOptions } from './environments';
 import { RunError } from './errors';
 
 export type EnvironmentName = 'letters' | 'tictactoe';
@@ -60,6 +61,8 @@ export interface EvalConfig {
 
 export interface Recipe {
 	environment: EnvironmentName;
+	/** The environment's settings (absent: its defaults). */
+	envOptions?: EnvOptions;
 	/** The base model: a Hugging Face folder (Node) or URL prefix (browser). */
 	baseModel: string;
 	warmStart: { adapter: string; mode: WarmStartMode } | null;
@@ -102,6 +105,16 @@ export function validateRecipe(r: Recipe): Recipe {
 	};
 	if (!ENVIRONMENTS.includes(r.environment))
 		bad('environment', r.environment, `one of ${ENVIRONMENTS.join(', ')}`);
+	const o = r.envOptions ?? {};
+	if (
+		o.winningValue !== undefined &&
+		!(isCount(o.winningValue, 8) && (o.winningValue & (o.winningValue - 1)) === 0)
+	)
+		bad('envOptions.winningValue', o.winningValue, 'a power of two >= 8');
+	if (o.historyTurns !== undefined && o.historyTurns !== null && !isCount(o.historyTurns, 0))
+		bad('envOptions.historyTurns', o.historyTurns, 'an integer >= 0 or null (the whole game)');
+	if (o.maxTurns !== undefined && !isCount(o.maxTurns))
+		bad('envOptions.maxTurns', o.maxTurns, 'an integer >= 1');
 	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
 		bad('baseModel', r.baseModel, 'a model folder or URL');
 	if (r.warmStart && (!r.warmStart.adapter || !['merged', 'stacked'].includes(r.warmStart.mode)))

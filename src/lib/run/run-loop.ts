@@ -18,6 +18,7 @@ import type { TrainableModel } from '../agent/model';
 import type { Trajectory } from '../agent/trajectory';
 import { shuffled } from '../util/random';
 import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
+import { playGames } from './play';
 import type { EvaluationReport, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
 import { sftSteps, validateRecipe, type Recipe } from './recipe';
@@ -230,6 +231,7 @@ async function playRound(
 					temperature: g.temperature,
 					maxTokens: g.maxTokens,
 					samplingSeed: ((scenario % 1_000_000) * 64 + index) * 16,
+					options: recipe.envOptions ?? {},
 					signal: inner // aborted by gather when `signal` is
 				});
 				// A game that finishes after Stop (or after another failed) belongs to a dropped
@@ -263,26 +265,15 @@ async function evaluateOnce(
 	signal?: AbortSignal
 ): Promise<EvaluationReport> {
 	const t0 = performance.now();
-	const [group] = await gatherTrajectoryGroups(
-		[
-			Array.from(
-				{ length: recipe.eval.games },
-				(_, i) => (inner: AbortSignal) =>
-					env.rollout(client, {
-						model: name,
-						scenario: EVAL_SEED + i,
-						index: 0,
-						temperature,
-						maxTokens: recipe.grpo.maxTokens,
-						// greedy needs no seed; sampled evaluations are seeded, so reproducible
-						samplingSeed: temperature === 0 ? null : i * 64 * 16,
-						signal: inner // aborted by gather when `signal` is
-					})
-			)
-		],
-		{ signal, maxExceptions: 0 }
-	);
-	const games = group.trajectories;
+	const games = await playGames(env, client, name, {
+		games: recipe.eval.games,
+		seed: EVAL_SEED,
+		temperature,
+		maxTokens: recipe.grpo.maxTokens,
+		seeded: true,
+		envOptions: recipe.envOptions,
+		signal
+	});
 	return {
 		step,
 		temperature,

@@ -1,0 +1,74 @@
+/**
+ * @file Tic-tac-toe seen from outside a model: scripted players and the replay of a game.
+ *
+ * - `readBoard(text)`: the last board rendered in `text` (renderBoard's layout) back into
+ *   cells, so a scripted player sees exactly what the model sees.
+ * - `legalRandomPolicy(seed)`: a uniformly random empty square: `cli play`'s `random` and
+ *   also its `expert`, since the scripted player whose games the shipped warm start imitates
+ *   is this one (tictactoe-sft.ts: the warm start teaches the rules and the format, GRPO the
+ *   strategy).
+ * - `replay(trajectory)`: the boards between the agent's moves, from the trajectory alone.
+ */
+import type { Policy } from './policy-client';
+import type { ReplayItem } from './replay';
+import { isChoice, type Trajectory } from './trajectory';
+import { legalMoves, squareName, SIZE, type Cell } from './tictactoe-game';
+import { Rng } from '../util/random';
+
+const HEADER = '   ' + Array.from({ length: SIZE }, (_, c) => c + 1).join('   ') + '\n';
+
+/** The cells of the last board rendered in `text`; null when there is none. */
+export function readBoard(text: string): Cell[] | null {
+	const at = text.lastIndexOf(HEADER);
+	if (at < 0) return null;
+	const rows = text
+		.slice(at + HEADER.length)
+		.split('\n')
+		.slice(0, SIZE);
+	const cells = rows.flatMap((row) => row.slice(3).split(' | ')) as Cell[];
+	return cells.length === SIZE * SIZE && cells.every((c) => c === 'x' || c === 'o' || c === '_')
+		? cells
+		: null;
+}
+
+const lastUserText = (messages: Parameters<Policy>[0]['messages']) => {
+	for (let i = messages.length - 1; i >= 0; i--)
+		if (messages[i].role === 'user') return String(messages[i].content ?? '');
+	return '';
+};
+
+/** A uniformly random legal move, as `<move>B2</move>` (its own generator, from `seed`). */
+export function legalRandomPolicy(seed: number): Policy {
+	const rng = new Rng(seed);
+	return ({ messages }) => {
+		const board = readBoard(lastUserText(messages));
+		const moves = board ? legalMoves(board) : [];
+		if (!moves.length) return { content: '' };
+		return { content: `<move>${squareName(moves[rng.int(moves.length)])}</move>` };
+	};
+}
+
+const rowsOf = (cells: readonly Cell[]) =>
+	Array.from({ length: SIZE }, (_, r) =>
+		cells.slice(r * SIZE, (r + 1) * SIZE).map((c) => (c === '_' ? '' : c))
+	);
+
+/** The boards the agent was shown, each with its reply, then the final board and outcome. */
+export function replay(trajectory: Trajectory): ReplayItem[] {
+	const items: ReplayItem[] = [];
+	const turns = trajectory.messagesAndChoices;
+	turns.forEach((item, i) => {
+		if (isChoice(item) || item.role !== 'user') return;
+		const board = readBoard(String(item.content ?? ''));
+		const next = turns[i + 1];
+		const reply = next && isChoice(next) ? (next.message.content ?? '') : '';
+		if (board) items.push({ kind: 'board', rows: rowsOf(board), caption: `agent: ${reply}` });
+	});
+	const final = String(trajectory.metadata.final_board ?? '');
+	if (final.length === SIZE * SIZE)
+		items.push({ kind: 'board', rows: rowsOf([...final] as Cell[]), caption: 'final board' });
+	const outcome = String(trajectory.metadata.outcome ?? 'unfinished');
+	const mark = String(trajectory.metadata.agent_symbol ?? '?');
+	items.push({ kind: 'outcome', text: `${outcome} (playing ${mark})`, reward: trajectory.reward });
+	return items;
+}
