@@ -21,7 +21,7 @@ import { AgentError } from './errors';
 import { openaiClient, type LocalClientOptions, type LocalHandler } from './openai/client';
 import { groupMetrics, trajectoryMetrics } from './rollout-metrics';
 import { groupsToSequences } from './to-train';
-import { Trajectory, type TrajectoryGroup } from './trajectory';
+import { historyMessages, Trajectory, type TrajectoryGroup } from './trajectory';
 import type {
 	AdapterFiles,
 	Backend,
@@ -110,8 +110,15 @@ export class TrainableModel {
 		data: readonly (Trajectory | SftConversation)[],
 		config: SftConfig = {}
 	): Promise<TrainReport[]> {
-		const conversations = data.map((d) =>
-			d instanceof Trajectory ? { messages: d.messages(), tools: d.tools ?? undefined } : d
+		// A trajectory is imitated as the model read it: each of its histories (a windowed
+		// game sends each turn as its own conversation) is one conversation.
+		const conversations = data.flatMap((d) =>
+			d instanceof Trajectory
+				? d.histories().map((h) => ({
+						messages: historyMessages(h.messagesAndChoices),
+						tools: h.tools ?? undefined
+					}))
+				: [d]
 		);
 		return this.backend.trainSft(this.name, conversations, config);
 	}
