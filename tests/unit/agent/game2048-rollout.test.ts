@@ -44,10 +44,16 @@ function recording(policy: Policy): {
 	return { client: { chat: { completions: { create } } } as unknown as OpenAI, bodies };
 }
 
-/** Replies with the given texts in turn, then the last one forever. */
+/**
+ * Replies with the given texts in turn, then the last one; throws after 2000 turns (a game
+ * that never ends, were spawns to stop, fails instead of hanging).
+ */
 function script(...replies: string[]): Policy {
 	let i = 0;
-	return () => ({ content: replies[Math.min(i++, replies.length - 1)] });
+	return () => {
+		if (i >= 2000) throw new Error('2000 turns: the game does not end');
+		return { content: replies[Math.min(i++, replies.length - 1)] };
+	};
 }
 
 const always = (d: Direction): Policy => script(`<move>${d}</move>`);

@@ -37,7 +37,7 @@ export type Direction = 'left' | 'right' | 'up' | 'down';
 export const DIRECTIONS: readonly Direction[] = ['left', 'right', 'up', 'down'];
 
 export const SIZE = 4;
-/** ART's utils.py WINNING_VALUE (its first script, 2048.py, used 64). */
+/** ART's utils.py WINNING_VALUE. */
 export const DEFAULT_WINNING_VALUE = 128;
 /** ART: `trajectory.reward = 2` when max_value >= WINNING_VALUE ("double reward"). */
 export const WIN_REWARD = 2;
