@@ -8,22 +8,46 @@
  */
 import { join, resolve } from 'node:path';
 import { exists } from './exists';
-import { MODEL_SIZES, ticTacToeCorpus, writeTicTacToeModel } from './tictactoe-model';
+import * as game2048 from '../src/lib/agent/game2048';
+import * as inbox from '../src/lib/agent/inbox';
+import { MODEL_SIZES, renderCorpus, ticTacToeCorpus, writeTicTacToeModel } from './tictactoe-model';
 
 export const DEFAULT_MODEL_DIR = 'static/models/tabrl-tiny';
 
-/** The bundled models by folder name: the text their tokenizer learns from. */
-export const BUNDLED_MODELS: Record<string, () => Promise<string> | string> = {
-	'tabrl-tiny': ticTacToeCorpus
+interface BundledModel {
+	/** The text the tokenizer learns its merges from: the environment's conversations. */
+	corpus(): Promise<string> | string;
+	merges: number;
+}
+
+/**
+ * The bundled models by folder name. Corpus seeds are apart from the demonstrations' and
+ * the evaluations' (the tokenizer is part of the base, made before any of them).
+ */
+export const BUNDLED_MODELS: Record<string, BundledModel> = {
+	'tabrl-tiny': { corpus: ticTacToeCorpus, merges: MODEL_SIZES.small.merges },
+	'tabrl-tiny-2048': {
+		corpus: async () =>
+			renderCorpus(await game2048.demonstrations(40, 424242, { historyTurns: 0 })),
+		merges: 300
+	},
+	'tabrl-tiny-inbox': {
+		corpus: async () => renderCorpus(await inbox.demonstrations(400, 424)),
+		merges: 800
+	}
 };
 
 /** Writes the bundled model `name` into `dir` unless it is there already. */
 export async function writeBundledModel(name: string, dir: string): Promise<void> {
 	if (await exists(join(dir, 'model.safetensors'))) return;
-	const corpus = BUNDLED_MODELS[name];
-	if (!corpus)
+	const model = BUNDLED_MODELS[name];
+	if (!model)
 		throw new Error(`no bundled model '${name}' (${Object.keys(BUNDLED_MODELS).join(', ')})`);
-	const { parameters, vocab } = await writeTicTacToeModel(dir, MODEL_SIZES.small, await corpus());
+	const { parameters, vocab } = await writeTicTacToeModel(
+		dir,
+		{ ...MODEL_SIZES.small, merges: model.merges },
+		await model.corpus()
+	);
 	console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);
 }
 

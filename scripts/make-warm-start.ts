@@ -5,7 +5,7 @@
  * adapter written as f16 with its manifest (model/warm-start.ts: the base's tensors hash,
  * the adapter's sha256, this command, the seed, what it scores). For the GPU machine:
  *
- *   npx tsx scripts/make-warm-start.ts --env tictactoe [--out static/warm-starts/tabrl-tiny/tictactoe]
+ *   npx tsx scripts/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
  *       [--work DIR] [--check-grpo N]
  *
  * After writing, the files are checked the way the page uses them: a new run registers the
@@ -30,14 +30,27 @@ import {
 	type WarmStartManifest
 } from '../src/lib/model/warm-start';
 import {
+	bundledModelPath,
 	preset,
 	runRecipe,
+	RUN_ENVIRONMENTS,
+	WARM_START_SFT,
+	warmStartPath,
 	warmStartRecipe,
 	type PresetName,
 	type Recipe,
 	type RunEvent
 } from '../src/lib/run';
-import { DEFAULT_MODEL_DIR, writeDefaultModel } from './default-model';
+import { ensureBundledModel } from './default-model';
+
+/** What each environment's demonstrations are, for the manifest's notes. */
+const DEMONSTRATIONS: Partial<Record<PresetName, string>> = {
+	tictactoe: 'games of legal random play',
+	'2048':
+		"moves of the expert player (game2048/policies.ts: corner, then empty cells), each a conversation of ART's prompt and the board",
+	inbox:
+		"episodes of the expert player (inbox/policies.ts: search with the question's words, read the top result, answer from it)"
+};
 
 const t0 = performance.now();
 const log = (line: string) =>
@@ -110,16 +123,19 @@ async function toF16(bytes: Uint8Array): Promise<Uint8Array> {
 async function main(): Promise<void> {
 	const argv = process.argv.slice(2);
 	const env = (flag(argv, 'env') ?? 'tictactoe') as PresetName;
-	if (env !== 'tictactoe') throw new Error(`--env: only tictactoe has a warm start (got ${env})`);
-	const out = resolve(flag(argv, 'out') ?? `static/warm-starts/tabrl-tiny/${env}`);
+	if (!WARM_START_SFT[env] || !RUN_ENVIRONMENTS[env].demonstrations)
+		throw new Error(
+			`--env: ${env} has no warm start (${Object.keys(WARM_START_SFT).join(', ')} have)`
+		);
+	const out = resolve(flag(argv, 'out') ?? join('static', warmStartPath(env)));
 	const work = resolve(flag(argv, 'work') ?? '.scratch/warm-start');
 	const checkGrpo = Number(flag(argv, 'check-grpo') ?? 0);
 	// A smoke test's sizes (a CPU driver): --sft-games 8 --eval-games 2
 	const sftGames = flag(argv, 'sft-games');
 	const evalGames = Number(flag(argv, 'eval-games') ?? 200);
 	// --base DIR: another base (a smoke test's tiny model); default the bundled one
-	const baseDir = resolve(flag(argv, 'base') ?? DEFAULT_MODEL_DIR);
-	if (!flag(argv, 'base')) await writeDefaultModel(baseDir);
+	const baseDir = resolve(flag(argv, 'base') ?? join('static', bundledModelPath(env)));
+	await ensureBundledModel(baseDir, resolve('static'));
 	const onBase = (r: Recipe): Recipe => ({ ...r, baseModel: baseDir });
 	await rm(work, { recursive: true, force: true });
 	const backend = new LocalBackend({ path: work });
@@ -150,7 +166,7 @@ async function main(): Promise<void> {
 			seed: recipe.seed,
 			made: new Date().toISOString().slice(0, 10),
 			notes:
-				`SFT of tabrl-tiny (scripts/make-default-model.ts) on ${recipe.sft!.games} games of legal random play ` +
+				`SFT of ${basename(baseDir)} (scripts/make-default-model.ts) on ${recipe.sft!.games} ${DEMONSTRATIONS[env]} ` +
 				`(demonstration seed ${recipe.sft!.seed}), batches of ${recipe.sft!.batchSize}, lr ${recipe.sft!.learningRate} -> ` +
 				`${recipe.sft!.learningRateEnd}, LoRA r ${recipe.lora.rank} alpha ${recipe.lora.alpha} (init seed ${recipe.seed}); ` +
 				`weights narrowed to f16; evaluation: the merged f16 warm start, ${evalGames} fixed games`
@@ -169,7 +185,7 @@ async function main(): Promise<void> {
 				...check,
 				warmStart: { adapter: out, mode: 'merged' },
 				grpo: { ...check.grpo, steps: 0 },
-				eval: { every: 1, games: 200, temperatures: [0, 1] }
+				eval: { every: 1, games: evalGames, temperatures: [0, 1] }
 			},
 			events
 		);

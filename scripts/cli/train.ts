@@ -3,7 +3,7 @@
  * (src/lib/run: a recipe executed by `runRecipe` on a TrainableModel registered with the Node
  * LocalBackend), exactly as the page's Train panel drives it through the worker.
  *
- *   train --out DIR [--env tictactoe|letters] [--model DIR] [--warm-start preset|none|DIR]
+ *   train --out DIR [--env tictactoe|2048|inbox|letters] [--model DIR] [--warm-start preset|none|DIR]
  *       [--warm-start-mode merged|stacked] [--steps N] [--groups G] [--group-size K] [--lr X]
  *       [--loss cispo|ppo] [--kl-beta B] [--temperature T] [--max-tokens N] [--seed S]
  *       [--rank R] [--alpha A] [--sft-first N] [--eval-every N] [--eval-games N]
@@ -33,7 +33,7 @@ import { TrainableModel } from '../../src/lib/agent/model';
 import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
 import type { WarmStartMode } from '../../src/lib/model/warm-start';
 import {
-	BUNDLED_MODEL,
+	bundledModelPath,
 	DEFAULT_PRESET,
 	DEFAULT_SFT,
 	ENVIRONMENTS,
@@ -50,12 +50,12 @@ import {
 	type RunEvent,
 	type RunSummary
 } from '../../src/lib/run';
-import { writeDefaultModel } from '../default-model';
+import { ensureBundledModel } from '../default-model';
 import { CliInputError, ExitWith, numberFlag, parseFlags, UsageError } from './args';
 import { openModelFolder } from './model-folder';
 
 export const TRAIN_USAGE =
-	'usage: npm run -s cli -- train --out DIR [--env tictactoe|letters] [--model DIR] ' +
+	'usage: npm run -s cli -- train --out DIR [--env tictactoe|2048|inbox|letters] [--model DIR] ' +
 	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups G] ' +
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
@@ -63,7 +63,7 @@ export const TRAIN_USAGE =
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
-	'G a step; tictactoe only), then --steps GRPO steps';
+	'G a step), then --steps GRPO steps';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -192,7 +192,7 @@ export function trainRecipe(
 	const env = args.env ?? saved?.environment ?? DEFAULT_PRESET;
 	const base = saved ?? preset(env, staticRoot);
 	const baseModel = resolve(args.model ?? base.baseModel);
-	const bundled = resolve(staticRoot, BUNDLED_MODEL);
+	const bundled = resolve(staticRoot, bundledModelPath(env));
 	const shipped = (name: PresetName) => resolve(staticRoot, warmStartPath(name));
 
 	let adapter: string | null;
@@ -351,8 +351,7 @@ export async function runTrain(args: TrainArgs): Promise<TrainOutput | ExitWith>
 	const out = resolve(args.out);
 	const recipe = trainRecipe(args, STATIC_ROOT, await savedRecipe(out));
 	// Every file problem before the GPU is touched.
-	if (recipe.baseModel === resolve(STATIC_ROOT, BUNDLED_MODEL))
-		await writeDefaultModel(recipe.baseModel);
+	await ensureBundledModel(recipe.baseModel, STATIC_ROOT);
 	await openModelFolder(recipe.baseModel);
 	const warm = recipe.warmStart?.adapter;
 	if (warm && !(await isDirectory(warm))) {

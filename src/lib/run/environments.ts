@@ -6,10 +6,13 @@
  */
 import type OpenAI from 'openai';
 import { letters, tictactoe } from '../agent';
+import * as game2048 from '../agent/game2048';
+import * as inbox from '../agent/inbox';
+import { policyClient } from '../agent/policy-client';
 import type { Policy } from '../agent/policy-client';
 import type { ReplayItem } from '../agent/replay';
 import { legalPlayTranscripts } from '../agent/tictactoe-sft';
-import type { Trajectory } from '../agent/trajectory';
+import { Trajectory } from '../agent/trajectory';
 import { Rng } from '../util/random';
 import type { EnvironmentName } from './recipe';
 
@@ -58,8 +61,11 @@ export interface RunEnvironment {
 	/** One line for people: what the agent does and how it is rewarded. */
 	describe: string;
 	rollout(client: OpenAI, request: RolloutRequest): Promise<Trajectory>;
-	/** Conversations to imitate for an SFT warm start (absent: the environment has none). */
-	demonstrations?(count: number, seed: number): Trajectory[];
+	/**
+	 * `count` conversations to imitate for an SFT warm start, each as the model reads it (a
+	 * game sent turn by turn gives one per turn); absent: the environment has none.
+	 */
+	demonstrations?(count: number, seed: number, options: EnvOptions): Promise<Trajectory[]>;
 	/** Numbers of an evaluation beyond the mean reward (e.g. the share of illegal moves). */
 	evalMetrics(games: readonly Trajectory[]): Record<string, number>;
 	outcome(game: Trajectory): GameOutcome;
@@ -98,7 +104,7 @@ const ticTacToe: RunEnvironment = {
 			}
 		});
 	},
-	demonstrations: (count, seed) => legalPlayTranscripts(count, seed),
+	demonstrations: async (count, seed) => legalPlayTranscripts(count, seed),
 	outcome: (t) => ({
 		won: t.metadata.outcome === 'win',
 		moves: Number(t.metrics.num_moves ?? 0),
@@ -145,7 +151,96 @@ const lettersEnv: RunEnvironment = {
 	]
 };
 
+/** The sampling seed of a request's first turn (the rollouts add the turn), when seeded. */
+const sampling = (r: RolloutRequest) => (r.samplingSeed === null ? {} : { seed: r.samplingSeed });
+
+/** The game seed of a 2048 or inbox rollout: each game of a group its own (as tic-tac-toe). */
+const gameSeed = (r: RolloutRequest) =>
+	r.index === 0 ? r.scenario : new Rng(r.scenario * 64 + r.index).int(2 ** 31);
+
+const twenty48: RunEnvironment = {
+	name: '2048',
+	describe:
+		"2048 as ART plays it: the board as text, the move as <move>left</move>; reaching the winning tile scores 2, otherwise a score of the largest tile and the board's sum; a malformed reply -1.",
+	rollout: (client, r) =>
+		game2048.rollout(client, {
+			model: r.model,
+			seed: gameSeed(r),
+			winningValue: r.options.winningValue,
+			historyTurns: r.options.historyTurns,
+			maxTokens: r.maxTokens,
+			signal: r.signal,
+			request: { temperature: r.temperature, ...sampling(r) }
+		}),
+	// Each turn the model read is a conversation (one per turn with a history window).
+	async demonstrations(count, seed, options) {
+		const out: Trajectory[] = [];
+		for (let i = 0; out.length < count; i++) {
+			const game = await game2048.rollout(policyClient(game2048.expertPolicy(), 'expert'), {
+				model: 'expert',
+				seed: seed * 1_000_003 + i,
+				winningValue: options.winningValue,
+				historyTurns: options.historyTurns
+			});
+			for (const h of game.histories())
+				out.push(new Trajectory({ ...h, metadata: { ...game.metadata, source: 'expert' } }));
+		}
+		return out.slice(0, count);
+	},
+	evalMetrics: (games) => ({
+		win: mean(games.map((t) => Number(t.metrics.win ?? 0))),
+		invalid: mean(games.map((t) => (t.metadata.outcome === 'invalid' ? 1 : 0))),
+		max_value: mean(games.map((t) => Number(t.metrics.max_value ?? 0))),
+		num_moves: mean(games.map((t) => Number(t.metrics.num_moves ?? 0)))
+	}),
+	outcome: (t) => ({
+		won: t.metadata.outcome === 'win',
+		moves: Number(t.metrics.num_moves ?? 0),
+		illegal: t.metadata.outcome === 'invalid'
+	}),
+	scripted: (kind, r) =>
+		kind === 'expert' ? game2048.expertPolicy() : game2048.randomPolicy(gameSeed(r) ^ 0x2048),
+	replay: (t) => game2048.replay(t)
+};
+
+const inboxEnv: RunEnvironment = {
+	name: 'inbox',
+	describe:
+		'Answer a question about a generated mailbox with tools (search_inbox, read_email, return_final_answer), as ART-E: a right answer scores most, "I don\'t know" less, a wrong one less still, a malformed call least.',
+	rollout: (client, r) =>
+		inbox.rollout(client, {
+			model: r.model,
+			// a group answers one question (ART-E's groups share the scenario)
+			seed: r.scenario,
+			maxTurns: r.options.maxTurns,
+			maxTokens: r.maxTokens,
+			signal: r.signal,
+			request: { temperature: r.temperature, ...sampling(r) }
+		}),
+	demonstrations: (count, seed, options) =>
+		inbox.demonstrations(count, seed, { maxTurns: options.maxTurns }),
+	evalMetrics: (games) => ({
+		correct: mean(games.map((t) => Number(t.metrics.correct ?? 0))),
+		format_error: mean(games.map((t) => Number(t.metrics.format_error ?? 0))),
+		tool_calls: mean(games.map((t) => Number(t.metrics.tool_calls ?? 0))),
+		cited_email: mean(games.map((t) => Number(t.metrics.cited_email ?? 0)))
+	}),
+	outcome: (t) => ({
+		moves: Number(t.metrics.num_turns ?? 0),
+		illegal: Number(t.metrics.format_error ?? 0) === 1,
+		correct: Number(t.metrics.correct ?? 0) === 1,
+		toolCalls: Number(t.metrics.tool_calls ?? 0)
+	}),
+	scripted: (kind, r) =>
+		kind === 'expert'
+			? inbox.expertPolicy(inbox.scenario(r.scenario))
+			: inbox.randomPolicy(r.scenario * 64 + r.index),
+	replay: (t) => inbox.replay(t)
+};
+
 export const RUN_ENVIRONMENTS: Record<EnvironmentName, RunEnvironment> = {
 	tictactoe: ticTacToe,
+	'2048': twenty48,
+	inbox: inboxEnv,
 	letters: lettersEnv
 };

@@ -9,16 +9,33 @@
  */
 import { DEFAULT_SFT, type EnvironmentName, type Recipe } from './recipe';
 
-/** Where the bundled model and its warm starts are, below the root. */
+/** The model of tic-tac-toe (and letters): the app's first bundled model. */
 export const BUNDLED_MODEL = 'models/tabrl-tiny/';
-export const warmStartPath = (env: EnvironmentName) => `warm-starts/tabrl-tiny/${env}/`;
+
+/**
+ * The bundled model of each environment (scripts/default-model.ts): one ~5M-parameter model
+ * per family, its tokenizer learned from that environment's text.
+ */
+export const BUNDLED_MODEL_NAMES: Record<EnvironmentName, string> = {
+	tictactoe: 'tabrl-tiny',
+	'2048': 'tabrl-tiny-2048',
+	inbox: 'tabrl-tiny-inbox',
+	letters: 'tabrl-tiny'
+};
+
+/** Where an environment's bundled model and its warm start are, below the root. */
+export const bundledModelPath = (env: EnvironmentName) => `models/${BUNDLED_MODEL_NAMES[env]}/`;
+export const warmStartPath = (env: EnvironmentName) =>
+	`warm-starts/${BUNDLED_MODEL_NAMES[env]}/${env}/`;
 
 export type PresetName = EnvironmentName;
-export const PRESET_NAMES: readonly PresetName[] = ['tictactoe', 'letters'];
+export const PRESET_NAMES: readonly PresetName[] = ['tictactoe', '2048', 'inbox', 'letters'];
 export const DEFAULT_PRESET: PresetName = 'tictactoe';
 
 export const PRESET_TITLES: Record<PresetName, string> = {
 	tictactoe: 'Tic-tac-toe (from a warm start)',
+	'2048': '2048 to 128 (from a warm start)',
+	inbox: 'Inbox agent with tools (from a warm start)',
 	letters: 'Letters a–m (from scratch)'
 };
 
@@ -32,7 +49,7 @@ const join = (root: string, path: string) => (root.endsWith('/') ? root : `${roo
  */
 export function preset(name: PresetName, root = '/'): Recipe {
 	const common = {
-		baseModel: join(root, BUNDLED_MODEL),
+		baseModel: join(root, bundledModelPath(name)),
 		seed: 1,
 		maxNoSignal: 5,
 		maxContext: 512
@@ -61,6 +78,51 @@ export function preset(name: PresetName, root = '/'): Recipe {
 			lora: { rank: 8, alpha: 16 },
 			eval: { every: 5, games: 8, temperatures: [0] }
 		};
+	if (name === '2048')
+		return {
+			...common,
+			environment: '2048',
+			// ART's train.py plays to 128; the board alone each turn (2048 is Markov: the board
+			// is the whole state), so a game of ~100 moves is ~100 short conversations
+			envOptions: { winningValue: 128, historyTurns: 0 },
+			warmStart: { adapter: join(root, warmStartPath('2048')), mode: 'merged' },
+			sft: null,
+			grpo: {
+				steps: 100,
+				groups: 4,
+				groupSize: 8,
+				learningRate: 2e-4,
+				loss: 'cispo',
+				klBeta: 0.05,
+				temperature: 1,
+				maxTokens: 16,
+				tokenBudget: 32768
+			},
+			lora: { rank: 64, alpha: 128 },
+			eval: { every: 10, games: 64, temperatures: [0] }
+		};
+	if (name === 'inbox')
+		return {
+			...common,
+			environment: 'inbox',
+			envOptions: { maxTurns: 6 },
+			maxContext: 2048,
+			warmStart: { adapter: join(root, warmStartPath('inbox')), mode: 'merged' },
+			sft: null,
+			grpo: {
+				steps: 100,
+				groups: 8,
+				groupSize: 8,
+				learningRate: 2e-4,
+				loss: 'cispo',
+				klBeta: 0.05,
+				temperature: 1,
+				maxTokens: 96,
+				tokenBudget: 65536
+			},
+			lora: { rank: 64, alpha: 128 },
+			eval: { every: 10, games: 64, temperatures: [0] }
+		};
 	return {
 		...common,
 		environment: 'tictactoe',
@@ -82,13 +144,24 @@ export function preset(name: PresetName, root = '/'): Recipe {
 	};
 }
 
+/**
+ * The SFT phase of each environment's warm start. Tic-tac-toe's made the shipped adapter
+ * (kept as it was). 2048 counts conversations, one per move (a game is ~85 of them), so
+ * 32768 are ~390 expert games; inbox's are whole episodes of ~3 tool calls.
+ */
+export const WARM_START_SFT: Partial<Record<PresetName, typeof DEFAULT_SFT>> = {
+	tictactoe: DEFAULT_SFT,
+	'2048': { ...DEFAULT_SFT, games: 32768 },
+	inbox: { ...DEFAULT_SFT, games: 8192, batchSize: 32 }
+};
+
 /** The SFT warm start of an environment, as scripts/make-warm-start.ts runs it. */
 export function warmStartRecipe(name: PresetName, root: string): Recipe {
 	const base = preset(name, root);
 	return {
 		...base,
 		warmStart: null,
-		sft: DEFAULT_SFT,
+		sft: WARM_START_SFT[name] ?? DEFAULT_SFT,
 		grpo: { ...base.grpo, steps: 0 },
 		lora: { rank: 64, alpha: 128 },
 		seed: 7,
@@ -96,20 +169,31 @@ export function warmStartRecipe(name: PresetName, root: string): Recipe {
 	};
 }
 
-/** A recipe shrunk for a software GPU: few games per step and per evaluation. */
+/**
+ * A recipe shrunk for a software GPU: few games per step and no evaluations. Turn-based
+ * games play one group of 4 (a turn costs seconds per sequence there); 2048 plays to 16, a
+ * game of ~10 moves instead of ~85, and an inbox episode gets 4 turns.
+ */
 export function forSoftwareGpu(recipe: Recipe): Recipe {
-	const ttt = recipe.environment === 'tictactoe';
+	const env = recipe.environment;
+	const small = env !== 'letters';
+	const envOptions =
+		env === '2048'
+			? { ...recipe.envOptions, winningValue: 16 }
+			: env === 'inbox'
+				? { ...recipe.envOptions, maxTurns: 4 }
+				: recipe.envOptions;
 	return {
 		...recipe,
+		...(envOptions ? { envOptions } : {}),
 		grpo: {
 			...recipe.grpo,
-			// tic-tac-toe: ~5 turns of prefill per game; letters: one 4-token reply, so a
-			// group of 8 costs little and keeps a reward spread more often
-			groups: ttt ? 1 : Math.min(recipe.grpo.groups, 2),
-			groupSize: ttt ? 4 : Math.min(recipe.grpo.groupSize, 8),
+			// letters: one 4-token reply, so a group of 8 costs little and keeps a spread
+			groups: small ? 1 : Math.min(recipe.grpo.groups, 2),
+			groupSize: small ? 4 : Math.min(recipe.grpo.groupSize, 8),
 			steps: Math.min(recipe.grpo.steps, 10)
 		},
-		lora: ttt ? { rank: 8, alpha: 16 } : recipe.lora,
+		lora: small ? { rank: 8, alpha: 16 } : recipe.lora,
 		eval: { ...recipe.eval, every: 0 }
 	};
 }

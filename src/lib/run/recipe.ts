@@ -14,8 +14,8 @@ import type { WarmStartMode } from '../model/warm-start';
 import type { EnvOptions } from './environments';
 import { RunError } from './errors';
 
-export type EnvironmentName = 'letters' | 'tictactoe';
-export const ENVIRONMENTS: readonly EnvironmentName[] = ['letters', 'tictactoe'];
+export type EnvironmentName = 'tictactoe' | '2048' | 'inbox' | 'letters';
+export const ENVIRONMENTS: readonly EnvironmentName[] = ['tictactoe', '2048', 'inbox', 'letters'];
 
 export interface SftPhaseConfig {
 	/** Demonstrations (games) to imitate, one pass per epoch. */

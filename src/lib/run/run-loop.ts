@@ -106,7 +106,7 @@ export async function runRecipe(
 		if (step < sftTotal) {
 			const sft = recipe.sft!;
 			const perEpoch = Math.ceil(sft.games / sft.batchSize);
-			const demos = env.demonstrations!(sft.games, sft.seed); // (checked above)
+			const demos = await env.demonstrations!(sft.games, sft.seed, recipe.envOptions ?? {}); // (checked above)
 			while (step < sftTotal) {
 				checkStop();
 				emit({ type: 'phase', phase: 'sft', step });

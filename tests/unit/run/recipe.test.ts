@@ -104,8 +104,10 @@ describe('presets', () => {
 		const r = preset(name, '/static');
 		expect(validateRecipe(r)).toBe(r);
 		expect(r.environment).toBe(name);
-		expect(r.baseModel).toBe('/static/models/tabrl-tiny/');
-		if (r.warmStart) expect(r.warmStart.adapter).toBe(`/static/warm-starts/tabrl-tiny/${name}/`);
+		const model =
+			{ tictactoe: 'tabrl-tiny', letters: 'tabrl-tiny' }[name as string] ?? `tabrl-tiny-${name}`;
+		expect(r.baseModel).toBe(`/static/models/${model}/`);
+		if (r.warmStart) expect(r.warmStart.adapter).toBe(`/static/warm-starts/${model}/${name}/`);
 		expect(preset(name, '/static/').baseModel).toBe(r.baseModel);
 		expect(() => validateRecipe(forSoftwareGpu(r))).not.toThrow();
 	});
@@ -116,6 +118,26 @@ describe('presets', () => {
 		expect(r.warmStart).toBeNull();
 		expect(r.grpo.steps).toBe(0);
 		expect(sftSteps(r)).toBe(256);
+		// 2048's demonstrations are single moves, inbox's whole episodes
+		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(512);
+		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(256);
+	});
+
+	it('refuses environment options out of range', () => {
+		const r = preset('2048', '/');
+		for (const envOptions of [
+			{ winningValue: 100 },
+			{ winningValue: 4 },
+			{ historyTurns: -1 },
+			{ maxTurns: 0 }
+		])
+			expect(() => validateRecipe({ ...r, envOptions })).toThrow(/envOptions/);
+		expect(
+			validateRecipe({ ...r, envOptions: { winningValue: 64, historyTurns: null } }).envOptions
+		).toEqual({
+			winningValue: 64,
+			historyTurns: null
+		});
 	});
 });
 
