@@ -36,3 +36,8 @@ export function formatErr(err: number): string {
 export function formatCount(n: number): string {
 	return n.toLocaleString('en-US');
 }
+
+/** A number with `digits` decimals; '—' for none (null, undefined, NaN, infinite). */
+export function fmt(x: number | null | undefined, digits = 3): string {
+	return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '—';
+}

@@ -10,6 +10,8 @@ import {
 	DEFAULT_PRESET,
 	forSoftwareGpu,
 	preset,
+	RUN_ENVIRONMENTS,
+	type EnvironmentName,
 	type EvaluationReport,
 	type PresetName,
 	type Recipe,
@@ -18,7 +20,8 @@ import {
 	type RunSummary
 } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';
-import type { TrajectoryJson } from '../agent/jsonl';
+import { trajectoryFromJson } from '../agent/jsonl';
+import type { ReplayItem } from '../agent/replay';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 
@@ -35,20 +38,15 @@ export interface StepRow {
 	skipped: boolean;
 }
 
-/** A finished rollout, as the panel shows it. */
+/** A finished rollout, as the panel shows it: its environment's replay of it. */
 export interface GameView {
 	step: number;
 	group: number;
 	index: number;
 	reward: number;
-	/** The last user message (the final board for tic-tac-toe) and the last reply. */
-	lastPrompt: string;
-	lastReply: string;
 	outcome: string;
-	/** Tic-tac-toe's final board, 9 cells row by row ('x', 'o', or ' '); null elsewhere. */
-	board: string[] | null;
-	/** The agent's mark, where the environment has one. */
-	mark: string;
+	/** What the environment draws of the game (boards, or a transcript of tool calls). */
+	items: ReplayItem[];
 }
 
 /** Games kept for display (the newest). */
@@ -74,29 +72,24 @@ function rowsOf(history: HistoryEntry[]): StepRow[] {
 		});
 }
 
-function gameOf(event: Extract<RunEvent, { type: 'rollout' }>): GameView {
-	const messages = event.trajectory.messages_and_choices as TrajectoryJson['messages_and_choices'];
-	const text = (m: unknown) => {
-		const x = m as { content?: unknown; message?: { content?: unknown } };
-		return String(x.message?.content ?? x.content ?? '');
-	};
-	const users = messages.filter((m) => (m as { role?: string }).role === 'user');
+function gameOf(event: Extract<RunEvent, { type: 'rollout' }>, env: EnvironmentName): GameView {
+	let items: ReplayItem[];
+	try {
+		items = RUN_ENVIRONMENTS[env].replay(trajectoryFromJson(event.trajectory));
+	} catch (error) {
+		// a trajectory the replay cannot read is shown as such, not dropped
+		items = [
+			{ kind: 'outcome', text: `not shown: ${(error as Error).message}`, reward: event.reward }
+		];
+	}
 	return {
 		step: event.step,
 		group: event.group,
 		index: event.index,
 		reward: event.reward,
-		lastPrompt: users.length ? text(users[users.length - 1]) : '',
-		lastReply: messages.length ? text(messages[messages.length - 1]) : '',
 		outcome: String(event.trajectory.metadata?.outcome ?? ''),
-		board: boardOf(event.trajectory.metadata?.final_board),
-		mark: String(event.trajectory.metadata?.agent_symbol ?? '')
+		items
 	};
-}
-
-/** A final_board string (9 cells) as cells; null when there is none. */
-function boardOf(value: unknown): string[] | null {
-	return typeof value === 'string' && value.length === 9 ? [...value] : null;
 }
 
 export class TrainSession {
@@ -129,6 +122,8 @@ export class TrainSession {
 	#rowKey = 0;
 	/** Games per round of the run going (known before the first one finishes). */
 	#groupGames = 0;
+	/** The environment of the run in progress (its replay draws the games). */
+	#environment: EnvironmentName = DEFAULT_PRESET;
 
 	/** `backend` returns the page's worker, or null if it has none. */
 	constructor(backend: () => BackendHandle | null, url = '') {
@@ -267,6 +262,7 @@ export class TrainSession {
 			const history = await backend.runHistory(name);
 			this.#show(name, history.ok ? history.value : []);
 			this.#groupGames = recipe.grpo.groups * recipe.grpo.groupSize;
+			this.#environment = recipe.environment;
 			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event));
 			if (result.ok) this.summary = result.value;
 			else this.error = result.error;
@@ -292,7 +288,7 @@ export class TrainSession {
 			case 'rollout':
 				this.rolloutsDone = event.done;
 				this.rolloutsTotal = event.total;
-				this.games = [gameOf(event), ...this.games].slice(0, GAMES_SHOWN);
+				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
 				break;
 			case 'step':
 				this.step = event.step;

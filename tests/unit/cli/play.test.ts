@@ -1,0 +1,124 @@
+/**
+ * `cli play` (scripts/cli/play.ts): games without training. The scripted players go through
+ * each environment's real rollout code (policyClient), so these are the baselines
+ * BENCHMARKS.md reports; the model player is the engine's (exercised on the GPU machine and,
+ * at one game, in run-loop tests). Checked: one JSON object with the issue's fields, the
+ * expert above random where it must be, the same numbers for the same seed, bad flags.
+ */
+import { describe, expect, it } from 'vitest';
+import { parsePlayArgs, runPlay } from '../../../scripts/cli/play';
+import { runCli } from './run-cli';
+
+describe('cli play', () => {
+	it('prints one JSON object with the baseline numbers (a child process, as a user runs it)', async () => {
+		const r = await runCli(
+			['play', '--env', '2048', '--policy', 'random', '--games', '200', '--seed', '5'],
+			60_000
+		);
+		expect(r.code).toBe(0);
+		const lines = r.stdout.trim().split('\n');
+		expect(lines).toHaveLength(1);
+		const out = JSON.parse(lines[0]);
+		expect(Object.keys(out)).toEqual(
+			expect.arrayContaining([
+				'env',
+				'games',
+				'win_rate',
+				'mean_reward',
+				'mean_moves',
+				'illegal_rate'
+			])
+		);
+		expect(out).toMatchObject({ env: '2048', games: 200, policy: 'random', illegal_rate: 0 });
+		// random play reaches 128 now and then; a game lasts tens of moves
+		expect(out.win_rate).toBeGreaterThan(0.05);
+		expect(out.win_rate).toBeLessThan(0.5);
+		expect(out.mean_moves).toBeGreaterThan(30);
+	}, 90_000);
+
+	it('2048: the expert wins far more often than random play, reproducibly', async () => {
+		const play = (policy: 'random' | 'expert', seed = 0) =>
+			runPlay(
+				parsePlayArgs([
+					'--env',
+					'2048',
+					'--policy',
+					policy,
+					'--games',
+					'300',
+					'--seed',
+					String(seed)
+				])
+			);
+		const [random, expert, again] = await Promise.all([
+			play('random'),
+			play('expert'),
+			play('expert')
+		]);
+		expect(expert.win_rate).toBeGreaterThan(0.8);
+		expect(expert.win_rate! - random.win_rate!).toBeGreaterThan(0.4);
+		expect(again.mean_reward).toBe(expert.mean_reward);
+		// --winning-value: 64 is easier than 128 for the same player
+		const easy = await runPlay(
+			parsePlayArgs([
+				'--env',
+				'2048',
+				'--policy',
+				'random',
+				'--games',
+				'300',
+				'--winning-value',
+				'64'
+			])
+		);
+		expect(easy.win_rate!).toBeGreaterThan(random.win_rate! + 0.2);
+	}, 60_000);
+
+	it('inbox: accuracy and tool calls; the expert answers, random calls do not', async () => {
+		const expert = await runPlay(
+			parsePlayArgs(['--env', 'inbox', '--policy', 'expert', '--games', '100'])
+		);
+		const random = await runPlay(
+			parsePlayArgs(['--env', 'inbox', '--policy', 'random', '--games', '100'])
+		);
+		expect(expert).toMatchObject({
+			env: 'inbox',
+			accuracy: 1,
+			illegal_rate: 0,
+			mean_tool_calls: 3
+		});
+		expect(expert.win_rate).toBeUndefined();
+		expect(random.accuracy).toBeLessThan(0.05);
+		expect(random.mean_reward).toBeLessThan(0);
+		expect(random.mean_tool_calls).toBeGreaterThan(1);
+	}, 60_000);
+
+	it('tic-tac-toe: legal play only, wins and moves counted', async () => {
+		const out = await runPlay(
+			parsePlayArgs(['--env', 'tictactoe', '--policy', 'random', '--games', '400'])
+		);
+		expect(out.illegal_rate).toBe(0);
+		expect(out.win_rate).toBeGreaterThan(0.3);
+		expect(out.win_rate).toBeLessThan(0.6);
+		expect(out.mean_moves).toBeGreaterThan(2);
+		expect(out.mean_moves).toBeLessThanOrEqual(5);
+	});
+
+	it('refuses bad flags with the usage line', () => {
+		const bad = (argv: string[], message: RegExp) =>
+			expect(() => parsePlayArgs(argv)).toThrow(message);
+		bad(['--policy', 'random'], /--env: required/);
+		bad(['--env', 'chess', '--policy', 'random'], /not an environment/);
+		bad(['--env', '2048'], /--policy: required/);
+		bad(['--env', '2048', '--policy', 'smart'], /--policy/);
+		bad(['--env', '2048', '--policy', 'random', '--winning-value', '100'], /power of two/);
+		bad(['--env', '2048', '--policy', 'random', '--games', '0'], /--games/);
+		bad(['--env', '2048', '--policy', 'random', '--adapter', 'x'], /only with --policy model/);
+		bad(['--env', '2048', '--policy', 'model', '--run', 'a', '--model', 'b'], /--run/);
+		expect(
+			parsePlayArgs(['--env', '2048', '--policy', 'random', '--history-turns', 'all']).envOptions
+		).toEqual({
+			historyTurns: null
+		});
+	});
+});
