@@ -1,7 +1,7 @@
 /**
  * @file The ART-style data layer for agent code, browser and Node alike: trajectories and
  * groups, gathering rollouts, validation, the training view (token sequences), JSONL in
- * ART's shape, TrainableModel and the backend contract, and the tic-tac-toe environment.
+ * ART's shape, TrainableModel and the backend contract, the environments (tic-tac-toe, 2048, inbox, letters) and scripted players.
  * The OpenAI-compatible client is in ./openai (its own index). The Node LocalBackend is in
  * ./backend/node (it imports node:fs), the browser's in src/lib/worker/local-backend.ts.
  */
@@ -13,5 +13,9 @@ export * from './to-train';
 export * from './jsonl';
 export * as tictactoe from './tictactoe';
 export * as letters from './letters';
+export * as game2048 from './game2048';
+export * as inbox from './inbox';
+export * from './policy-client';
+export type { ReplayItem } from './replay';
 export * from './model';
 export type * from './backend/types';

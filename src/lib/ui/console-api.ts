@@ -10,7 +10,15 @@
  *   await model.register(t.localBackend());
  *   const client = model.openaiClient(); // the official openai client, answered in this tab
  */
-import { gatherTrajectoryGroups, letters, tictactoe, TrainableModel } from '../agent';
+import {
+	game2048,
+	gatherTrajectoryGroups,
+	inbox,
+	letters,
+	policyClient,
+	tictactoe,
+	TrainableModel
+} from '../agent';
 import type { BackendHandle } from '../worker/client';
 import { LocalBackend } from '../worker/local-backend';
 
@@ -20,6 +28,10 @@ export function consoleApi(handle: () => BackendHandle | null) {
 		gatherTrajectoryGroups,
 		letters,
 		tictactoe,
+		game2048,
+		inbox,
+		/** A scripted player behind the OpenAI client's shape (e.g. inbox.expertPolicy(...)). */
+		policyClient,
 		/** ART's LocalBackend over the page's worker (a worker of its own if the page has none). */
 		localBackend: () => new LocalBackend(handle() ?? undefined)
 	};
