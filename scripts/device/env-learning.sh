@@ -1,30 +1,33 @@
-# GPU-machine calls for issue 14, item 4: the 2048 and inbox warm starts (SFT on the expert's
-# demonstrations) and GRPO from each, two processes side by side on the one H200. State lives
-# in .scratch/dev/ (kept on a warm machine between calls; `cli train` continues a run from its
-# --out), results and logs land in $OUT.
+# GPU-machine calls for issue 14, item 4: warm starts (SFT on an environment's expert
+# demonstrations) and GRPO runs from them, several processes side by side on the one H200.
+# State lives in .scratch/dev/ (kept on a warm machine between calls; `cli train` continues a
+# run from its --out), results and logs land in $OUT.
 #   bash ../shared/device/pack.sh scripts/make-warm-start.ts scripts/cli.ts
-#   device run: bash scripts/device/env-learning.sh warm-start|grpo SECONDS   carry: [".gpu"]
+#   device run: bash scripts/device/env-learning.sh SECONDS JOB...   carry: [".gpu"]
+# JOB: ws:ENV:NAME[:SFT_GAMES]   a warm start into .scratch/dev/ws/NAME
+#      grpo:ENV:WS_NAME:RUN[:FLAGS...]   `cli train` from that warm start into .scratch/dev/RUN
+#        (FLAGS: extra cli train flags, '+' for spaces, e.g. --lr+1e-4)
 set -u
-phase=$1; budget=${2:-540}
+budget=$1; shift
 t0=$(date +%s)
 el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
-mkdir -p .scratch/dev
-node_run() { bash .gpu/run node "$@"; }
-if [ "$phase" = warm-start ]; then
-  for env in 2048 inbox; do
-    ( timeout "$budget" bash .gpu/run node .gpu/make-warm-start.mjs --env $env --out .scratch/dev/ws/$env --work .scratch/dev/ws-work-$env \
-        > $OUT/ws-$env.json 2> $OUT/ws-$env.log; echo "rc $?" >> $OUT/ws-$env.log ) &
-  done
-  wait
-  for env in 2048 inbox; do mkdir -p $OUT/ws/$env; cp .scratch/dev/ws/$env/* $OUT/ws/$env/ 2>/dev/null; tail -n 4 $OUT/ws-$env.log; done
-fi
-if [ "$phase" = grpo ]; then
-  for env in 2048 inbox; do
-    ( timeout -s TERM "$budget" bash .gpu/run node .gpu/cli.mjs train --env $env --warm-start .scratch/dev/ws/$env \
-        --out .scratch/dev/run-$env --steps ${STEPS:-200} --eval-every 10 --eval-games 200 \
-        > $OUT/grpo-$env.json 2>> .scratch/dev/grpo-$env.log; echo "rc $?" >> .scratch/dev/grpo-$env.log ) &
-  done
-  wait
-  for env in 2048 inbox; do cp .scratch/dev/grpo-$env.log $OUT/; cp .scratch/dev/run-$env/history.jsonl $OUT/history-$env.jsonl; cp .scratch/dev/run-$env/run.json $OUT/run-$env.json; grep -E "eval|rc" .scratch/dev/grpo-$env.log | tail -n 8; done
-fi
+mkdir -p .scratch/dev/ws
+bash .gpu/run true # unpack node and Dawn once, before the jobs run side by side
+for job in "$@"; do
+  IFS=: read -r kind env name rest <<< "$job"
+  if [ "$kind" = ws ]; then
+    games=${rest:+--sft-games $rest}
+    ( timeout "$budget" bash .gpu/run node .gpu/make-warm-start.mjs --env "$env" --out .scratch/dev/ws/$name --work .scratch/dev/ws-work-$name $games \
+        > $OUT/ws-$name.json 2> $OUT/ws-$name.log; echo "rc $?" >> $OUT/ws-$name.log
+      mkdir -p $OUT/ws/$name; cp .scratch/dev/ws/$name/* $OUT/ws/$name/ 2>/dev/null ) &
+  else
+    IFS=: read -r wsname run flags <<< "$rest"
+    ( timeout -s TERM "$budget" bash .gpu/run node .gpu/cli.mjs train --env "$env" --warm-start .scratch/dev/ws/$wsname \
+        --out .scratch/dev/$run --steps 300 --eval-every 10 --eval-games 200 ${flags//+/ } \
+        > $OUT/$run.json 2>> .scratch/dev/$run.log; echo "rc $?" >> .scratch/dev/$run.log
+      cp .scratch/dev/$run.log $OUT/; cp .scratch/dev/$run/history.jsonl $OUT/$run-history.jsonl; cp .scratch/dev/$run/run.json $OUT/$run-run.json ) &
+  fi
+done
+wait
+for f in $OUT/*.log; do echo "== $f"; grep -E "eval|rc |wrote|Error|error" "$f" | tail -n 6; done
 el done
