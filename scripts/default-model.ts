@@ -18,6 +18,7 @@ interface BundledModel {
 	/** The text the tokenizer learns its merges from: the environment's conversations. */
 	corpus(): Promise<string> | string;
 	merges: number;
+	splitTokens?: readonly string[];
 }
 
 /**
@@ -29,7 +30,9 @@ export const BUNDLED_MODELS: Record<string, BundledModel> = {
 	'tabrl-tiny-2048': {
 		corpus: async () =>
 			renderCorpus(await game2048.demonstrations(40, 424242, { historyTurns: 0 })),
-		merges: 300
+		merges: 300,
+		// a board's cells never share a token: the same cell is the same tokens in every row
+		splitTokens: ['|']
 	},
 	'tabrl-tiny-inbox': {
 		corpus: async () => renderCorpus(await inbox.demonstrations(400, 424)),
@@ -45,7 +48,7 @@ export async function writeBundledModel(name: string, dir: string): Promise<void
 		throw new Error(`no bundled model '${name}' (${Object.keys(BUNDLED_MODELS).join(', ')})`);
 	const { parameters, vocab } = await writeTicTacToeModel(
 		dir,
-		{ ...MODEL_SIZES.small, merges: model.merges },
+		{ ...MODEL_SIZES.small, merges: model.merges, splitTokens: model.splitTokens },
 		await model.corpus()
 	);
 	console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);

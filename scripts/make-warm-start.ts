@@ -160,7 +160,11 @@ async function main(): Promise<void> {
 		const manifest: WarmStartManifest = {
 			format: 'tabrl-warm-start/1',
 			environment: env,
-			base: { name: basename(baseDir), tensorsSha256: await tensorsSha256(base.weights) },
+			base: {
+				name: basename(baseDir),
+				tensorsSha256: await tensorsSha256(base.weights),
+				tokenizerSha256: await sha256Hex(new TextEncoder().encode(base.files.tokenizerJson))
+			},
 			adapterSha256: await sha256Hex(adapter),
 			command: `npx tsx scripts/make-warm-start.ts ${argv.join(' ')}`.trim(),
 			seed: recipe.seed,

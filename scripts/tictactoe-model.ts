@@ -38,6 +38,8 @@ export interface TicTacToeModelOptions {
 	seed: number;
 	/** The final norm's initial weight (default: LOGIT_BOUND / (0.02 * hidden)). */
 	outputScale?: number;
+	/** Added tokens no merge crosses (tiny-tokenizer.ts). */
+	splitTokens?: readonly string[];
 }
 
 /** The largest logit the frozen LM head allows, by the default outputScale. */
@@ -77,7 +79,7 @@ export async function writeTicTacToeModel(
 	o: TicTacToeModelOptions,
 	corpus: string = ticTacToeCorpus()
 ): Promise<{ parameters: number; vocab: number }> {
-	const tok = tinyTokenizer(true, { corpus, merges: o.merges });
+	const tok = tinyTokenizer(true, { corpus, merges: o.merges, splitTokens: o.splitTokens });
 	const vocab = Math.ceil(tok.size / 64) * 64;
 	const { endoftext, imEnd } = tok.ids;
 	const raw = {

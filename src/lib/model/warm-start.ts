@@ -28,8 +28,12 @@ export type WarmStartMode = 'merged' | 'stacked';
 export interface WarmStartManifest {
 	format: 'tabrl-warm-start/1';
 	environment: string;
-	/** The base it was made for: a name for messages, and the tensors' hash (see the header). */
-	base: { name: string; tensorsSha256: string };
+	/**
+	 * The base it was made for: a name for messages, the tensors' hash (see the header) and
+	 * tokenizer.json's sha256 (two bases may share every weight and read text differently;
+	 * absent in manifests made before it was recorded).
+	 */
+	base: { name: string; tensorsSha256: string; tokenizerSha256?: string };
 	/** sha256 of adapter_model.safetensors as committed. */
 	adapterSha256: string;
 	/** The command that made it, and its seed. */
@@ -100,7 +104,8 @@ export async function checkWarmStart(
 	manifest: WarmStartManifest,
 	weights: SafetensorsWeights,
 	adapterBytes: Uint8Array,
-	where: string
+	where: string,
+	tokenizerJson?: string
 ): Promise<void> {
 	const adapterHash = await sha256Hex(adapterBytes);
 	if (adapterHash !== manifest.adapterSha256)
@@ -113,6 +118,14 @@ export async function checkWarmStart(
 			`${where}: this warm start was made for ${manifest.base.name} (tensors sha256 ${manifest.base.tensorsSha256.slice(0, 12)}…), ` +
 				`not for this base model (${baseHash.slice(0, 12)}…). Train without a warm start, or make one for this base (scripts/make-warm-start.ts).`
 		);
+	const wanted = manifest.base.tokenizerSha256;
+	if (wanted !== undefined && tokenizerJson !== undefined) {
+		const tokenizerHash = await sha256Hex(new TextEncoder().encode(tokenizerJson));
+		if (tokenizerHash !== wanted)
+			throw new WarmStartMismatchError(
+				`${where}: this warm start was made for ${manifest.base.name} with another tokenizer (tokenizer.json sha256 ${wanted.slice(0, 12)}…, this base's ${tokenizerHash.slice(0, 12)}…): the same weights would read other tokens. Train without a warm start, or make one for this base (scripts/make-warm-start.ts).`
+			);
+	}
 }
 
 /**

@@ -58,10 +58,20 @@ const GPT2_SPLIT = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+
  * pair). The fixtures' tokenizer learns from CORPUS with a simpler split (kept: tests pin
  * its ids); a given corpus is split as the tokenizer will split it when encoding.
  */
-function learnMerges(byteChars: string[], count: number, corpus?: string): [string, string][] {
-	// Pre-split like the ByteLevel pre-tokenizer: a word carries its leading space.
+function learnMerges(
+	byteChars: string[],
+	count: number,
+	corpus?: string,
+	splitTokens: readonly string[] = []
+): [string, string][] {
+	// Pre-split like the tokenizer: added tokens first (no merge crosses one), then the
+	// ByteLevel pre-tokenizer (a word carries its leading space).
+	const segments = splitTokens.reduce<string[]>(
+		(parts, token) => parts.flatMap((p) => p.split(token)),
+		corpus === undefined ? [] : [corpus]
+	);
 	const pieces = corpus
-		? (corpus.match(GPT2_SPLIT) ?? [])
+		? segments.flatMap((segment) => segment.match(GPT2_SPLIT) ?? [])
 		: (CORPUS.match(/ ?[a-z]+| ?[^a-z\s]+|\s+/g) ?? []);
 	const words = pieces.map((w) => [...new TextEncoder().encode(w)].map((b) => byteChars[b]));
 	const merges: [string, string][] = [];
@@ -101,6 +111,11 @@ export interface TinyTokenizerOptions {
 	corpus?: string;
 	/** Merges to learn at most (default 64). */
 	merges?: number;
+	/**
+	 * Strings made added tokens (not special) that no merge crosses: e.g. 2048's cell
+	 * separator '|', so each cell of a board is its own few tokens whatever the numbers.
+	 */
+	splitTokens?: readonly string[];
 }
 
 /**
@@ -114,11 +129,15 @@ export function tinyTokenizer(
 	const byteChars = bytesToUnicode();
 	const vocab: Record<string, number> = {};
 	byteChars.forEach((c, b) => (vocab[c] = b));
-	const merges = learnMerges(byteChars, options.merges ?? MERGES, options.corpus);
+	const splitTokens = options.splitTokens ?? [];
+	const merges = learnMerges(byteChars, options.merges ?? MERGES, options.corpus, splitTokens);
 	for (const [a, b] of merges)
 		if (!Object.hasOwn(vocab, a + b)) vocab[a + b] = Object.keys(vocab).length;
 	const first = Object.keys(vocab).length;
-	const added = TINY_ADDED_TOKENS.map((t, i) => ({
+	const added = [
+		...TINY_ADDED_TOKENS,
+		...splitTokens.map((content) => ({ content, special: false }))
+	].map((t, i) => ({
 		id: first + i,
 		content: t.content,
 		single_word: false,

@@ -204,6 +204,53 @@ describe('warm starts through the backend', () => {
 		expect(await exists(runDir('other-base'))).toBe(false);
 	}, 300_000);
 
+	it("refuses the adapter when the base's tokenizer is not the one it was made with", async () => {
+		// the same weights with another tokenizer.json: a manifest naming another tokenizer
+		const manifest = JSON.parse(await readFile(join(adapterDir, WARM_START_MANIFEST), 'utf8'));
+		const otherDir = join(root, 'warm-start-other-tokenizer');
+		await mkdir(otherDir, { recursive: true });
+		for (const name of ['adapter_config.json', ADAPTER_WEIGHTS_FILE])
+			await writeFile(join(otherDir, name), await readFile(join(adapterDir, name)));
+		const tokenizerJson = await readFile(join(baseA, 'tokenizer.json'), 'utf8');
+		await writeFile(
+			join(otherDir, WARM_START_MANIFEST),
+			JSON.stringify({
+				...manifest,
+				base: {
+					...manifest.base,
+					tokenizerSha256: await sha256Hex(new TextEncoder().encode(tokenizerJson + ' '))
+				}
+			})
+		);
+		const error = await failure(
+			register({
+				name: 'other-tokenizer',
+				baseModel: baseA,
+				warmStart: { adapter: otherDir, mode: 'merged' }
+			})
+		);
+		expect(error.kind).toBe('warm-start-mismatch');
+		expect(error.message).toContain('another tokenizer');
+		expect(await exists(runDir('other-tokenizer'))).toBe(false);
+		// the right tokenizer's hash is accepted
+		await writeFile(
+			join(otherDir, WARM_START_MANIFEST),
+			JSON.stringify({
+				...manifest,
+				base: {
+					...manifest.base,
+					tokenizerSha256: await sha256Hex(new TextEncoder().encode(tokenizerJson))
+				}
+			})
+		);
+		const model = await register({
+			name: 'same-tokenizer',
+			baseModel: baseA,
+			warmStart: { adapter: otherDir, mode: 'merged' }
+		});
+		expect(await model.getStep()).toBe(0);
+	}, 300_000);
+
 	it("refuses a saved run reopened with another base or warm start as 'run-exists'", async () => {
 		const first = await register({ name: 'kept', baseModel: baseA, lora: { rank: 4, alpha: 8 } });
 		expect(first.registration?.step).toBe(0);

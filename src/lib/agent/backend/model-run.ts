@@ -81,7 +81,8 @@ async function applyWarmStart(
 			parseWarmStartManifest(files.manifestJson, files.where),
 			base.weights,
 			files.adapterBytes,
-			files.where
+			files.where,
+			base.files.tokenizerJson
 		);
 	let adapter: PeftAdapter;
 	try {
