@@ -36,7 +36,9 @@ export const BUNDLED_MODELS: Record<string, BundledModel> = {
 	},
 	'tabrl-tiny-inbox': {
 		corpus: async () => renderCorpus(await inbox.demonstrations(400, 424)),
-		merges: 800
+		merges: 800,
+		// digits one token each: a message id, a time or an amount is copied digit by digit
+		splitTokens: [...'0123456789']
 	}
 };
 

@@ -145,7 +145,8 @@ async function main(): Promise<void> {
 		const recipe: Recipe = {
 			...onBase(made),
 			sft: { ...made.sft!, games: sftGames ? Number(sftGames) : made.sft!.games },
-			eval: { ...made.eval, games: evalGames }
+			// evaluated once, below: the written f16 files merged, as the page uses them
+			eval: { ...made.eval, every: 0 }
 		};
 		const sft = await train(backend, `${env}-sft`, recipe);
 		const files = await sft.exportAdapter();

@@ -152,7 +152,7 @@ export function preset(name: PresetName, root = '/'): Recipe {
 export const WARM_START_SFT: Partial<Record<PresetName, typeof DEFAULT_SFT>> = {
 	tictactoe: DEFAULT_SFT,
 	'2048': { ...DEFAULT_SFT, games: 32768 },
-	inbox: { ...DEFAULT_SFT, games: 8192, batchSize: 32 }
+	inbox: { ...DEFAULT_SFT, games: 16384, batchSize: 32 }
 };
 
 /** The SFT warm start of an environment, as scripts/make-warm-start.ts runs it. */

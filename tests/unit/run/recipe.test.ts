@@ -120,7 +120,7 @@ describe('presets', () => {
 		expect(sftSteps(r)).toBe(256);
 		// 2048's demonstrations are single moves, inbox's whole episodes
 		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(512);
-		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(256);
+		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(512);
 	});
 
 	it('refuses environment options out of range', () => {
