@@ -4,6 +4,8 @@
  *    shipped warm start; pressing Train plays games whose moves are legal (the warm start
  *    works in the browser: merged into the base in the worker); Stop ends the run within a
  *    rollout turn, 'stopped', with no step trained.
+ *    Each preset shows its expert's game (2048: a board stepped through; inbox: a transcript of
+ *    tool calls), played in the page through the environment's rollout, no model.
  * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
  *    the letters run from its saved step (never from 0); Export downloads PEFT's files and
@@ -158,6 +160,46 @@ export async function trainPanelChecks(
 			Date.now() - t1 < 90_000,
 		`${await status(page, 'data-status')} at step ${await status(page, 'data-step')} after ${since(t1)} ${await errorText(page)}`
 	);
+
+	// 1b. Each preset says what it is and shows its expert's game (no model: the environment's
+	// rollout with its scripted expert, drawn by the environment's replay).
+	await page.selectOption(testid('train-preset'), '2048');
+	await page.click(testid('train-example'));
+	const card = testid('train-example-game');
+	await page.waitForSelector(card, { timeout: 30_000 });
+	const cells = await page.$$eval(`${card} .board span`, (els) =>
+		els.map((e) => e.textContent ?? '')
+	);
+	const lastCaption = await page.textContent(`${card} [data-testid="replay-caption"]`);
+	await page.click(`${card} button[aria-label="previous position"]`);
+	const prevCaption = await page.textContent(`${card} [data-testid="replay-caption"]`);
+	const outcome2048 = await page.textContent(`${card} .outcome`);
+	check(
+		'2048: the expert game is drawn as a 4 x 4 board of tiles, stepped back one move, with its outcome',
+		cells.length === 16 &&
+			cells.some((c) => /^\d+$/.test(c)) &&
+			(await page.inputValue(testid('train-url'))) === '/models/tabrl-tiny-2048/' &&
+			!!lastCaption &&
+			prevCaption !== lastCaption &&
+			/won|board full/.test(outcome2048 ?? ''),
+		`${cells.join(',')} | ${lastCaption} <- ${prevCaption} | ${outcome2048}`
+	);
+	await page.screenshot({ path: 'test-results/train-example-2048.png', fullPage: true });
+	await page.selectOption(testid('train-preset'), 'inbox');
+	await page.click(testid('train-example'));
+	await page.waitForSelector(`${card} .transcript`, { timeout: 30_000 });
+	const transcript = await page.$$eval(`${card} .transcript li`, (els) =>
+		els.map((e) => e.textContent ?? '')
+	);
+	check(
+		'inbox: the expert episode is a transcript of the question, tool calls and results, answered right',
+		transcript.some((t) => t.includes('search_inbox')) &&
+			transcript.some((t) => t.includes('read_email')) &&
+			transcript.some((t) => t.includes('return_final_answer')) &&
+			/correct|right/i.test((await page.textContent(`${card} .outcome`)) ?? ''),
+		`${transcript.length} items: ${transcript.join(' | ').slice(0, 300)}`
+	);
+	await page.screenshot({ path: 'test-results/train-example-inbox.png', fullPage: true });
 
 	// 2. The letters preset trains steps.
 	await page.selectOption(testid('train-preset'), 'letters');

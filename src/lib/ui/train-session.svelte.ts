@@ -22,6 +22,7 @@ import {
 import type { HistoryEntry } from '../agent/backend/types';
 import { trajectoryFromJson } from '../agent/jsonl';
 import type { ReplayItem } from '../agent/replay';
+import { policyClient } from '../agent/policy-client';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 
@@ -122,8 +123,12 @@ export class TrainSession {
 	#rowKey = 0;
 	/** Games per round of the run going (known before the first one finishes). */
 	#groupGames = 0;
+	/** A game of the preset's expert (the player its warm start imitates), played in the page. */
+	example = $state<{ items: ReplayItem[]; reward: number } | null>(null);
 	/** The environment of the run in progress (its replay draws the games). */
 	#environment: EnvironmentName = DEFAULT_PRESET;
+	/** Example games play scenarios from here on (below the evaluation seeds). */
+	#exampleSeed = Math.floor(Math.random() * 1e6);
 
 	/** `backend` returns the page's worker, or null if it has none. */
 	constructor(backend: () => BackendHandle | null, url = '') {
@@ -139,6 +144,7 @@ export class TrainSession {
 	/** Fills the form with a preset's values (a fresh run name for it). */
 	choosePreset(name: PresetName): void {
 		this.preset = name;
+		this.example = null;
 		const r = this.#scaled(preset(name));
 		this.url = r.baseModel;
 		this.run = `${name}-1`;
@@ -146,6 +152,27 @@ export class TrainSession {
 		this.groups = r.grpo.groups;
 		this.groupSize = r.grpo.groupSize;
 		this.learningRate = String(r.grpo.learningRate);
+	}
+
+	/**
+	 * Plays one game of the preset's environment with its scripted expert, through the same
+	 * rollout code a model goes through (no model, no GPU: milliseconds), and shows it: what
+	 * the task looks like and what the warm start imitates. A new scenario each time.
+	 */
+	async showExample(): Promise<void> {
+		const env = RUN_ENVIRONMENTS[this.preset];
+		const request = {
+			model: 'expert',
+			scenario: this.#exampleSeed++,
+			index: 0,
+			temperature: 0,
+			maxTokens: 128,
+			samplingSeed: null,
+			// the game as the preset plays it on a GPU (free here: no model plays it)
+			options: preset(this.preset).envOptions ?? {}
+		};
+		const game = await env.rollout(policyClient(env.scripted('expert', request)), request);
+		this.example = { items: env.replay(game), reward: game.reward };
 	}
 
 	/** Tells the session what GPU the worker got (a software one scales presets down). */
