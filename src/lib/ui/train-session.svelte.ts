@@ -124,7 +124,7 @@ export class TrainSession {
 	/** Games per round of the run going (known before the first one finishes). */
 	#groupGames = 0;
 	/** A game of the preset's expert (the player its warm start imitates), played in the page. */
-	example = $state<{ items: ReplayItem[]; reward: number } | null>(null);
+	example = $state<{ env: EnvironmentName; items: ReplayItem[]; reward: number } | null>(null);
 	/** The environment of the run in progress (its replay draws the games). */
 	#environment: EnvironmentName = DEFAULT_PRESET;
 	/** Example games play scenarios from here on (below the evaluation seeds). */
@@ -144,7 +144,8 @@ export class TrainSession {
 	/** Fills the form with a preset's values (a fresh run name for it). */
 	choosePreset(name: PresetName): void {
 		this.preset = name;
-		this.example = null;
+		// (also called when the GPU probe answers: an example of this preset stays)
+		if (this.example?.env !== name) this.example = null;
 		const r = this.#scaled(preset(name));
 		this.url = r.baseModel;
 		this.run = `${name}-1`;
@@ -172,7 +173,7 @@ export class TrainSession {
 			options: preset(this.preset).envOptions ?? {}
 		};
 		const game = await env.rollout(policyClient(env.scripted('expert', request)), request);
-		this.example = { items: env.replay(game), reward: game.reward };
+		this.example = { env: env.name, items: env.replay(game), reward: game.reward };
 	}
 
 	/** Tells the session what GPU the worker got (a software one scales presets down). */
