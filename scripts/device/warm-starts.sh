@@ -7,6 +7,7 @@
 set -u
 budget=$1
 t0=$(date +%s)
+mkdir -p .scratch/dev/ws
 bash .gpu/run true
 export PATH=/tmp/gpu-bin:$PATH NODE_PATH=$PWD/.gpu/node_modules
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
