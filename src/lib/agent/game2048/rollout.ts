@@ -27,6 +27,7 @@
  */
 import type OpenAI from 'openai';
 import { Rng } from '../../util/random';
+import { isContextLimit } from '../context-limit';
 import type { RequestExtras } from '../tictactoe';
 import {
 	choiceToMessage,
@@ -64,7 +65,8 @@ export const SYSTEM_PROMPT =
 	"'left', 'right', 'up', 'down'. Return your move as an XML object with a single property " +
 	"'move', like so: <move>left</move>";
 
-export type Outcome = 'win' | 'full' | 'invalid';
+/** 'context': the history outgrew the model's context window (the game ends there). */
+export type Outcome = 'win' | 'full' | 'invalid' | 'context';
 
 export interface Game2048Options {
 	/** The model name sent with each request. */
@@ -126,16 +128,29 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 			current = [...messages];
 			trajectory.additionalHistories.push({ messagesAndChoices: current });
 		}
-		const completion = await client.chat.completions.create(
-			{
-				...request,
-				...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
-				model,
-				messages,
-				max_completion_tokens: maxTokens
-			},
-			{ signal }
-		);
+		let completion;
+		try {
+			completion = await client.chat.completions.create(
+				{
+					...request,
+					...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
+					model,
+					messages,
+					max_completion_tokens: maxTokens
+				},
+				{ signal }
+			);
+		} catch (error) {
+			if (!isContextLimit(error)) throw error;
+			// The history outgrew the model's window: the game ends here, scored as it stands
+			// (not the model's fault: no penalty), the unanswered board left out.
+			if (current === trajectory.messagesAndChoices) current.pop();
+			else trajectory.additionalHistories.pop(); // (this turn's history: its board alone)
+			outcome = 'context';
+			trajectory.reward = reward(board, winningValue, false);
+			trajectory.log(`the history no longer fits the context window after ${moves} moves`);
+			break;
+		}
 		const choice = completion.choices[0];
 		current.push(choice);
 		past.push([user, choiceToMessage(choice)]);

@@ -16,7 +16,9 @@
  * - several calls in one reply: run in order, each answered by its own tool message; a
  *   format error or return_final_answer stops there (later calls are not run);
  * - text next to tool calls is ignored;
- * - maxTurns replies without a final answer: out of turns, the episode ends (no answer).
+ * - maxTurns replies without a final answer: out of turns, the episode ends (no answer);
+ * - a conversation that no longer fits the model's context window (`outOfContext`): the
+ *   same as out of turns (no answer, no format error).
  */
 import type {
 	ChatCompletionMessageToolCall,
@@ -128,6 +130,13 @@ export class InboxEpisode {
 		r.citedEmail =
 			!r.saidIDontKnow && this.scenario.messageIds.every((id) => references.includes(id));
 		r.numReferences = references.length;
+		this.done = true;
+	}
+
+	/** The conversation outgrew the context window: ends as out of turns (no answer). */
+	outOfContext(): void {
+		if (this.done) return;
+		this.rubric.ranOutOfTurns = true;
 		this.done = true;
 	}
 

@@ -15,6 +15,7 @@
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { isContextLimit } from '../context-limit';
 import { Trajectory } from '../trajectory';
 import { InboxEpisode, MAX_TURNS } from './episode';
 import { scenario as scenarioOf, type Scenario } from './questions';
@@ -88,17 +89,25 @@ export async function rollout(client: OpenAI, options: InboxOptions): Promise<Tr
 	const episode = new InboxEpisode(s, maxTurns);
 	const trajectory = startTrajectory(s);
 	for (let turn = 0; !episode.done; turn++) {
-		const completion = await client.chat.completions.create(
-			{
-				...request,
-				...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
-				model,
-				messages: trajectory.messages(),
-				tools: TOOLS,
-				max_completion_tokens: maxTokens
-			},
-			{ signal }
-		);
+		let completion;
+		try {
+			completion = await client.chat.completions.create(
+				{
+					...request,
+					...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
+					model,
+					messages: trajectory.messages(),
+					tools: TOOLS,
+					max_completion_tokens: maxTokens
+				},
+				{ signal }
+			);
+		} catch (error) {
+			if (!isContextLimit(error)) throw error;
+			episode.outOfContext();
+			trajectory.log('the conversation no longer fits the context window');
+			break;
+		}
 		const choice = completion.choices[0];
 		trajectory.messagesAndChoices.push(choice);
 		trajectory.messagesAndChoices.push(...episode.step(choice.message));
