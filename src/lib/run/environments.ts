@@ -80,6 +80,10 @@ export const EVAL_SEED = 900_000_000;
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
+/** The mean of each named trajectory metric over the games (a missing one counts 0). */
+const meanMetrics = (games: readonly Trajectory[], names: readonly string[]) =>
+	Object.fromEntries(names.map((k) => [k, mean(games.map((t) => Number(t.metrics[k] ?? 0)))]));
+
 const ticTacToe: RunEnvironment = {
 	name: 'tictactoe',
 	describe:
@@ -188,10 +192,8 @@ const twenty48: RunEnvironment = {
 		return out.slice(0, count);
 	},
 	evalMetrics: (games) => ({
-		win: mean(games.map((t) => Number(t.metrics.win ?? 0))),
-		invalid: mean(games.map((t) => (t.metadata.outcome === 'invalid' ? 1 : 0))),
-		max_value: mean(games.map((t) => Number(t.metrics.max_value ?? 0))),
-		num_moves: mean(games.map((t) => Number(t.metrics.num_moves ?? 0)))
+		...meanMetrics(games, ['win', 'max_value', 'num_moves']),
+		invalid: mean(games.map((t) => (t.metadata.outcome === 'invalid' ? 1 : 0)))
 	}),
 	outcome: (t) => ({
 		won: t.metadata.outcome === 'win',
@@ -219,12 +221,8 @@ const inboxEnv: RunEnvironment = {
 		}),
 	demonstrations: (count, seed, options) =>
 		inbox.demonstrations(count, seed, { maxTurns: options.maxTurns }),
-	evalMetrics: (games) => ({
-		correct: mean(games.map((t) => Number(t.metrics.correct ?? 0))),
-		format_error: mean(games.map((t) => Number(t.metrics.format_error ?? 0))),
-		tool_calls: mean(games.map((t) => Number(t.metrics.tool_calls ?? 0))),
-		cited_email: mean(games.map((t) => Number(t.metrics.cited_email ?? 0)))
-	}),
+	evalMetrics: (games) =>
+		meanMetrics(games, ['correct', 'format_error', 'tool_calls', 'cited_email']),
 	outcome: (t) => ({
 		moves: Number(t.metrics.num_turns ?? 0),
 		illegal: Number(t.metrics.format_error ?? 0) === 1,

@@ -78,70 +78,41 @@ export function preset(name: PresetName, root = '/'): Recipe {
 			lora: { rank: 8, alpha: 16 },
 			eval: { every: 5, games: 8, temperatures: [0] }
 		};
-	if (name === '2048')
-		return {
-			...common,
-			environment: '2048',
-			// ART's train.py plays to 128; the board alone each turn (2048 is Markov: the board
-			// is the whole state), so a game of ~100 moves is ~100 short conversations
-			envOptions: { winningValue: 128, historyTurns: 0 },
-			warmStart: { adapter: join(root, warmStartPath('2048')), mode: 'merged' },
-			sft: null,
-			grpo: {
-				steps: 100,
-				groups: 4,
-				groupSize: 8,
-				learningRate: 2e-4,
-				loss: 'cispo',
-				klBeta: 0.05,
-				temperature: 1,
-				maxTokens: 16,
-				tokenBudget: 32768
-			},
-			lora: { rank: 64, alpha: 128 },
-			eval: { every: 10, games: 64, temperatures: [0] }
-		};
-	if (name === 'inbox')
-		return {
-			...common,
-			environment: 'inbox',
-			envOptions: { maxTurns: 6 },
-			maxContext: 2048,
-			warmStart: { adapter: join(root, warmStartPath('inbox')), mode: 'merged' },
-			sft: null,
-			grpo: {
-				steps: 100,
-				groups: 8,
-				groupSize: 8,
-				learningRate: 2e-4,
-				loss: 'cispo',
-				klBeta: 0.05,
-				temperature: 1,
-				maxTokens: 96,
-				tokenBudget: 65536
-			},
-			lora: { rank: 64, alpha: 128 },
-			eval: { every: 10, games: 64, temperatures: [0] }
-		};
-	return {
+	// The three games: the page's tic-tac-toe setup (from its warm start merged, a fresh
+	// r 64 adapter, KL 0.05 to the warm-start policy, lr 2e-4, T 1, cispo), sized per game.
+	const fromWarmStart = (
+		environment: EnvironmentName,
+		grpo: Pick<Recipe['grpo'], 'groups' | 'groupSize' | 'maxTokens' | 'tokenBudget'>
+	): Recipe => ({
 		...common,
-		environment: 'tictactoe',
-		warmStart: { adapter: join(root, warmStartPath('tictactoe')), mode: 'merged' },
+		environment,
+		warmStart: { adapter: join(root, warmStartPath(environment)), mode: 'merged' },
 		sft: null,
 		grpo: {
 			steps: 100,
-			groups: 8,
-			groupSize: 8,
 			learningRate: 2e-4,
 			loss: 'cispo',
 			klBeta: 0.05,
 			temperature: 1,
-			maxTokens: 16,
-			tokenBudget: 32768
+			...grpo
 		},
 		lora: { rank: 64, alpha: 128 },
 		eval: { every: 10, games: 64, temperatures: [0] }
-	};
+	});
+	if (name === '2048')
+		return {
+			...fromWarmStart('2048', { groups: 4, groupSize: 8, maxTokens: 16, tokenBudget: 32768 }),
+			// ART's train.py plays to 128; the board alone each turn (2048 is Markov: the board
+			// is the whole state), so a game of ~70 moves is ~70 short conversations
+			envOptions: { winningValue: 128, historyTurns: 0 }
+		};
+	if (name === 'inbox')
+		return {
+			...fromWarmStart('inbox', { groups: 8, groupSize: 8, maxTokens: 96, tokenBudget: 65536 }),
+			envOptions: { maxTurns: 6 },
+			maxContext: 2048
+		};
+	return fromWarmStart('tictactoe', { groups: 8, groupSize: 8, maxTokens: 16, tokenBudget: 32768 });
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sftSequence } from '../../../src/lib/agent/backend/sft-sequences';
+import * as game2048 from '../../../src/lib/agent/game2048';
 import { historyMessages } from '../../../src/lib/agent/trajectory';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { preset, RUN_ENVIRONMENTS } from '../../../src/lib/run';
@@ -28,7 +29,7 @@ describe('demonstrations as SFT reads them', () => {
 			const messages = historyMessages(d.messagesAndChoices);
 			// system prompt, one board, one move (history window 0)
 			expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
-			expect(messages[0].content).toBe(d.messagesAndChoices[0].content);
+			expect(messages[0].content).toBe(game2048.SYSTEM_PROMPT);
 			const seq = sftSequence(tok, { messages });
 			expect(trainedText(seq.ids, seq.trainMask)).toMatch(
 				/^<move>(left|right|up|down)<\/move><\|im_end\|>\n?$/
