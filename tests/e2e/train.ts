@@ -6,6 +6,7 @@
  *    rollout turn, 'stopped', with no step trained.
  *    Each preset shows its expert's game (2048: a board stepped through; inbox: a transcript of
  *    tool calls), played in the page through the environment's rollout, no model.
+ *    The 2048 and inbox presets start from their warm starts (games begin), then Stop.
  * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
  *    the letters run from its saved step (never from 0); Export downloads PEFT's files and
@@ -200,6 +201,39 @@ export async function trainPanelChecks(
 		`${transcript.length} items: ${transcript.join(' | ').slice(0, 300)}`
 	);
 	await page.screenshot({ path: 'test-results/train-example-inbox.png', fullPage: true });
+
+	// 1c. The 2048 and inbox presets start in the browser: their bundled model loads, their
+	// shipped warm start is accepted (tensors and tokenizer hashes) and merged, games begin.
+	for (const name of ['2048', 'inbox']) {
+		const t = Date.now();
+		await page.selectOption(testid('train-preset'), name);
+		await page.click(testid('train-start'));
+		const began = await page
+			.waitForFunction(
+				() =>
+					document.querySelector('[data-testid="train-status"]')?.getAttribute('data-run-phase') ===
+						'rollouts' || !!document.querySelector('[data-testid="train-error"]'),
+				undefined,
+				{ timeout: 120_000 }
+			)
+			.then(() => true)
+			.catch(() => false);
+		const error = await errorText(page);
+		await page.click(testid('train-stop'));
+		await waitIdle(page);
+		check(
+			`the ${name} preset starts from its warm start in the browser (games begin), and stops`,
+			began && !error && (await status(page, 'data-status')) === 'stopped',
+			`${since(t)} ${error}`
+		);
+		// tidied up with its Delete button (the saved-runs checks below count two runs)
+		await page.click(`${testid('saved-runs')} tr[data-run="${name}-1"] ${testid('run-delete')}`);
+		await page.waitForFunction(
+			(run) => !document.querySelector(`[data-testid="saved-runs"] tr[data-run="${run}"]`),
+			`${name}-1`,
+			{ timeout: 30_000 }
+		);
+	}
 
 	// 2. The letters preset trains steps.
 	await page.selectOption(testid('train-preset'), 'letters');

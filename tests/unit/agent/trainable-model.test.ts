@@ -44,6 +44,46 @@ async function rollout(client: OpenAI, model: TrainableModel, letter: string, se
 }
 
 describe('TrainableModel with the Node LocalBackend', () => {
+	it('unregister waits for a generation in flight, then refuses new requests', async () => {
+		const backend = new LocalBackend({ path: join(root, 'runs-release') });
+		try {
+			const model = new TrainableModel({ name: 'busy', project: 'p', baseModel });
+			await model.register(backend);
+			const client = model.openaiClient();
+			const order: string[] = [];
+			const reply = client.chat.completions
+				.create({
+					model: model.name,
+					messages: [{ role: 'user', content: 'Say a lot.' }],
+					max_tokens: 64,
+					temperature: 0
+				})
+				.then((c) => {
+					order.push('reply');
+					return c;
+				});
+			// the stopped run's model is deleted while its last generation still decodes
+			await new Promise((r) => setTimeout(r, 1000));
+			await backend.unregister(model.name).then(() => order.push('unregistered'));
+			// the generation ran to its end on live buffers (freed under it, it fails)
+			const completion = await reply;
+			expect(order).toContain('reply');
+			const c = completion.choices[0];
+			expect(
+				c.finish_reason === 'stop' || completion.usage?.completion_tokens === 64,
+				JSON.stringify(completion.usage)
+			).toBe(true);
+			await expect(
+				client.chat.completions.create({
+					model: model.name,
+					messages: [{ role: 'user', content: 'x' }]
+				})
+			).rejects.toThrow();
+		} finally {
+			await backend.close();
+		}
+	}, 120_000);
+
 	it("runs ART's training loop as written, checkpointing every step and resuming", async () => {
 		const backend = new LocalBackend({ path: join(root, 'runs') });
 		try {

@@ -87,12 +87,14 @@ export function createLocalBackend(host: BackendHost): Backend {
 		deleteCheckpoints: async (name, options) => run(name).deleteCheckpoints(options),
 		exportAdapter: async (name, step) => run(name).exportAdapter(step),
 		async unregister(name) {
-			runs.get(name)?.release();
+			const r = runs.get(name);
 			runs.delete(name);
+			await r?.release();
 		},
 		async close() {
-			for (const r of runs.values()) r.release();
+			const all = [...runs.values()];
 			runs.clear();
+			await Promise.all(all.map((r) => r.release()));
 			const g = gpu;
 			gpu = undefined;
 			if (host.ownsGpu !== false) (await g?.catch(() => undefined))?.destroy();

@@ -187,7 +187,13 @@ export class ModelRun {
 		try {
 			const gate = new TrainGate();
 			const engine: ChatEngine = {
-				generate: (prompts, options) => gate.shared(() => generator.generate(prompts, options)),
+				generate: (prompts, options) =>
+					gate.shared(async () => {
+						// (a request queued before release must not reach freed buffers)
+						if (run?.released)
+							throw new AgentError('not-registered', `model '${spec.name}' was unregistered.`);
+						return generator.generate(prompts, options);
+					}),
 				contextLength: generator.contextLength
 			};
 			const service = new ChatService({
@@ -240,7 +246,7 @@ export class ModelRun {
 			await store.writeMeta(run.#meta);
 			return run;
 		} catch (error) {
-			if (run) run.release();
+			if (run) await run.release();
 			else {
 				generator.release();
 				optimizer.release();
@@ -345,12 +351,19 @@ export class ModelRun {
 		return out;
 	}
 
-	release(): void {
+	/**
+	 * Frees the model's GPU buffers once no generation is using them: a rollout stopped by
+	 * its run may still be decoding in the engine (the request carries no abort into it), and
+	 * freeing under it would submit destroyed buffers. New requests are refused at once.
+	 */
+	async release(): Promise<void> {
 		if (this.#released) return;
 		this.#released = true;
-		this.generator.release();
-		this.optimizer.release();
-		this.model.release();
+		await this.gate.exclusive(async () => {
+			this.generator.release();
+			this.optimizer.release();
+			this.model.release();
+		});
 	}
 
 	/** The run summary's step (and last train reward, when given) brought up to date. */
@@ -364,6 +377,10 @@ export class ModelRun {
 			updated: nowIso()
 		};
 		await this.store.writeMeta(this.#meta);
+	}
+
+	get released(): boolean {
+		return this.#released;
 	}
 
 	#checkLive(): void {
