@@ -226,12 +226,14 @@ export async function trainPanelChecks(
 			began && !error && (await status(page, 'data-status')) === 'stopped',
 			`${since(t)} ${error}`
 		);
-		// tidied up with its Delete button (the saved-runs checks below count two runs)
+		// Tidied up with its Delete button (the saved-runs checks below count two runs). The
+		// model is freed once the turn still decoding in the worker ends (a stopped run's last
+		// generation is not aborted): on SwiftShader an inbox turn takes up to a minute.
 		await page.click(`${testid('saved-runs')} tr[data-run="${name}-1"] ${testid('run-delete')}`);
 		await page.waitForFunction(
 			(run) => !document.querySelector(`[data-testid="saved-runs"] tr[data-run="${run}"]`),
 			`${name}-1`,
-			{ timeout: 30_000 }
+			{ timeout: 180_000 }
 		);
 	}
 
