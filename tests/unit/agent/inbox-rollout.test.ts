@@ -1,18 +1,16 @@
 /**
  * The inbox rollout end to end with scripted players behind policyClient (no model): the
  * expert's whole episode (requests, history, tools, reward, metrics), random play, the
- * accuracy gap between them, demonstrations and the corpus, and the replay.
+ * accuracy gap between them, demonstrations, and the replay.
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import {
-	corpus,
 	demonstrations,
 	demonstrationSeeds,
 	EVAL_SEED,
 	expertPolicy,
-	playScripted,
 	questionKeywords,
 	randomPolicy,
 	replay,
@@ -21,7 +19,6 @@ import {
 	SYSTEM_PROMPT,
 	TOOLS
 } from '../../../src/lib/agent/inbox';
-import { parseToolCalls } from '../../../src/lib/agent/openai/tool-calls';
 import { policyClient } from '../../../src/lib/agent/policy-client';
 import { isChoice, Trajectory } from '../../../src/lib/agent/trajectory';
 
@@ -112,40 +109,29 @@ describe('inbox rollout', () => {
 		expect(again.messages()).toEqual(t.messages());
 	});
 
-	it('gives the expert ~1.0 accuracy and random ~0 on held-out scenarios', () => {
+	it('gives the expert ~1.0 accuracy and random ~0 on held-out scenarios', async () => {
 		const n = 150;
-		const score = (make: (seed: number) => ReturnType<typeof randomPolicy>) => {
+		const score = async (make: (seed: number) => ReturnType<typeof randomPolicy>) => {
 			let correct = 0;
 			let reward = 0;
 			for (let i = 0; i < n; i++) {
-				const t = playScripted(make(EVAL_SEED + i), EVAL_SEED + i);
+				const seed = EVAL_SEED + i;
+				const t = await rollout(policyClient(make(seed)), { model: 'm', seed });
 				correct += Number(t.metrics.correct);
 				reward += t.reward;
 			}
 			return { accuracy: correct / n, reward: reward / n };
 		};
-		const expert = score((seed) => expertPolicy(scenario(seed)));
-		const random = score((seed) => randomPolicy(seed));
+		const expert = await score((seed) => expertPolicy(scenario(seed)));
+		const random = await score((seed) => randomPolicy(seed));
 		expect(expert.accuracy).toBe(1);
 		expect(expert.reward).toBeCloseTo(1.45, 9);
 		expect(random.accuracy).toBeLessThan(0.05);
 		expect(random.reward).toBeLessThan(0);
 	});
-
-	it('playScripted gives what the rollout gives', async () => {
-		const seed = 77;
-		const viaClient = await rollout(policyClient(expertPolicy(scenario(seed))), {
-			model: 'policy',
-			seed
-		});
-		const direct = playScripted(expertPolicy(scenario(seed)), seed);
-		expect(direct.messages()).toEqual(viaClient.messages());
-		expect(direct.reward).toBe(viaClient.reward);
-		expect(direct.metrics).toEqual(viaClient.metrics);
-	});
 });
 
-describe('demonstrations and corpus', () => {
+describe('demonstrations', () => {
 	it('are expert episodes on training seeds only', async () => {
 		const demos = await demonstrations(5, 2);
 		expect(demos).toHaveLength(5);
@@ -156,28 +142,6 @@ describe('demonstrations and corpus', () => {
 			expect(Number(t.metadata.seed)).toBeLessThan(EVAL_SEED);
 		}
 		expect(() => demonstrationSeeds(10, 900)).toThrow(RangeError);
-	});
-
-	it('give the corpus: prompt and tools, then each episode as the template writes calls', () => {
-		const texts = corpus(3, 1);
-		expect(texts).toHaveLength(4);
-		expect(texts[0]).toContain(SYSTEM_PROMPT);
-		expect(texts[0]).toContain('{"type": "function", "function": {"name": "search_inbox"');
-		const s = scenario(demonstrationSeeds(3, 1)[0]);
-		expect(texts[1].startsWith(s.question)).toBe(true);
-		const lines = texts[1].split('\n');
-		expect(lines[1]).toBe(
-			`{"name": "search_inbox", "arguments": {"keywords": [${questionKeywords(s.question)
-				.map((k) => JSON.stringify(k))
-				.join(', ')}]}}`
-		);
-		// A call line in <tool_call> tags parses back to the same call (as the service parses).
-		const parsed = parseToolCalls(`<tool_call>\n${lines[3]}\n</tool_call>`);
-		expect(parsed.content).toBeNull();
-		expect(parsed.calls).toEqual([
-			{ name: 'read_email', arguments: JSON.stringify({ message_id: s.messageIds[0] }) }
-		]);
-		expect(texts[1]).toContain(s.answer);
 	});
 });
 
