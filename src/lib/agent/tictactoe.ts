@@ -20,9 +20,9 @@
  * on every turn would give each turn the same random draws).
  */
 import type OpenAI from 'openai';
-import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { Rng } from '../util/random';
 import { Trajectory } from './trajectory';
+import { turnRequest, type RequestExtras } from './turn-request';
 import {
 	REWARD,
 	checkMove,
@@ -49,12 +49,7 @@ export function systemPrompt(mark: Mark): string {
 	);
 }
 
-/** Request fields passed through to every chat completion (temperature, seed, ...). */
-export type RequestExtras = Omit<
-	Partial<ChatCompletionCreateParamsNonStreaming>,
-	'model' | 'messages' | 'n' | 'stream'
-> &
-	Record<string, unknown>;
+export type { RequestExtras } from './turn-request';
 
 export interface TicTacToeOptions {
 	/** The model name sent with each request. */
@@ -103,8 +98,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 		trajectory.messagesAndChoices.push({ role: 'user', content: renderBoard(board) });
 		const completion = await client.chat.completions.create(
 			{
-				...request,
-				...(typeof request.seed === 'number' ? { seed: request.seed + moves } : {}),
+				...turnRequest(request, moves),
 				model,
 				messages: trajectory.messages(),
 				max_completion_tokens: maxTokens

@@ -28,7 +28,7 @@
 import type OpenAI from 'openai';
 import { Rng } from '../../util/random';
 import { isContextLimit } from '../context-limit';
-import type { RequestExtras } from '../tictactoe';
+import { turnRequest, type RequestExtras } from '../turn-request';
 import {
 	choiceToMessage,
 	historyMessages,
@@ -52,7 +52,7 @@ import {
 	type Board
 } from './rules';
 
-export type { RequestExtras } from '../tictactoe';
+export type { RequestExtras } from '../turn-request';
 
 /**
  * The system prompt, verbatim from ART: OpenPipe/ART examples/2048/rollout.py (and the
@@ -132,8 +132,7 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 		try {
 			completion = await client.chat.completions.create(
 				{
-					...request,
-					...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
+					...turnRequest(request, turn),
 					model,
 					messages,
 					max_completion_tokens: maxTokens

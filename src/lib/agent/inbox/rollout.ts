@@ -15,6 +15,7 @@
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { turnRequest } from '../turn-request';
 import { isContextLimit } from '../context-limit';
 import { Trajectory } from '../trajectory';
 import { InboxEpisode, MAX_TURNS } from './episode';
@@ -93,8 +94,7 @@ export async function rollout(client: OpenAI, options: InboxOptions): Promise<Tr
 		try {
 			completion = await client.chat.completions.create(
 				{
-					...request,
-					...(typeof request.seed === 'number' ? { seed: request.seed + turn } : {}),
+					...turnRequest(request, turn),
 					model,
 					messages: trajectory.messages(),
 					tools: TOOLS,
