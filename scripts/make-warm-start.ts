@@ -6,7 +6,11 @@
  * the adapter's sha256, this command, the seed, what it scores). For the GPU machine:
  *
  *   npx tsx scripts/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
- *       [--work DIR] [--check-grpo N]
+ *       [--work DIR] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P]
+ *
+ * The --sft-* flags and --explore (2048: recipe.ts SftPhaseConfig.explore) replace the
+ * environment's WARM_START_SFT fields (presets.ts), for trying a recipe before it is made the
+ * default there.
  *
  * After writing, the files are checked the way the page uses them: a new run registers the
  * base with the warm start merged from the written (f16) files, and the evaluation recorded
@@ -59,6 +63,16 @@ const log = (line: string) =>
 function flag(argv: string[], name: string): string | undefined {
 	const i = argv.indexOf(`--${name}`);
 	return i >= 0 ? argv[i + 1] : undefined;
+}
+
+/** The number flags given, under the field names they set. */
+function numberFlags(argv: string[], fields: Record<string, string>): Record<string, number> {
+	const out: Record<string, number> = {};
+	for (const [name, field] of Object.entries(fields)) {
+		const value = flag(argv, name);
+		if (value !== undefined) out[field] = Number(value);
+	}
+	return out;
 }
 
 function printer(event: RunEvent): void {
@@ -144,7 +158,15 @@ async function main(): Promise<void> {
 		const made = warmStartRecipe(env, resolve('static'));
 		const recipe: Recipe = {
 			...onBase(made),
-			sft: { ...made.sft!, games: sftGames ? Number(sftGames) : made.sft!.games },
+			sft: {
+				...made.sft!,
+				...(sftGames ? { games: Number(sftGames) } : {}),
+				...numberFlags(argv, {
+					'sft-batch': 'batchSize',
+					'sft-lr': 'learningRate',
+					explore: 'explore'
+				})
+			},
 			// evaluated once, below: the written f16 files merged, as the page uses them
 			eval: { ...made.eval, every: 0 }
 		};
@@ -172,6 +194,9 @@ async function main(): Promise<void> {
 			made: new Date().toISOString().slice(0, 10),
 			notes:
 				`SFT of ${basename(baseDir)} (scripts/make-default-model.ts) on ${recipe.sft!.games} ${DEMONSTRATIONS[env]} ` +
+				(recipe.sft!.explore
+					? `(a share ${recipe.sft!.explore} of the moves played at random, replies the expert's) `
+					: '') +
 				`(demonstration seed ${recipe.sft!.seed}), batches of ${recipe.sft!.batchSize}, lr ${recipe.sft!.learningRate} -> ` +
 				`${recipe.sft!.learningRateEnd}, LoRA r ${recipe.lora.rank} alpha ${recipe.lora.alpha} (init seed ${recipe.seed}); ` +
 				`weights narrowed to f16; evaluation: the merged f16 warm start, ${evalGames} fixed games`

@@ -1,41 +1,56 @@
 # GPU-machine calls for issue 14, item 4: warm starts (SFT on an environment's expert
 # demonstrations) and GRPO runs from them, several processes side by side on the one H200.
-# State lives in .scratch/dev/ (kept on a warm machine between calls; `cli train` continues a
-# run from its --out), results and logs land in $OUT.
 #   bash ../shared/device/pack.sh scripts/make-warm-start.ts scripts/cli.ts
 #   device run: bash scripts/device/env-learning.sh SECONDS JOB...   carry: [".gpu"]
-# JOB: ws:ENV:NAME[:SFT_GAMES]         a warm start into .scratch/dev/ws/NAME
-#      grpo:ENV:WS_NAME:RUN[:FLAGS]    `cli train` from that warm start into .scratch/dev/RUN
-#        (FLAGS: extra cli train flags, '+' for spaces, e.g. --lr+1e-4)
-#      wsgrpo:ENV:NAME:SFT_GAMES:RUN[:FLAGS]   the warm start, then GRPO from it until SECONDS
+# JOB: ws:ENV:NAME[:FLAGS]              a warm start into .scratch/dev/ws/NAME
+#      grpo:ENV:WS:RUN[:FLAGS]          `cli train` into .scratch/dev/RUN from warm start WS
+#                                       (a NAME above, or `preset`: the shipped one)
+#      wsgrpo:ENV:NAME:RUN[:WSFLAGS[:FLAGS]]   the warm start, then GRPO from it
+# FLAGS are extra flags with '+' for spaces (e.g. --explore+0.25, --eval-every+20).
+# A run continues where it stopped when its folder is still there: the machine stays warm
+# 30 s after a call, so a next call made at once finds .scratch/dev/ as this one left it
+# (`cli train` continues a run from its --out). Each job's results (log, history, run.json,
+# the warm start's files) come back as one archive in $OUT (a call returns at most 8 files).
+# .gpu/run unpacks libraries (dpkg -x, ldconfig) on every call: two at once race on
+# ld.so.cache, so it runs once here and the jobs start node with its environment directly.
 set -u
 budget=$1; shift
 t0=$(date +%s)
-el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 mkdir -p .scratch/dev/ws
-bash .gpu/run true # unpack node and Dawn once, before the jobs run side by side
+bash .gpu/run true
+export PATH=/tmp/gpu-bin:$PATH NODE_PATH=$PWD/.gpu/node_modules
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+D=.scratch/dev # every path below is in it; node runs from the root (static/ is there)
 
-warm_start() { # ENV NAME [SFT_GAMES]
-  timeout "$(left)" bash .gpu/run node .gpu/make-warm-start.mjs --env "$1" --out .scratch/dev/ws/$2 --work .scratch/dev/ws-work-$2 ${3:+--sft-games $3} \
-    > $OUT/ws-$2.json 2> $OUT/ws-$2.log; echo "rc $?" >> $OUT/ws-$2.log
-  mkdir -p $OUT/ws/$2; cp .scratch/dev/ws/$2/* $OUT/ws/$2/ 2>/dev/null
+warm_start() { # ENV NAME [FLAGS]
+  [ -f $D/ws/$2/adapter_model.safetensors ] && { echo "ws $2: already made" >> $D/ws-$2.log; return 0; }
+  local flags=${3:-}
+  timeout "$(left)" node .gpu/make-warm-start.mjs --env "$1" --out $D/ws/$2 --work $D/ws-work-$2 ${flags//+/ } \
+    > $D/ws-$2.json 2>> $D/ws-$2.log
+  local rc=$?; echo "rc $rc at $(( $(date +%s) - t0 )) s" >> $D/ws-$2.log; return $rc
 }
-grpo() { # ENV WS_NAME RUN [FLAGS]
-  local flags=${4:-}
-  timeout -s TERM "$(left)" bash .gpu/run node .gpu/cli.mjs train --env "$1" --warm-start .scratch/dev/ws/$2 \
-    --out .scratch/dev/$3 --steps 300 --eval-every 10 --eval-games 200 ${flags//+/ } \
-    > $OUT/$3.json 2>> .scratch/dev/$3.log; echo "rc $?" >> .scratch/dev/$3.log
-  cp .scratch/dev/$3.log $OUT/; cp .scratch/dev/$3/history.jsonl $OUT/$3-history.jsonl; cp .scratch/dev/$3/run.json $OUT/$3-run.json
+grpo() { # ENV WS RUN [FLAGS]
+  local flags=${4:-} ws=$2
+  [ "$ws" = preset ] || ws=$D/ws/$2
+  timeout -s TERM "$(left)" node .gpu/cli.mjs train --env "$1" --warm-start "$ws" \
+    --out $D/$3 --steps 300 --eval-games 200 ${flags//+/ } > $D/$3.json 2>> $D/$3.log
+  echo "rc $? at $(( $(date +%s) - t0 )) s" >> $D/$3.log
+}
+pack() { # NAME FILES... (those of them that exist, below $D)
+  local files=(); for f in "${@:2}"; do [ -e "$D/$f" ] && files+=("$f"); done
+  tar czf $OUT/$1.tgz -C $D "${files[@]}"
 }
 for job in "$@"; do
   IFS=: read -r kind env a b c d <<< "$job"
   case $kind in
-    ws) warm_start "$env" "$a" "$b" & ;;
-    grpo) grpo "$env" "$a" "$b" "$c" & ;;
-    wsgrpo) ( warm_start "$env" "$a" "$b" && grpo "$env" "$a" "$c" "$d" ) & ;;
+    ws) ( warm_start "$env" "$a" "$b"; pack ws-$a ws-$a.json ws-$a.log ws/$a ) & ;;
+    grpo) ( grpo "$env" "$a" "$b" "$c"; pack $b $b.json $b.log $b/history.jsonl $b/run.json ) & ;;
+    wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
+              pack $b ws-$a.json ws-$a.log ws/$a $b.json $b.log $b/history.jsonl $b/run.json ) & ;;
   esac
+  sleep 2
 done
 wait
-for f in $OUT/*.log; do echo "== $f"; grep -E "eval|rc |wrote|Error|error" "$f" | tail -n 6; done
-el done
+for f in $D/*.log; do echo "== $f"; grep -E "eval|rc |wrote|Error|error" "$f" | tail -n 8; done
+echo "done at $(( $(date +%s) - t0 )) s"

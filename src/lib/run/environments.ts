@@ -65,7 +65,13 @@ export interface RunEnvironment {
 	 * `count` conversations to imitate for an SFT warm start, each as the model reads it (a
 	 * game sent turn by turn gives one per turn); absent: the environment has none.
 	 */
-	demonstrations?(count: number, seed: number, options: EnvOptions): Promise<Trajectory[]>;
+	demonstrations?(
+		count: number,
+		seed: number,
+		options: EnvOptions,
+		/** 2048: the share of moves played at random (recipe.ts SftPhaseConfig.explore). */
+		explore?: number
+	): Promise<Trajectory[]>;
 	/** Numbers of an evaluation beyond the mean reward (e.g. the share of illegal moves). */
 	evalMetrics(games: readonly Trajectory[]): Record<string, number>;
 	outcome(game: Trajectory): GameOutcome;
@@ -177,20 +183,8 @@ const twenty48: RunEnvironment = {
 			request: { temperature: r.temperature, ...sampling(r) }
 		}),
 	// Each turn the model read is a conversation (one per turn with a history window).
-	async demonstrations(count, seed, options) {
-		const out: Trajectory[] = [];
-		for (let i = 0; out.length < count; i++) {
-			const game = await game2048.rollout(policyClient(game2048.expertPolicy(), 'expert'), {
-				model: 'expert',
-				seed: seed * 1_000_003 + i,
-				winningValue: options.winningValue,
-				historyTurns: options.historyTurns
-			});
-			for (const h of game.histories())
-				out.push(new Trajectory({ ...h, metadata: { ...game.metadata, source: 'expert' } }));
-		}
-		return out.slice(0, count);
-	},
+	demonstrations: (count, seed, options, explore) =>
+		game2048.demonstrationConversations(count, seed, { ...options, explore }),
 	evalMetrics: (games) => ({
 		...meanMetrics(games, ['win', 'max_value', 'num_moves']),
 		invalid: mean(games.map((t) => (t.metadata.outcome === 'invalid' ? 1 : 0)))

@@ -30,6 +30,11 @@ export interface SftPhaseConfig {
 	seed: number;
 	/** SFT steps per backend call: the run checks for Stop between chunks. */
 	chunk: number;
+	/**
+	 * 2048 only: the share of the demonstrating player's moves made at random (the replies
+	 * recorded stay the expert's: game2048/demonstrations.ts); absent or 0: the expert's games.
+	 */
+	explore?: number;
 }
 
 export interface GrpoPhaseConfig {
@@ -138,6 +143,10 @@ export function validateRecipe(r: Recipe): Recipe {
 		if (!isPositive(s.learningRateEnd))
 			bad('sft.learningRateEnd', s.learningRateEnd, 'a positive number');
 		if (!isCount(s.chunk)) bad('sft.chunk', s.chunk, 'an integer >= 1');
+		if (s.explore !== undefined && s.explore !== 0) {
+			if (r.environment !== '2048') bad('sft.explore', s.explore, '0 (only 2048 explores)');
+			if (!(s.explore > 0 && s.explore < 1)) bad('sft.explore', s.explore, 'a number in [0, 1)');
+		}
 		if (!Number.isSafeInteger(s.seed)) bad('sft.seed', s.seed, 'an integer');
 	}
 	if (!isCount(r.lora.rank)) bad('lora.rank', r.lora.rank, 'an integer >= 1');

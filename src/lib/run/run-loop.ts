@@ -106,7 +106,12 @@ export async function runRecipe(
 		if (step < sftTotal) {
 			const sft = recipe.sft!;
 			const perEpoch = Math.ceil(sft.games / sft.batchSize);
-			const demos = await env.demonstrations!(sft.games, sft.seed, recipe.envOptions ?? {}); // (checked above)
+			const demos = await env.demonstrations!(
+				sft.games,
+				sft.seed,
+				recipe.envOptions ?? {},
+				sft.explore
+			); // (checked above)
 			while (step < sftTotal) {
 				checkStop();
 				emit({ type: 'phase', phase: 'sft', step });

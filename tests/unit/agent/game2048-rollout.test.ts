@@ -10,6 +10,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import { describe, expect, it } from 'vitest';
 import {
 	applyMove,
+	demonstrationConversations,
 	demonstrations,
 	expertMove,
 	expertPolicy,
@@ -382,6 +383,48 @@ describe('2048 policies and demonstrations', () => {
 			expect(d.reward).toBe(again.reward);
 			expect(d.metadata.outcome).not.toBe('invalid');
 		}
+	});
+
+	it('explored demonstrations play off the expert path and record the expert on every board', async () => {
+		const options = { winningValue: 64, historyTurns: 0, explore: 0.3 };
+		const explored = await demonstrations(20, 9, options);
+		const plain = await demonstrations(20, 9, { ...options, explore: 0 });
+		let replies = 0;
+		let offPath = 0;
+		for (const [i, game] of explored.entries()) {
+			expect(game.metadata.source).toBe('expert, 0.3 explored');
+			for (const h of game.histories()) {
+				const items = h.messagesAndChoices;
+				const board = parseBoard(String((items[items.length - 2] as Message).content))!;
+				const choice = items[items.length - 1];
+				if (!isChoice(choice)) throw new Error('a history ends in a reply');
+				expect(choice.message.content).toBe(`<move>${expertMove(board)}</move>`);
+				replies++;
+			}
+			// the moves played were not all the expert's: the game went elsewhere
+			const played = game.logs.filter((l) => l.startsWith('move ')).map((l) => l.split(' ')[2]);
+			const expertPlayed = plain[i].logs
+				.filter((l) => l.startsWith('move '))
+				.map((l) => l.split(' ')[2]);
+			if (JSON.stringify(played) !== JSON.stringify(expertPlayed)) offPath++;
+		}
+		expect(replies).toBeGreaterThan(20 * 10);
+		expect(offPath).toBeGreaterThanOrEqual(18);
+		// some explored move changed nothing: the boards after it are in the data
+		expect(explored.some((g) => g.logs.some((l) => l.endsWith('(no change)')))).toBe(true);
+		expect(plain.some((g) => g.logs.some((l) => l.endsWith('(no change)')))).toBe(false);
+		await expect(demonstrations(1, 9, { explore: 1 })).rejects.toThrow(RangeError);
+	});
+
+	it('demonstration conversations: one per move with a window of 0, from consecutive games', async () => {
+		const convs = await demonstrationConversations(100, 4, { winningValue: 64, historyTurns: 0 });
+		expect(convs).toHaveLength(100);
+		const games = await demonstrations(3, 4, { winningValue: 64, historyTurns: 0 });
+		const flat = games.flatMap((g) => g.histories());
+		expect(convs.slice(0, Math.min(100, flat.length)).map((c) => c.histories()[0])).toEqual(
+			flat.slice(0, 100).map((h) => ({ ...h, tools: null }))
+		);
+		for (const c of convs) expect(c.messagesAndChoices).toHaveLength(3); // system, board, reply
 	});
 });
 
