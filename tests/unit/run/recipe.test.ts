@@ -50,6 +50,8 @@ const BAD: Mutation[] = [
 	['sft.learningRateEnd', (r) => (r.sft!.learningRateEnd = 0)],
 	['sft.chunk', (r) => (r.sft!.chunk = 0)],
 	['sft.seed', (r) => (r.sft!.seed = 0.5)],
+	// tic-tac-toe's demonstrations do not explore (only 2048's do), and a share is below 1
+	['sft.explore', (r) => (r.sft!.explore = 0.2)],
 	['lora.rank', (r) => (r.lora.rank = 0)],
 	['lora.alpha', (r) => (r.lora.alpha = Number.POSITIVE_INFINITY)],
 	['seed', (r) => (r.seed = Number.NaN)],
@@ -121,6 +123,13 @@ describe('presets', () => {
 		// 2048's demonstrations are single moves, inbox's whole episodes
 		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(512);
 		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(512);
+	});
+
+	it("2048's SFT may explore a share of moves in [0, 1)", () => {
+		const r = warmStartRecipe('2048', 'static');
+		expect(validateRecipe({ ...r, sft: { ...r.sft!, explore: 0.25 } }).sft!.explore).toBe(0.25);
+		for (const explore of [1, -0.1, Number.NaN])
+			expect(() => validateRecipe({ ...r, sft: { ...r.sft!, explore } })).toThrow(/sft\.explore/);
 	});
 
 	it('refuses environment options out of range', () => {
