@@ -12,7 +12,8 @@
  *   Past it the call rejects (here with TooManyExceptionsError, the failure as its cause).
  * - `afterEach(group)` runs as soon as that group is complete, concurrently with the other
  *   groups' rollouts; its result replaces the group: a group, a list of groups, or null to
- *   drop it. An error thrown by afterEach is not captured: it fails the call (as in ART).
+ *   drop it (e.g. rulerScoreGroup with swallowExceptions when the judge failed). An error
+ *   thrown by afterEach is not captured: it fails the call (as in ART).
  * - progress counts rollouts over all groups; the reward mean and each metric's mean are
  *   over the trajectories that have come back (ART's progress-bar postfix).
  * - `metrics.completion_tokens` of a trajectory is set to the sampled tokens of all its
@@ -22,7 +23,9 @@
  * given, not their completion order, so a seeded run reads the same every time; a rollout
  * may be a function, called with an AbortSignal that aborts when the call fails, and
  * `concurrency` caps how many such functions run at once (promises given are already
- * running); `afterEach` returning undefined keeps the group as it is (rescored in place).
+ * running); `afterEach` returning undefined keeps the group as it is (rescored in place); a
+ * group afterEach drops is never dropped silently (ART's is): progress counts it in
+ * `droppedGroups`, reported as it happens, and `onDrop` is told which group it was.
  */
 import { GatherOptionsError, InvalidRolloutError, TooManyExceptionsError } from './errors';
 import {
@@ -56,6 +59,8 @@ export interface GatherProgress {
 	rewardMean: number;
 	/** Mean of each metric over the trajectories that report it (true counts as 1). */
 	metrics: Record<string, number>;
+	/** Groups afterEach dropped (returned null) so far: no trainable data came of them. */
+	droppedGroups: number;
 }
 
 export interface GatherOptions {
@@ -63,6 +68,8 @@ export interface GatherOptions {
 	/** Failed rollouts allowed: a count, or a fraction of all rollouts in (0, 1). Default 0. */
 	maxExceptions?: number;
 	onProgress?: (progress: GatherProgress) => void;
+	/** Called for each group afterEach drops (returned null): its index and the group given. */
+	onDrop?: (index: number, group: TrajectoryGroup) => void;
 	/** Rollout functions running at once at most. Default: all of them. */
 	concurrency?: number;
 	signal?: AbortSignal;
@@ -142,6 +149,7 @@ export async function gatherTrajectoryGroups(
 	let done = 0;
 	let succeeded = 0;
 	let rewardSum = 0;
+	let droppedGroups = 0;
 	const metricSums: Record<string, number> = {};
 	const metricCounts: Record<string, number> = {};
 	const failures: CapturedException[] = [];
@@ -155,7 +163,8 @@ export async function gatherTrajectoryGroups(
 			trajectories: succeeded,
 			exceptions: failures.length,
 			rewardMean: succeeded ? rewardSum / succeeded : NaN,
-			metrics
+			metrics,
+			droppedGroups
 		});
 	};
 	const tooMany = () =>
@@ -235,7 +244,12 @@ export async function gatherTrajectoryGroups(
 		if (stopped || !options.afterEach) return [group];
 		const result = await options.afterEach(group, index);
 		if (result === undefined) return [group];
-		if (result === null) return [];
+		if (result === null) {
+			droppedGroups++;
+			options.onDrop?.(index, group);
+			report();
+			return [];
+		}
 		return Array.isArray(result) ? result : [result];
 	};
 

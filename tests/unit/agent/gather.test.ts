@@ -156,6 +156,30 @@ describe('gatherTrajectoryGroups', () => {
 		expect(groups[1].metadata).toEqual({ split: 1 });
 	});
 
+	it('a group afterEach drops is counted: droppedGroups in progress, onDrop with its index', async () => {
+		const progress: GatherProgress[] = [];
+		const dropped: [number, unknown[]][] = [];
+		const groups = await gatherTrajectoryGroups(
+			[[rollout(0, 1)], [rollout(1, 3), rollout(2, 1)], [rollout(3, 5)]],
+			{
+				afterEach: (group, index) => (index === 2 ? group : null), // a judge that failed twice
+				onProgress: (p) => progress.push(p),
+				onDrop: (index, group) => dropped.push([index, ids(group)])
+			}
+		);
+		expect(groups.map(ids)).toEqual([[3]]);
+		expect(dropped.sort((a, b) => a[0] - b[0])).toEqual([
+			[0, [0]],
+			[1, [1, 2]]
+		]);
+		// 4 rollouts, then one report per dropped group; the count only grows.
+		expect(progress).toHaveLength(6);
+		expect(progress.at(-1)!.droppedGroups).toBe(2);
+		const counts = progress.map((p) => p.droppedGroups);
+		expect(counts).toEqual([...counts].sort((a, b) => a - b));
+		expect(counts[0]).toBe(0);
+	});
+
 	it('calls afterEach for a group as soon as it is complete, while others still run', async () => {
 		const events: string[] = [];
 		await gatherTrajectoryGroups(
@@ -209,6 +233,7 @@ describe('gatherTrajectoryGroups', () => {
 		expect(progress.map((p) => p.trajectories)).toEqual([1, 1, 2, 3]);
 		expect(progress.map((p) => p.rewardMean)).toEqual([1, 1, 0.5, 0.5]);
 		expect(progress.at(-1)!.metrics.win).toBeCloseTo(2 / 3, 12);
+		expect(progress.every((p) => p.droppedGroups === 0)).toBe(true);
 	});
 
 	it('records completion_tokens from the choices, when every choice has tokens', async () => {
