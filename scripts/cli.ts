@@ -15,13 +15,15 @@ import { GENERATE_USAGE, parseGenerateArgs, runGenerate } from './cli/generate';
 import { parseServeArgs, runServe, SERVE_USAGE } from './cli/serve';
 import { parseTrainArgs, runTrain, TRAIN_USAGE } from './cli/train';
 import { parsePlayArgs, PLAY_USAGE, runPlay } from './cli/play';
+import { JUDGE_USAGE, parseJudgeArgs, runJudge } from './cli/judge';
 
 const COMMANDS: Record<string, { usage: string; run(argv: string[]): Promise<unknown> }> = {
 	score: { usage: SCORE_USAGE, run: (argv) => runScore(parseScoreArgs(argv)) },
 	serve: { usage: SERVE_USAGE, run: (argv) => runServe(parseServeArgs(argv)) },
 	generate: { usage: GENERATE_USAGE, run: (argv) => runGenerate(parseGenerateArgs(argv)) },
 	train: { usage: TRAIN_USAGE, run: (argv) => runTrain(parseTrainArgs(argv)) },
-	play: { usage: PLAY_USAGE, run: (argv) => runPlay(parsePlayArgs(argv)) }
+	play: { usage: PLAY_USAGE, run: (argv) => runPlay(parsePlayArgs(argv)) },
+	judge: { usage: JUDGE_USAGE, run: (argv) => runJudge(parseJudgeArgs(argv)) }
 };
 const USAGE = `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${Object.values(COMMANDS)
 	.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))

@@ -171,6 +171,19 @@ export async function ruler(
 	return (await rulerReport(messageLists, options)).scores;
 }
 
+/** Refuses trajectories with additional histories, as ART does (RulerInputError). */
+export function checkJudgeable(trajectories: readonly Trajectory[]): void {
+	trajectories.forEach((t, i) => {
+		if (t.additionalHistories.length)
+			throw new RulerInputError(
+				`trajectory ${i + 1} has ${t.additionalHistories.length} additional ` +
+					'histories; RULER judges one conversation per trajectory (ART refuses them too). ' +
+					'Score such trajectories with your own reward, or fold the sub-agent calls into ' +
+					'the main history.'
+			);
+	});
+}
+
 /** How a trajectory's reward is made from its RULER score and its environment reward. */
 export type RulerCombine =
 	/** reward = the RULER score (ART). */
@@ -209,15 +222,7 @@ export async function rulerScoreGroup(
 	options: RulerScoreGroupOptions
 ): Promise<TrajectoryGroup | null> {
 	const mix = combiner(options?.combine);
-	group.trajectories.forEach((t, i) => {
-		if (t.additionalHistories.length)
-			throw new RulerInputError(
-				`trajectory ${i + 1} has ${t.additionalHistories.length} additional ` +
-					'histories; RULER judges one conversation per trajectory (ART refuses them too). ' +
-					'Score such trajectories with your own reward, or fold the sub-agent calls into ' +
-					'the main history.'
-			);
-	});
+	checkJudgeable(group.trajectories);
 	const copies = group.trajectories.map(
 		(t) =>
 			new Trajectory({

@@ -1,0 +1,135 @@
+/**
+ * @file `cli judge`: RULER's scores for one group of trajectories, from any
+ * OpenAI-compatible judge endpoint (src/lib/agent/ruler/).
+ *
+ *   judge --base-url URL --model NAME --group FILE.jsonl [--rubric FILE]
+ *       [--api-key-env VAR] [--timeout-ms N] [--max-retries N]
+ *
+ * FILE.jsonl holds the group in ART's shape (src/lib/agent/jsonl.ts): one trajectory per
+ * line, or one line holding a whole TrajectoryGroup ({"trajectories": [...]}). Trajectory
+ * ids are the 1-based positions in the group. --rubric FILE replaces ART's default rubric
+ * with the file's text, as it is. The API key is read from the environment variable
+ * --api-key-env names, never from the command line (it would sit in the shell's history
+ * and the process list); without it no key is sent (local servers need none).
+ *
+ * stdout: one JSON object {"scores": [{"trajectory_id", "score", "explanation"}]}. A judge
+ * that cannot be reached or answers nothing valid after the retries and the corrective
+ * re-ask ends with `tabrl: ruler-judge-request: ...` / `ruler-judge-reply: ...`, status 1.
+ */
+import { readFile } from 'node:fs/promises';
+import { groupsFromJsonl, trajectoriesFromJsonl } from '../../src/lib/agent/jsonl';
+import { checkJudgeable, rulerReport } from '../../src/lib/agent/ruler';
+import type { Trajectory } from '../../src/lib/agent/trajectory';
+import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
+
+export const JUDGE_USAGE =
+	'usage: npm run -s cli -- judge --base-url URL --model NAME --group FILE.jsonl ' +
+	'[--rubric FILE] [--api-key-env VAR] [--timeout-ms N] [--max-retries N]';
+
+export interface JudgeArgs {
+	baseURL: string;
+	model: string;
+	group: string;
+	rubric?: string;
+	apiKeyEnv?: string;
+	timeoutMs?: number;
+	maxRetries?: number;
+}
+
+export interface JudgeOutput {
+	scores: { trajectory_id: string; score: number; explanation: string }[];
+}
+
+const FLAGS = {
+	'base-url': {},
+	model: {},
+	group: {},
+	rubric: {},
+	'api-key-env': {},
+	'timeout-ms': {},
+	'max-retries': {}
+};
+
+export function parseJudgeArgs(argv: readonly string[]): JudgeArgs {
+	const f = parseFlags(argv, FLAGS, JUDGE_USAGE);
+	for (const name of ['base-url', 'model', 'group'] as const)
+		if (f[name] === undefined) throw new UsageError(`--${name} is required`, JUDGE_USAGE);
+	const int = (name: string, min: number) =>
+		numberFlag(
+			name,
+			f[name as keyof typeof FLAGS],
+			(n) => Number.isInteger(n) && n >= min,
+			`an integer >= ${min}`,
+			JUDGE_USAGE
+		);
+	return {
+		baseURL: f['base-url']!,
+		model: f.model!,
+		group: f.group!,
+		rubric: f.rubric,
+		apiKeyEnv: f['api-key-env'],
+		timeoutMs: int('timeout-ms', 1),
+		maxRetries: int('max-retries', 0)
+	};
+}
+
+async function readText(flag: string, file: string): Promise<string> {
+	try {
+		return await readFile(file, 'utf8');
+	} catch (error) {
+		throw new CliInputError(`--${flag}: cannot read ${file} (${(error as Error).message})`);
+	}
+}
+
+/** The group's trajectories: one per line, or one line holding a whole group. */
+function readGroup(text: string): Trajectory[] {
+	const first = text.split('\n').find((l) => l.trim());
+	if (first === undefined) throw new CliInputError('--group: the file holds no trajectory');
+	let isGroup = false;
+	try {
+		isGroup = Array.isArray((JSON.parse(first) as { trajectories?: unknown }).trajectories);
+	} catch {
+		// not JSON: trajectoriesFromJsonl says so with the line number
+	}
+	if (!isGroup) return trajectoriesFromJsonl(text);
+	const groups = groupsFromJsonl(text);
+	if (groups.length !== 1)
+		throw new CliInputError(`--group: the file holds ${groups.length} groups; give one`);
+	return groups[0].trajectories;
+}
+
+export async function runJudge(args: JudgeArgs): Promise<JudgeOutput> {
+	let apiKey: string | undefined;
+	if (args.apiKeyEnv !== undefined) {
+		apiKey = process.env[args.apiKeyEnv];
+		if (!apiKey)
+			throw new CliInputError(
+				`--api-key-env: the environment variable ${args.apiKeyEnv} is not set (or empty)`
+			);
+	}
+	const rubric = args.rubric === undefined ? undefined : await readText('rubric', args.rubric);
+	const trajectories = readGroup(await readText('group', args.group));
+	if (trajectories.length === 0) throw new CliInputError('--group: the file holds no trajectory');
+	checkJudgeable(trajectories);
+	const { scores } = await rulerReport(
+		trajectories.map((t) => t.messages()),
+		{
+			judge: {
+				baseURL: args.baseURL,
+				apiKey,
+				model: args.model,
+				timeoutMs: args.timeoutMs,
+				maxRetries: args.maxRetries
+			},
+			rubric,
+			tools: trajectories[0].tools
+		}
+	);
+	return {
+		scores: scores.map((s) => ({
+			trajectory_id: s.trajectory_id,
+			score: s.score,
+			explanation: s.explanation
+		}))
+	};
+}
