@@ -754,6 +754,25 @@ describe('RULER on a scripted judge over loopback HTTP', () => {
 		});
 	});
 
+	it('debug hands each reply, each refusal and the all-identical warning to a function', async () => {
+		judge.reset((seen, n) => (n === 0 ? ok('{"scores": []}') : ok(ruleReply(seen))));
+		const lines: string[] = [];
+		await ruler(
+			[game(0.4), game(0.4)].map((t) => t.messages()),
+			{
+				judge: options,
+				debug: (line) => lines.push(line)
+			}
+		);
+		expect(lines[0]).toMatch(/All 2 trajectories are identical/);
+		expect(lines[1]).toBe('[RULER] judge reply 1:\n{"scores": []}');
+		expect(lines[2]).toMatch(
+			/reply 1 refused: expected exactly 1 score \(one per trajectory\), got 0/
+		);
+		expect(lines[3]).toMatch(/^\[RULER\] judge reply 2:\n\{"scores"/);
+		expect(lines).toHaveLength(4);
+	});
+
 	it('the default rubric is what the prompt carries when none is given', () => {
 		expect(judgeSystemPrompt()).toBe(judgeSystemPrompt(DEFAULT_RUBRIC));
 	});
