@@ -30,6 +30,7 @@ import {
 	RESPONSE_FORMAT,
 	RulerInputError,
 	RulerOptionsError,
+	checkReply,
 	judgeSystemPrompt,
 	ruler,
 	rulerScoreGroup,
@@ -771,6 +772,36 @@ describe('RULER on a scripted judge over loopback HTTP', () => {
 		);
 		expect(lines[3]).toMatch(/^\[RULER\] judge reply 2:\n\{"scores"/);
 		expect(lines).toHaveLength(4);
+	});
+
+	it('checkReply: a cut reply, a refusal, items that are not objects', () => {
+		const ids = ['1', '2'];
+		const cut = checkReply('{"scores": [{"trajectory_id": "1", "expl', ids, {
+			finishReason: 'length'
+		});
+		expect(cut).toEqual({
+			ok: false,
+			problems: [expect.stringMatching(/cut off at the token limit \(finish_reason "length"\)/)]
+		});
+		expect(checkReply(null, ids, { refusal: 'I will not grade.' })).toEqual({
+			ok: false,
+			problems: ['the judge refused: "I will not grade."']
+		});
+		expect(checkReply('[1]', ids)).toEqual({
+			ok: false,
+			problems: ['the reply is an array, not a JSON object with "scores"']
+		});
+		const items = checkReply('{"scores": [3, {"trajectory_id": "2", "score": 1}]}', ids);
+		expect(items.ok || items.problems).toEqual([
+			'scores[0] is the number 3, not an object',
+			'scores[1] (trajectory 2) has no "explanation"',
+			'no score for trajectory id 1'
+		]);
+		const good = checkReply(
+			' {"scores": [{"trajectory_id": "2", "explanation": "b", "score": 1}, {"trajectory_id": "1", "explanation": "a", "score": 0, "extra": true}]}\n',
+			ids
+		);
+		expect(good.ok && [...good.scores.keys()]).toEqual(['2', '1']);
 	});
 
 	it('the default rubric is what the prompt carries when none is given', () => {

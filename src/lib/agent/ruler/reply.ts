@@ -26,16 +26,13 @@ export interface ReplyContext {
 
 const quote = (s: string, max = 60) => JSON.stringify(s.length > max ? s.slice(0, max) + '…' : s);
 
-const describe = (v: unknown) =>
-	v === null
-		? 'null'
-		: Array.isArray(v)
-			? 'an array'
-			: typeof v === 'string'
-				? `the string ${quote(v)}`
-				: typeof v === 'object'
-					? 'an object'
-					: `the ${typeof v} ${String(v)}`;
+function describe(v: unknown): string {
+	if (v === null) return 'null';
+	if (Array.isArray(v)) return 'an array';
+	if (typeof v === 'string') return `the string ${quote(v)}`;
+	if (typeof v === 'object') return 'an object';
+	return `the ${typeof v} ${String(v)}`;
+}
 
 /** Why `text` is not one JSON value, in words. */
 function parseProblem(text: string, error: unknown, context: ReplyContext): string {
