@@ -118,11 +118,14 @@ export function preset(name: PresetName, root = '/'): Recipe {
 /**
  * The SFT phase of each environment's warm start. Tic-tac-toe's made the shipped adapter
  * (kept as it was). 2048 counts conversations, one per move (a game is ~85 of them), so
- * 32768 are ~390 expert games; inbox's are whole episodes of ~3 tool calls.
+ * 131072 are ~1500 games; inbox's are whole episodes of ~3 tool calls.
  */
 export const WARM_START_SFT: Partial<Record<PresetName, typeof DEFAULT_SFT>> = {
 	tictactoe: DEFAULT_SFT,
-	'2048': { ...DEFAULT_SFT, games: 32768 },
+	// DART: a quarter of the demonstrating moves played at random (replies the expert's), and
+	// 4x the moves in batches of 128: greedy win 0.40 vs 0.025 for 32768 expert-only moves in
+	// batches of 64 (BENCHMARKS.md, "Environments ...")
+	'2048': { ...DEFAULT_SFT, games: 131072, batchSize: 128, explore: 0.25 },
 	inbox: { ...DEFAULT_SFT, games: 16384, batchSize: 32 }
 };
 

@@ -121,7 +121,7 @@ describe('presets', () => {
 		expect(r.grpo.steps).toBe(0);
 		expect(sftSteps(r)).toBe(256);
 		// 2048's demonstrations are single moves, inbox's whole episodes
-		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(512);
+		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(1024);
 		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(512);
 	});
 
