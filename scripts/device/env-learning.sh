@@ -33,6 +33,8 @@ warm_start() { # ENV NAME [FLAGS]
 grpo() { # ENV WS RUN [FLAGS]
   local flags=${4:-} ws=$2
   [ "$ws" = preset ] || ws=$D/ws/$2
+  # when the run began (a continued run keeps its first call's), for scripts/eval-rise.ts
+  [ -e $D/$3 ] || date -u +%FT%T.%3NZ > $D/$3.started
   timeout -s TERM "$(left)" node .gpu/cli.mjs train --env "$1" --warm-start "$ws" \
     --out $D/$3 --steps 300 --eval-games 200 ${flags//+/ } > $D/$3.json 2>> $D/$3.log
   echo "rc $? at $(( $(date +%s) - t0 )) s" >> $D/$3.log
@@ -45,9 +47,9 @@ for job in "$@"; do
   IFS=: read -r kind env a b c d <<< "$job"
   case $kind in
     ws) ( warm_start "$env" "$a" "$b"; pack ws-$a ws-$a.json ws-$a.log ws/$a ) & ;;
-    grpo) ( grpo "$env" "$a" "$b" "$c"; pack $b $b.json $b.log $b/history.jsonl $b/run.json ) & ;;
+    grpo) ( grpo "$env" "$a" "$b" "$c"; pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
-              pack $b ws-$a.json ws-$a.log ws/$a $b.json $b.log $b/history.jsonl $b/run.json ) & ;;
+              pack $b ws-$a.json ws-$a.log ws/$a $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
   esac
   sleep 2
 done
