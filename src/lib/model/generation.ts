@@ -88,7 +88,27 @@ export interface GenerateOptions {
 	/** Called after every decode step with the tokens that step produced, for streaming and
 	 * stop strings; it returns the indices of sequences to stop now (finish 'stop'), or nothing. */
 	onStep?: (tokens: readonly StepToken[]) => readonly number[] | void;
+	/** Constrained decoding: prompt i's sequence samples only the tokens constraints[i]
+	 * allows (undefined: any token). See TokenConstraint. */
+	constraints?: readonly (TokenConstraint | undefined)[];
 	signal?: AbortSignal;
+}
+
+/**
+ * What restricts one sequence's next token (constrained decoding: e.g. JSON of a schema,
+ * model/constrain/). Before each step the Generator asks for the allowed tokens; after it,
+ * it reports the token sampled. The sampler draws from the model's distribution
+ * renormalised over the allowed tokens (top-k and top-p apply within them); the logprob
+ * it reports stays the model's own, log_softmax(logits / T)[id] over the full vocabulary,
+ * as for top-k and top-p (see sampling.ts). A sequence whose mask allows nothing ends
+ * with finish 'stop'.
+ */
+export interface TokenConstraint {
+	/** ORs the allowed next tokens into `mask` (bit id % 32 of word id / 32; the caller
+	 * zeroes it; ceil(V / 32) words), the `stop` ids among them when the text may end here. */
+	fillMask(mask: Uint32Array, stop: readonly number[]): void;
+	/** The token just sampled (one the last mask allowed). */
+	accept(id: number): void;
 }
 
 export interface StepToken {

@@ -11,6 +11,14 @@
  * Reproducibility: a row's token depends only on its logits, its parameters, its seed and
  * `step` (the Philox counter), never on its index in the batch or its neighbours. Give
  * each sequence its own seed and advance `step` once per generated token.
+ *
+ * Constrained decoding: with `mask` (u32 [B, ceil(V / 32)], bit i % 32 of word i / 32 set
+ * when token i is allowed) the masked variant draws only allowed tokens: greedy is the
+ * argmax over them, top-k and top-p count within them, the draw is from softmax(x / T)
+ * renormalised over the allowed and kept set. The logprob is still log_softmax(x / T)[token]
+ * over the full vocabulary (the model's, as with top-k / top-p). A row whose mask allows
+ * nothing gets an unspecified in-range token. Without `mask` the unconstrained kernel runs,
+ * unchanged.
  */
 import { assertShape } from '../errors';
 import { Params, type Recorder } from '../kernel';
@@ -20,6 +28,10 @@ import { sampleTokensSource, samplingWorkgroupSize } from './sampling.wgsl';
 const SAMPLE = {
 	64: { name: 'sampling.sample_tokens.wg64', code: sampleTokensSource(64) },
 	256: { name: 'sampling.sample_tokens.wg256', code: sampleTokensSource(256) }
+};
+const SAMPLE_MASKED = {
+	64: { name: 'sampling.sample_tokens_masked.wg64', code: sampleTokensSource(64, true) },
+	256: { name: 'sampling.sample_tokens_masked.wg256', code: sampleTokensSource(256, true) }
 };
 
 export interface SampleTokensArgs {
@@ -39,11 +51,13 @@ export interface SampleTokensArgs {
 	logprobs: Tensor;
 	/** The Philox counter: the index of the token being generated (u32). */
 	step: number;
+	/** u32 [B, ceil(V / 32)]: the allowed tokens of each row (constrained decoding). */
+	mask?: Tensor;
 }
 
 /** Samples one token per row of `logits` (see the file comment for what is written). */
 export function sampleTokens(rec: Recorder, args: SampleTokensArgs): void {
-	const { logits, temperature, topK, topP, seeds, tokens, logprobs, step } = args;
+	const { logits, temperature, topK, topP, seeds, tokens, logprobs, step, mask } = args;
 	assertShape(
 		logits.shape.length === 2 && logits.dtype === 'f32' && logits.shape[1] >= 1,
 		() =>
@@ -68,12 +82,16 @@ export function sampleTokens(rec: Recorder, args: SampleTokensArgs): void {
 	if (!(Number.isInteger(step) && step >= 0 && step < 2 ** 32)) {
 		throw new RangeError(`sampleTokens: step must be a u32, got ${step}`);
 	}
+	const words = Math.ceil(vocab / 32);
+	assertShape(
+		!mask || (mask.dtype === 'u32' && mask.size === rows * words),
+		() =>
+			`sampleTokens: mask must be u32 [${rows}, ${words}] (ceil(V / 32) words per row) for logits [${logits.shape}]; got ${mask!.dtype} [${mask!.shape}]`
+	);
 	if (rows === 0) return;
 	const params = new Params().u32(rows).u32(vocab).u32(step);
-	rec.dispatch(
-		SAMPLE[samplingWorkgroupSize(vocab)],
-		[logits, temperature, topK, topP, seeds, tokens, logprobs],
-		rows,
-		params
-	);
+	const wg = samplingWorkgroupSize(vocab);
+	const bindings = [logits, temperature, topK, topP, seeds, tokens, logprobs];
+	if (mask) rec.dispatch(SAMPLE_MASKED[wg], [...bindings, mask], rows, params);
+	else rec.dispatch(SAMPLE[wg], bindings, rows, params);
 }

@@ -46,7 +46,16 @@ export function samplingWorkgroupSize(vocab: number): 64 | 256 {
 	return vocab <= SMALL_VOCAB ? 64 : 256;
 }
 
-export function sampleTokensSource(wg: 64 | 256): string {
+/**
+ * The sampler's WGSL for workgroup size `wg`. `masked`: the variant for constrained
+ * decoding, with a bitmask of the allowed tokens per row (binding 7, the parameters move to
+ * 8): the max, top-k, top-p and the draw see only allowed tokens, while the logprob's
+ * normaliser stays the full row's (the model's log_softmax, as without a mask). Without
+ * `masked` the source is exactly the unconstrained kernel's.
+ */
+export function sampleTokensSource(wg: 64 | 256, masked = false): string {
+	/** Text that only the masked variant has. */
+	const m = (text: string) => (masked ? text : '');
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> logits: array<f32>;      // [B, V] row-major
 @group(0) @binding(1) var<storage, read> temperature: array<f32>; // [B] <= 0: greedy
@@ -56,8 +65,18 @@ export function sampleTokensSource(wg: 64 | 256): string {
 @group(0) @binding(5) var<storage, read_write> tokens: array<u32>;   // [B]
 @group(0) @binding(6) var<storage, read_write> logprobs: array<f32>; // [B] log_softmax(x/T)[token]
 struct Params { rows: u32, vocab: u32, step: u32 }
-@group(0) @binding(7) var<uniform> p: Params;
+${
+	masked
+		? `@group(0) @binding(7) var<storage, read> mask: array<u32>; // [B, ceil(V / 32)] bit i % 32 of word i / 32: token i allowed
+@group(0) @binding(8) var<uniform> p: Params;
 
+// The row's first mask word (set once per invocation in main).
+var<private> mask_base: u32;
+fn allowed(i: u32) -> bool { return ((mask[mask_base + (i >> 5u)] >> (i & 31u)) & 1u) != 0u; }
+`
+		: `@group(0) @binding(7) var<uniform> p: Params;
+`
+}
 const WG: u32 = ${wg}u;
 // The most negative finite f32: the starting maximum (WGSL may assume no infinities).
 const LOWEST: f32 = -0x1.fffffep+127f;
@@ -116,13 +135,13 @@ fn reduce_search(lid: u32) {
 // Over the row's logits with key >= floor: wf[0] = mass (sum of exp((x - xmax) * inv_t))
 // and wu[0] = count of those with key >= mid, wlo[0] = their smallest key, whi[0] = the
 // largest key below mid; in invocation 0.
-fn search_pass(base: u32, lid: u32, floor: u32, mid: u32, xmax: f32, inv_t: f32) {
+fn search_pass(base: u32, lid: u32, floor: u32, mid: u32, xmax: f32, inv_t: f32${m(', use_mask: bool')}) {
   var mass = 0.0;
   var count = 0u;
   var up = 0xffffffffu;
   var down = 0u;
   for (var i = lid; i < p.vocab; i += WG) {
-    let x = logits[base + i];
+${m('    if (use_mask && !allowed(i)) { continue; }\n')}    let x = logits[base + i];
     let k = key_of(x);
     if (k >= mid) {
       mass += exp((x - xmax) * inv_t);
@@ -140,8 +159,8 @@ fn search_pass(base: u32, lid: u32, floor: u32, mid: u32, xmax: f32, inv_t: f32)
 }
 
 // mass(key >= floor) over the row, the same to the bit for the same arguments.
-fn total_mass(base: u32, lid: u32, floor: u32, xmax: f32, inv_t: f32) -> f32 {
-  search_pass(base, lid, floor, floor, xmax, inv_t);
+fn total_mass(base: u32, lid: u32, floor: u32, xmax: f32, inv_t: f32${m(', use_mask: bool')}) -> f32 {
+  search_pass(base, lid, floor, floor, xmax, inv_t${m(', use_mask')});
   if (lid == 0u) { shared_out.x = bitcast<u32>(wf[0]); }
   return bitcast<f32>(workgroupUniformLoad(&shared_out).x);
 }
@@ -155,7 +174,7 @@ fn bisect(base: u32, lid: u32, lo0: u32, hi0: u32, xmax: f32, inv_t: f32,
   for (var n = 0u; n < 32u; n++) {
     if (range.x >= range.y) { break; }
     let mid = range.x + ((range.y - range.x - 1u) >> 1u) + 1u;
-    search_pass(base, lid, lo0, mid, xmax, inv_t);
+    search_pass(base, lid, lo0, mid, xmax, inv_t${m(', true')});
     if (lid == 0u) {
       let keep = select(wf[0] >= goal, wu[0] >= k, by_count);
       shared_out = vec4<u32>(select(vec2<u32>(range.x, whi[0]), vec2<u32>(wlo[0], range.y), keep), 0u, 0u);
@@ -204,13 +223,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.vocab;
+${m(`  mask_base = row * ((p.vocab + 31u) / 32u);
 
+  // The whole row's max, for the log-softmax's normaliser (over every token, allowed or not).
+  var top = LOWEST;
+  for (var i = lid; i < p.vocab; i += WG) { top = max(top, logits[base + i]); }
+  wf[lid] = top;
+  wu[lid] = 0u;
+  wlo[lid] = 0u;
+  reduce_argmax(lid);
+  if (lid == 0u) { shared_out.x = bitcast<u32>(wf[0]); }
+  let xall = bitcast<f32>(workgroupUniformLoad(&shared_out).x);
+
+  // Over the allowed tokens only:
+`)}
   // Max, argmax (lowest index on ties) and the smallest key.
   var best = LOWEST;
   var best_i = 0xffffffffu;
   var kmin = 0xffffffffu;
   for (var i = lid; i < p.vocab; i += WG) {
-    let x = logits[base + i];
+${m('    if (!allowed(i)) { continue; }\n')}    let x = logits[base + i];
     if (x > best) { best = x; best_i = i; }
     kmin = min(kmin, key_of(x));
   }
@@ -228,11 +260,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let greedy = t <= 0.0;
   let inv_t = select(1.0 / t, 1.0, greedy);
   // Z = sum exp((x - max) / T) over the whole row: the log-softmax's normaliser.
-  let z = total_mass(base, lid, 0u, xmax, inv_t);
+  let z = total_mass(base, lid, 0u, ${masked ? 'xall' : 'xmax'}, inv_t${m(', false')});
   if (greedy) {
     if (lid == 0u) {
       tokens[row] = argmax;
-      logprobs[row] = -log(z); // the max's own term is exp(0) = 1
+      ${masked ? 'logprobs[row] = (logits[base + argmax] - xall) - log(z);' : "logprobs[row] = -log(z); // the max's own term is exp(0) = 1"}
     }
     return;
   }
@@ -245,7 +277,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let pp = top_p[row];
   if (pp < 1.0) {
-    let zk = total_mass(base, lid, threshold, xmax, inv_t); // the mass top-k keeps
+    let zk = total_mass(base, lid, threshold, xmax, inv_t${m(', true')}); // the mass top-k keeps
     threshold = bisect(base, lid, threshold, key_max, xmax, inv_t, false, 0u, pp * zk);
   }
 
@@ -259,7 +291,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let i = i0 + j;
       if (i >= p.vocab) { break; }
       let x = logits[base + i];
-      if (key_of(x) >= threshold) {
+      if (key_of(x) >= threshold${m(' && allowed(i)')}) {
         let g = (x - xmax) * inv_t + gumbel(r[j]);
         if (g > best) { best = g; best_i = i; }
       }
@@ -272,7 +304,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (lid == 0u) {
     let token = min(wu[0], p.vocab - 1u);
     tokens[row] = token;
-    logprobs[row] = (logits[base + token] - xmax) * inv_t - log(z);
+    logprobs[row] = (logits[base + token] - ${masked ? 'xall' : 'xmax'}) * inv_t - log(z);
   }
 }`;
 }
