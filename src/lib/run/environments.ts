@@ -8,7 +8,6 @@ import type OpenAI from 'openai';
 import { letters, tictactoe } from '../agent';
 import * as game2048 from '../agent/game2048';
 import * as inbox from '../agent/inbox';
-import { policyClient } from '../agent/policy-client';
 import type { Policy } from '../agent/policy-client';
 import type { ReplayItem } from '../agent/replay';
 import { legalPlayTranscripts } from '../agent/tictactoe-sft';
