@@ -56,6 +56,7 @@ import {
 	type DecodeMatmulOptions
 } from './decode-layer';
 import { ContextLengthError, GenerationOptionsError } from './errors';
+import { StepMasks } from './step-masks';
 import { estimateGenerationMemory } from './generation-memory';
 import { KvCache } from './kv-cache';
 import { layerForward, type LayerContext } from './layer';
@@ -220,6 +221,13 @@ function prefillGroups(lengths: readonly number[]): { start: number; count: numb
 	return groups;
 }
 
+/** A recorded head (final norm, logits, sampler) and where its sampler's parameters are. */
+interface Head {
+	commands: CapturedCommands;
+	samplerIndex: number;
+	samplerArgs: SampleTokensArgs;
+}
+
 /** The GPU state of decoding B sequences with S cache slots each, and its recorded step. */
 class DecodeSession {
 	readonly cache: KvCache;
@@ -235,9 +243,13 @@ class DecodeSession {
 	readonly seeds: Tensor;
 	readonly #staging: GPUBuffer[] = [];
 	#body?: CapturedCommands;
-	#head?: CapturedCommands;
-	#samplerIndex = 0;
-	#samplerArgs?: SampleTokensArgs;
+	/** The head without a mask, and (made on the first constrained call) with one. */
+	#head?: Head;
+	#maskedHead?: Head;
+	/** u32 [B, ceil(V / 32)]: each row's allowed tokens (constrained calls only). */
+	#mask?: Tensor;
+	readonly #decodeMatmul?: DecodeMatmulOptions;
+	#headInputs?: { hf: Tensor; rstdF: Tensor; logits: Tensor; chunkLogits?: Tensor };
 
 	constructor(
 		readonly model: TransformerModel,
@@ -246,13 +258,10 @@ class DecodeSession {
 		decodeMatmul?: DecodeMatmulOptions
 	) {
 		const { gpu, config, weights } = model;
+		this.#decodeMatmul = decodeMatmul;
 		this.cache = new KvCache(gpu, config, B, S);
 		try {
-			const t = <D extends 'f32' | 'u32'>(shape: number[], dtype: D) => {
-				const x = createTensor(gpu, shape, dtype);
-				this.#owned.push(x);
-				return x;
-			};
+			const t = <D extends 'f32' | 'u32'>(shape: number[], dtype: D) => this.#tensor(shape, dtype);
 			const C = config.hiddenSize;
 			const V = config.vocabSize;
 			this.x = t([B, C], 'f32');
@@ -265,60 +274,24 @@ class DecodeSession {
 			this.seeds = t([B], 'u32');
 			for (let i = 0; i < 2; i++)
 				this.#staging.push(gpu.device.createBuffer({ size: 8 * B, usage: MAP_READ | COPY_DST }));
-			const hf = t([B, C], 'f32');
-			const rstdF = t([B], 'f32');
-			const logits = t([B, V], 'f32');
 			const chunks = weights.lmHead.chunks;
 			const maxRows = Math.max(...chunks.map((c) => c.rows));
 			const skinnyHead = decodeMatmulMode(decodeMatmul, B) !== 'tiled';
-			const chunkLogits = chunks.length > 1 && !skinnyHead ? t([B, maxRows], 'f32') : undefined;
+			this.#headInputs = {
+				hf: t([B, C], 'f32'),
+				rstdF: t([B], 'f32'),
+				logits: t([B, V], 'f32'),
+				chunkLogits: chunks.length > 1 && !skinnyHead ? t([B, maxRows], 'f32') : undefined
+			};
 			const specs = decodeActSpecs(config, B, model.lora?.config.rank ?? 0);
 			const acts = {} as Record<string, Tensor | undefined>;
 			for (const [k, s] of Object.entries(specs)) acts[k] = s ? t(s.shape, 'f32') : undefined;
 
-			// The head: final norm, logits, sampler (step 0 here; setParams moves it on).
-			const head = (this.#head = new CapturedCommands(gpu));
-			let rec = head.recorder;
-			const eps = config.rmsNormEps;
-			// Skinny: every chunk of the lm_head writes its columns of the logits, one call,
-			// with the final norm fused in ('fused') or before it.
-			const fusedNorm = decodeMatmulMode(decodeMatmul, B) === 'fused';
-			if (!fusedNorm)
-				rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
-			if (skinnyHead)
-				skinnyMatmul(rec, {
-					x: fusedNorm ? this.x : hf,
-					norm: fusedNorm ? { weight: weights.finalNorm, eps } : undefined,
-					segments: chunks.map((c) => ({ w: c.tensor, y: logits, yOffset: c.rowOffset })),
-					tiling: decodeMatmul?.tiling
-				});
-			else
-				for (const c of chunks) {
-					if (!chunkLogits) {
-						matmul(rec, { a: hf, b: c.tensor, c: logits, transB: true });
-						continue;
-					}
-					const z = new Tensor(gpu, chunkLogits.buffer, [B, c.rows], 'f32', { giveBack: () => {} });
-					matmul(rec, { a: hf, b: c.tensor, c: z, transB: true });
-					copyColumns(rec, { src: z, dst: logits, offset: c.rowOffset });
-				}
-			this.#samplerArgs = {
-				logits,
-				temperature: this.temperature,
-				topK: this.topK,
-				topP: this.topP,
-				seeds: this.seeds,
-				tokens: this.tokens,
-				logprobs: this.sampled,
-				step: 0
-			};
-			this.#samplerIndex = head.nextDispatch;
-			sampleTokens(rec, this.#samplerArgs);
-			head.finish();
+			this.#head = this.#recordHead(undefined);
 
 			// The body: embed the last sampled tokens, every layer, advance the positions.
 			const body = (this.#body = new CapturedCommands(gpu));
-			rec = body.recorder;
+			const rec = body.recorder;
 			embeddingForward(rec, { ids: this.tokens, weight: weights.embed, out: this.x });
 			const ctx = {
 				config,
@@ -343,20 +316,94 @@ class DecodeSession {
 		}
 	}
 
+	#tensor<D extends 'f32' | 'u32'>(shape: number[], dtype: D): Tensor {
+		const x = createTensor(this.model.gpu, shape, dtype);
+		this.#owned.push(x);
+		return x;
+	}
+
+	/** Records the head: final norm, logits, sampler (with `mask`: the masked sampler). The
+	 * sampler is recorded at step 0; submitStep moves it on with setParams. */
+	#recordHead(mask: Tensor | undefined): Head {
+		const { gpu, config, weights } = this.model;
+		const { hf, rstdF, logits, chunkLogits } = this.#headInputs!;
+		const B = this.B;
+		const decodeMatmul = this.#decodeMatmul;
+		const head = new CapturedCommands(gpu);
+		try {
+			const rec = head.recorder;
+			const eps = config.rmsNormEps;
+			const chunks = weights.lmHead.chunks;
+			// Skinny: every chunk of the lm_head writes its columns of the logits, one call,
+			// with the final norm fused in ('fused') or before it.
+			const skinnyHead = decodeMatmulMode(decodeMatmul, B) !== 'tiled';
+			const fusedNorm = decodeMatmulMode(decodeMatmul, B) === 'fused';
+			if (!fusedNorm)
+				rmsNormForward(rec, { x: this.x, weight: weights.finalNorm, y: hf, rstd: rstdF, eps });
+			if (skinnyHead)
+				skinnyMatmul(rec, {
+					x: fusedNorm ? this.x : hf,
+					norm: fusedNorm ? { weight: weights.finalNorm, eps } : undefined,
+					segments: chunks.map((c) => ({ w: c.tensor, y: logits, yOffset: c.rowOffset })),
+					tiling: decodeMatmul?.tiling
+				});
+			else
+				for (const c of chunks) {
+					if (!chunkLogits) {
+						matmul(rec, { a: hf, b: c.tensor, c: logits, transB: true });
+						continue;
+					}
+					const z = new Tensor(gpu, chunkLogits.buffer, [B, c.rows], 'f32', { giveBack: () => {} });
+					matmul(rec, { a: hf, b: c.tensor, c: z, transB: true });
+					copyColumns(rec, { src: z, dst: logits, offset: c.rowOffset });
+				}
+			const samplerArgs: SampleTokensArgs = {
+				logits,
+				temperature: this.temperature,
+				topK: this.topK,
+				topP: this.topP,
+				seeds: this.seeds,
+				tokens: this.tokens,
+				logprobs: this.sampled,
+				step: 0,
+				mask
+			};
+			const samplerIndex = head.nextDispatch;
+			sampleTokens(rec, samplerArgs);
+			head.finish();
+			return { commands: head, samplerIndex, samplerArgs };
+		} catch (error) {
+			head.release();
+			throw error;
+		}
+	}
+
+	/** The mask buffer [B, ceil(V / 32)] (made, with the masked head, on first use). */
+	get mask(): Tensor {
+		if (!this.#mask) {
+			const mask = this.#tensor([this.B, Math.ceil(this.model.config.vocabSize / 32)], 'u32');
+			this.#maskedHead = this.#recordHead(mask);
+			this.#mask = mask;
+		}
+		return this.#mask;
+	}
+
 	/** Encodes and submits step `step` (0: the head only, after a prefill) with the
-	 * readback of its ids and logprobs into staging buffer step % 2. */
-	submitStep(step: number): void {
+	 * readback of its ids and logprobs into staging buffer step % 2; `masked`: sampling
+	 * only the tokens `mask` allows. */
+	submitStep(step: number, masked = false): void {
 		const gpu = this.model.gpu;
+		const head = masked ? this.#maskedHead! : this.#head!;
 		let params: Params | undefined;
 		const probe = {
 			gpu,
 			dispatch: (_k: unknown, _b: unknown, _w: unknown, p: Params) => (params = p)
 		} as unknown as Recorder;
-		sampleTokens(probe, { ...this.#samplerArgs!, step });
-		this.#head!.setParams(this.#samplerIndex, params!);
+		sampleTokens(probe, { ...head.samplerArgs, step });
+		head.commands.setParams(head.samplerIndex, params!);
 		const encoder = gpu.device.createCommandEncoder();
 		if (step > 0) this.#body!.encode(encoder);
-		this.#head!.encode(encoder);
+		head.commands.encode(encoder);
 		const staging = this.#staging[step % 2];
 		encoder.copyBufferToBuffer(this.tokens.buffer, 0, staging, 0, 4 * this.B);
 		encoder.copyBufferToBuffer(this.sampled.buffer, 0, staging, 4 * this.B, 4 * this.B);
@@ -377,12 +424,13 @@ class DecodeSession {
 
 	/** Dispatches per decode step (body + head), for benchmarks. */
 	get dispatchesPerStep(): number {
-		return (this.#body?.dispatchCount ?? 0) + (this.#head?.dispatchCount ?? 0);
+		return (this.#body?.dispatchCount ?? 0) + (this.#head?.commands.dispatchCount ?? 0);
 	}
 
 	release(): void {
 		this.#body?.release();
-		this.#head?.release();
+		this.#head?.commands.release();
+		this.#maskedHead?.commands.release();
 		for (const t of this.#owned) t.release();
 		for (const b of this.#staging) b.destroy();
 		this.cache.release();
@@ -456,6 +504,10 @@ export class Generator {
 			throw new GenerationOptionsError(
 				`sequenceKeys has ${o.keys.length} keys for ${prompts.length} prompts: give one per prompt`
 			);
+		if (options.constraints && options.constraints.length !== prompts.length)
+			throw new GenerationOptionsError(
+				`constraints has ${options.constraints.length} entries for ${prompts.length} prompts: give one (or undefined) per prompt`
+			);
 		prompts.forEach((p, i) => {
 			if (p.length === 0)
 				throw new GenerationOptionsError(`prompt ${i} is empty: give at least one token`);
@@ -505,9 +557,19 @@ export class Generator {
 		writeTensor(session.positions, lengths);
 		await this.#prefill(session, prompts);
 
-		session.submitStep(0);
+		// Constrained: each step's masks need the step before's tokens, so no look-ahead.
+		const constraints = options.constraints?.slice(base, base + B);
+		const masks = constraints?.some(Boolean)
+			? new StepMasks(session.mask, constraints, [...o.stop])
+			: undefined;
+		const endEmpty = () => {
+			for (const b of masks!.write(active)) [active[b], results[b].finishReason] = [false, 'stop'];
+			return active.some(Boolean);
+		};
+		if (masks && !endEmpty()) return results;
+		session.submitStep(0, masks !== undefined);
 		for (let s = 0; s < steps; s++) {
-			if (s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1);
+			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1);
 			const { ids, logprobs } = await session.readStep(s);
 			this.#checkLive();
 			options.signal?.throwIfAborted();
@@ -515,6 +577,7 @@ export class Generator {
 			for (let b = 0; b < B; b++) {
 				if (!active[b]) continue;
 				const r = results[b];
+				masks?.accept(b, ids[b]);
 				r.ids.push(ids[b]);
 				r.logprobs.push(logprobs[b]);
 				tokens.push({ index: base + b, id: ids[b], logprob: logprobs[b] });
@@ -529,6 +592,10 @@ export class Generator {
 				results[b].finishReason = 'stop';
 			}
 			if (!active.some(Boolean)) break;
+			if (masks && s + 1 < steps) {
+				if (!endEmpty()) break;
+				session.submitStep(s + 1, true);
+			}
 		}
 		return results;
 	}

@@ -106,6 +106,39 @@ describe('parseChatCompletionRequest', () => {
 		expect(r.tools).toHaveLength(1);
 	});
 
+	it('reads response formats (text, json_object, json_schema) and parallel_tool_calls', () => {
+		const base = { model: 'm', messages: USER };
+		expect(parseChatCompletionRequest(base)).toMatchObject({
+			responseFormat: { type: 'text' },
+			parallelToolCalls: true
+		});
+		expect(
+			parseChatCompletionRequest({ ...base, response_format: { type: 'json_object' } })
+				.responseFormat
+		).toEqual({ type: 'json_object' });
+		const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] };
+		expect(
+			parseChatCompletionRequest({
+				...base,
+				response_format: {
+					type: 'json_schema',
+					json_schema: { name: 'answer', description: 'd', schema, strict: true }
+				}
+			}).responseFormat
+		).toEqual({ type: 'json_schema', name: 'answer', schema, strict: true });
+		// strict and schema are optional (no schema: any JSON value).
+		expect(
+			parseChatCompletionRequest({
+				...base,
+				response_format: { type: 'json_schema', json_schema: { name: 'x', strict: null } }
+			}).responseFormat
+		).toEqual({ type: 'json_schema', name: 'x', schema: undefined, strict: false });
+		expect(
+			parseChatCompletionRequest({ ...base, tools: TOOLS, parallel_tool_calls: false })
+				.parallelToolCalls
+		).toBe(false);
+	});
+
 	it('normalizes messages: developer -> system, text parts joined, tool arguments parsed, echoed fields dropped', () => {
 		const r = parseChatCompletionRequest({
 			model: 'm',
@@ -340,10 +373,78 @@ describe('parseChatCompletionRequest', () => {
 			'unsupported_value'
 		],
 		[
-			'json response format',
-			{ model: 'm', messages: USER, response_format: { type: 'json_object' } },
+			'a response format of another type',
+			{ model: 'm', messages: USER, response_format: { type: 'regex', regex: 'a+' } },
 			'response_format.type',
 			'unsupported_value'
+		],
+		[
+			'json_schema without json_schema',
+			{ model: 'm', messages: USER, response_format: { type: 'json_schema' } },
+			'response_format.json_schema',
+			'missing_required_parameter'
+		],
+		[
+			'json_schema without a name',
+			{
+				model: 'm',
+				messages: USER,
+				response_format: { type: 'json_schema', json_schema: { schema: {} } }
+			},
+			'response_format.json_schema.name',
+			'missing_required_parameter'
+		],
+		[
+			'json_schema with a bad name',
+			{
+				model: 'm',
+				messages: USER,
+				response_format: { type: 'json_schema', json_schema: { name: 'a b', schema: {} } }
+			},
+			'response_format.json_schema.name',
+			'invalid_value'
+		],
+		[
+			'json_schema whose schema is a string',
+			{
+				model: 'm',
+				messages: USER,
+				response_format: { type: 'json_schema', json_schema: { name: 'r', schema: '{}' } }
+			},
+			'response_format.json_schema.schema',
+			'invalid_type'
+		],
+		[
+			'json_schema with strict not a boolean',
+			{
+				model: 'm',
+				messages: USER,
+				response_format: { type: 'json_schema', json_schema: { name: 'r', strict: 'yes' } }
+			},
+			'response_format.json_schema.strict',
+			'invalid_type'
+		],
+		[
+			'json_schema with an unknown field',
+			{
+				model: 'm',
+				messages: USER,
+				response_format: { type: 'json_schema', json_schema: { name: 'r', schemas: {} } }
+			},
+			'response_format.json_schema.schemas',
+			'unknown_parameter'
+		],
+		[
+			'json_object with extra fields',
+			{ model: 'm', messages: USER, response_format: { type: 'json_object', schema: {} } },
+			'response_format.schema',
+			'unknown_parameter'
+		],
+		[
+			'parallel_tool_calls not a boolean',
+			{ model: 'm', messages: USER, parallel_tool_calls: 'no' },
+			'parallel_tool_calls',
+			'invalid_type'
 		],
 		[
 			'functions',

@@ -2,9 +2,10 @@
  * @file Validation of a `POST /v1/chat/completions` body into a typed ChatRequest, with
  * OpenAI's error shape (400 invalid_request_error naming the `param`). Absent and null mean
  * the same (the openai package sends null for some unset fields). What the engine cannot do
- * is refused, not ignored: non-zero penalties, logit_bias, JSON response formats,
- * top_logprobs > 0 (the engine gives only the sampled token's logprob), non-text content
- * parts, the deprecated `functions`. Unknown fields are refused as OpenAI refuses them, so a
+ * is refused, not ignored: non-zero penalties, logit_bias, response formats other than
+ * text / json_object / json_schema, top_logprobs > 0 (the engine gives only the sampled
+ * token's logprob), non-text content parts, the deprecated `functions`. A json_schema's
+ * schema is compiled later (constraint.ts), where its unsupported keywords are refused. Unknown fields are refused as OpenAI refuses them, so a
  * misspelt option does not silently do nothing. Two extensions (as vLLM spells them):
  * `top_k` and `chat_template_kwargs` (e.g. Qwen3's `{"enable_thinking": false}`).
  *
@@ -17,10 +18,17 @@
 import type { ChatMessage, ToolCall, ToolSchema } from '../../model/chat-messages';
 import { invalidRequest } from './errors';
 
-/** Which tool calls the caller asks for. Not enforced during decoding (no constrained
- * decoding): 'none' hides the tools from the template and leaves the text unparsed;
- * 'required' and a named function only render the tools (and check the name exists). */
+/** Which tool calls the caller asks for: 'none' hides the tools from the template and
+ * leaves the text unparsed; 'auto' lets the model choose; 'required' and a named function
+ * are enforced by constrained decoding (constraint.ts): the reply is tool calls. */
 export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
+
+/** The reply's format: free text, any JSON object, or JSON of a schema (constrained
+ * decoding, constraint.ts). `schema` is as given (undefined: any JSON value). */
+export type ResponseFormat =
+	| { type: 'text' }
+	| { type: 'json_object' }
+	| { type: 'json_schema'; name: string; schema: unknown; strict: boolean };
 
 export interface ChatRequest {
 	model: string;
@@ -28,6 +36,9 @@ export interface ChatRequest {
 	/** Function schemas for the template; undefined when none (or tool_choice 'none'). */
 	tools: ToolSchema[] | undefined;
 	toolChoice: ToolChoice;
+	/** Several tool calls in one reply may be generated (OpenAI's default true). */
+	parallelToolCalls: boolean;
+	responseFormat: ResponseFormat;
 	n: number;
 	/** 0 is greedy. Default 1. */
 	temperature: number;
@@ -67,8 +78,7 @@ const IGNORED = new Set([
 	'store',
 	'service_tier',
 	'safety_identifier',
-	'prompt_cache_key',
-	'parallel_tool_calls'
+	'prompt_cache_key'
 ]);
 /** Fields read below. */
 const KNOWN = new Set([
@@ -92,6 +102,7 @@ const KNOWN = new Set([
 	'presence_penalty',
 	'logit_bias',
 	'response_format',
+	'parallel_tool_calls',
 	'chat_template_kwargs'
 ]);
 /** Fields OpenAI knows that this engine cannot honour. */
@@ -355,6 +366,72 @@ function parseStop(value: unknown): string[] {
 	return list as string[];
 }
 
+/** OpenAI's rule for a json_schema's name. */
+const SCHEMA_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+function parseResponseFormat(format: unknown): ResponseFormat {
+	if (format === undefined || format === null) return { type: 'text' };
+	if (!isRecord(format)) throw invalidType('response_format', 'an object', format);
+	const extra = (allowed: string[], at: string, o: Record<string, unknown>) => {
+		const key = Object.keys(o).find((k) => !allowed.includes(k));
+		if (key !== undefined)
+			throw invalidRequest(
+				`Unrecognized field '${key}' in '${at}' (allowed: ${allowed.join(', ')}).`,
+				`${at}.${key}`,
+				'unknown_parameter'
+			);
+	};
+	switch (format.type) {
+		case 'text':
+		case 'json_object':
+			extra(['type'], 'response_format', format);
+			return { type: format.type };
+		case 'json_schema': {
+			extra(['type', 'json_schema'], 'response_format', format);
+			const js = format.json_schema;
+			if (js === undefined || js === null)
+				throw invalidRequest(
+					"Missing required parameter: 'response_format.json_schema'.",
+					'response_format.json_schema',
+					'missing_required_parameter'
+				);
+			if (!isRecord(js))
+				throw invalidType('response_format.json_schema', '{name, schema, strict}', js);
+			extra(['name', 'schema', 'strict', 'description'], 'response_format.json_schema', js);
+			if (js.name === undefined || js.name === null)
+				throw invalidRequest(
+					"Missing required parameter: 'response_format.json_schema.name'.",
+					'response_format.json_schema.name',
+					'missing_required_parameter'
+				);
+			if (typeof js.name !== 'string' || !SCHEMA_NAME.test(js.name))
+				throw invalidValue(
+					'response_format.json_schema.name',
+					`${describe(js.name)}; a schema name is 1-64 characters of a-z, A-Z, 0-9, _ and -.`
+				);
+			if (
+				js.description !== undefined &&
+				js.description !== null &&
+				typeof js.description !== 'string'
+			)
+				throw invalidType('response_format.json_schema.description', 'a string', js.description);
+			const schema = js.schema ?? undefined;
+			if (schema !== undefined && !isRecord(schema) && typeof schema !== 'boolean')
+				throw invalidType('response_format.json_schema.schema', 'a JSON schema object', schema);
+			const strict = js.strict ?? false;
+			if (typeof strict !== 'boolean')
+				throw invalidType('response_format.json_schema.strict', 'a boolean', strict);
+			return { type: 'json_schema', name: js.name, schema, strict };
+		}
+		default:
+			throw invalidRequest(
+				`Unsupported value: 'response_format.type' ${describe(format.type)}: supported are 'text', 'json_object' and 'json_schema'.`,
+				'response_format.type',
+				'unsupported_value'
+			);
+	}
+}
+
 /** Validates a chat completion request body (already parsed from JSON). */
 export function parseChatCompletionRequest(
 	body: unknown,
@@ -467,16 +544,8 @@ export function parseChatCompletionRequest(
 				'unsupported_value'
 			);
 	}
-	const format = body.response_format;
-	if (format !== undefined && format !== null) {
-		if (!isRecord(format)) throw invalidType('response_format', 'an object', format);
-		if (format.type !== 'text')
-			throw invalidRequest(
-				`Unsupported value: 'response_format.type' ${describe(format.type)}: only 'text' is supported (no constrained decoding).`,
-				'response_format.type',
-				'unsupported_value'
-			);
-	}
+	const responseFormat = parseResponseFormat(body.response_format);
+	const parallelToolCalls = optionalBoolean(body, 'parallel_tool_calls') ?? true;
 	const kwargs = body.chat_template_kwargs;
 	if (kwargs !== undefined && kwargs !== null && !isRecord(kwargs))
 		throw invalidType('chat_template_kwargs', 'an object of template variables', kwargs);
@@ -486,6 +555,8 @@ export function parseChatCompletionRequest(
 		messages,
 		tools: toolChoice === 'none' ? undefined : allTools,
 		toolChoice,
+		parallelToolCalls,
+		responseFormat,
 		n,
 		temperature,
 		topP,

@@ -24,6 +24,10 @@ export interface TabrlChoiceTokens {
 	prompt_ids: number[];
 	ids: number[];
 	logprobs: number[];
+	/** The reply was sampled under a token mask (response_format / tool_choice): the ids
+	 * are what was sampled, the logprobs the model's own over its full vocabulary (not the
+	 * masked distribution's), as for top-k / top-p. */
+	constrained?: true;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls';

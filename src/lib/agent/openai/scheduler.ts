@@ -14,13 +14,17 @@
  *    random one, so a seed repeats whatever the job's batch neighbours (rollouts with
  *    per-request seeds still decode together);
  *  - max_tokens: the call decodes up to the largest of its jobs, and a sequence whose own
- *    limit is lower is stopped through `onStep` when it reaches it (finish 'length').
+ *    limit is lower is stopped through `onStep` when it reaches it (finish 'length');
+ *  - constrained jobs (response_format / tool_choice: a TokenConstraint per sequence) share
+ *    calls only with each other: a constrained call uploads masks each step and cannot run
+ *    a step ahead, which unconstrained calls keep doing.
  * Per-token work (stop strings, streaming) runs in the job's `onToken`, called from the
  * engine's onStep; returning true stops that sequence at once (finish 'stop').
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
  * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
  */
 import { randomSeed, sequenceSeed } from '../../model/generation';
+import type { TokenConstraint } from '../../model/generation';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {
@@ -37,6 +41,8 @@ export interface GenerationJob {
 	/** One prompt per sequence (a request with n choices has n copies). */
 	prompts: readonly (readonly number[])[];
 	params: SamplingParams;
+	/** Sequence i's constraint (constrained decoding), one per prompt; absent: none. */
+	constraints?: readonly (TokenConstraint | undefined)[];
 	/** Each sampled token of sequence i (0-based within the job); true stops it now. */
 	onToken?: (i: number, id: number, logprob: number) => boolean | void;
 	signal?: AbortSignal;
@@ -59,9 +65,11 @@ interface Pending {
 }
 
 /** The key of the call a job may share. */
-function groupKey(p: SamplingParams): string {
-	if (p.temperature <= 0) return 'greedy';
-	return `sample|${p.temperature}|${p.topP}|${p.topK}`;
+function groupKey(job: GenerationJob): string {
+	const p = job.params;
+	const mode = job.constraints?.some(Boolean) ? 'constrained|' : '';
+	if (p.temperature <= 0) return `${mode}greedy`;
+	return `${mode}sample|${p.temperature}|${p.topP}|${p.topK}`;
 }
 
 export class BatchScheduler {
@@ -117,7 +125,7 @@ export class BatchScheduler {
 		const byKey = new Map<string, Pending[][]>();
 		const max = this.options.maxBatch ?? Infinity;
 		for (const p of jobs) {
-			const key = groupKey(p.job.params);
+			const key = groupKey(p.job);
 			const calls = byKey.get(key) ?? [];
 			byKey.set(key, calls);
 			const last = calls.at(-1);
@@ -189,6 +197,10 @@ export class BatchScheduler {
 				p.job.prompts.map((_, i) =>
 					p.job.params.seed === undefined ? randomSeed() : sequenceSeed(p.job.params.seed, i)
 				)
+			);
+		if (live.some((p) => p.job.constraints?.some(Boolean)))
+			options.constraints = live.flatMap((p) =>
+				p.job.prompts.map((_, i) => p.job.constraints?.[i])
 			);
 		this.callSizes.push(seqs.length);
 		let results: EngineSequence[];

@@ -14,7 +14,10 @@
  * split arguments over several deltas; clients that accumulate deltas see the same).
  */
 import type { ChatEngine, EngineSequence } from './engine';
+import type { VocabularySource } from '../../model/constrain/vocabulary';
+import type { TokenGrammar } from '../../model/constrain/token-mask';
 import { ChoiceDecoder, type ChoiceDelta, type TextDecoding } from './choice';
+import { RequestGrammars } from './constraint';
 import { OpenAIApiError, toApiError, invalidRequest } from './errors';
 import { buildPrompt, type ChatEncoding } from './prompt';
 import {
@@ -35,12 +38,14 @@ import {
 	type FinishReason,
 	type TabrlChatCompletion,
 	type TabrlChatCompletionChunk,
+	type TabrlChoiceTokens,
 	type TabrlChunkChoice
 } from './response';
 import { BatchScheduler, type SchedulerOptions } from './scheduler';
 
-/** What the service needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it). */
-export type ServiceTokenizer = ChatEncoding & TextDecoding;
+/** What the service needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it); the
+ * vocabulary is needed only for constrained requests (response_format, tool_choice). */
+export type ServiceTokenizer = ChatEncoding & TextDecoding & Partial<VocabularySource>;
 
 export interface ChatServiceOptions {
 	engine: ChatEngine;
@@ -71,6 +76,8 @@ interface Prepared {
 	promptIds: number[];
 	maxTokens: number;
 	meta: CompletionMeta;
+	/** The reply's grammar (constrained decoding), or null. */
+	grammar: TokenGrammar | null;
 }
 
 /** A small async queue: the engine's callbacks push, the stream's reader pulls. */
@@ -108,6 +115,8 @@ class ChunkQueue<T> {
 export class ChatService {
 	readonly scheduler: BatchScheduler;
 	readonly model: string;
+	/** Grammars of constrained requests, per request shape. */
+	private readonly grammars: RequestGrammars;
 	/** When the service started (GET /v1/models' `created`). */
 	private readonly created = Math.floor(Date.now() / 1000);
 
@@ -127,6 +136,7 @@ export class ChatService {
 			);
 		this.contextLength = context;
 		this.scheduler = new BatchScheduler(options.engine, options.scheduler);
+		this.grammars = new RequestGrammars(options.tokenizer);
 	}
 
 	listModels() {
@@ -149,7 +159,8 @@ export class ChatService {
 			request,
 			promptIds: prompt.ids,
 			maxTokens: prompt.maxTokens,
-			meta: newCompletionMeta(this.model)
+			meta: newCompletionMeta(this.model),
+			grammar: this.grammars.get(request)
 		};
 	}
 
@@ -183,6 +194,7 @@ export class ChatService {
 				seed: request.seed,
 				maxTokens: p.maxTokens
 			},
+			constraints: p.grammar ? decoders.map(() => p.grammar!.start()) : undefined,
 			signal,
 			onToken: (i, id, logprob) => {
 				const delta = decoders[i].push(id, logprob);
@@ -212,8 +224,14 @@ export class ChatService {
 		return buildUsage(p.promptIds.length, completion);
 	}
 
-	private static tokens(r: EngineSequence) {
-		return { prompt_ids: [...r.promptIds], ids: [...r.ids], logprobs: [...r.logprobs] };
+	private static tokens(r: EngineSequence, p: Prepared): TabrlChoiceTokens {
+		const t: TabrlChoiceTokens = {
+			prompt_ids: [...r.promptIds],
+			ids: [...r.ids],
+			logprobs: [...r.logprobs]
+		};
+		if (p.grammar) t.constrained = true;
+		return t;
 	}
 
 	/** A whole chat.completion (request.stream is ignored). */
@@ -232,7 +250,7 @@ export class ChatService {
 				toolCalls: toOpenAIToolCalls(d.calls),
 				finishReason: this.finishReason(d, r),
 				logprobs: p.request.logprobs ? d.logprobEntries : null,
-				tabrl: ChatService.tokens(r)
+				tabrl: ChatService.tokens(r, p)
 			});
 		});
 		return buildCompletion(p.meta, choices, this.usage(p, results));
@@ -280,7 +298,7 @@ export class ChatService {
 						delta: {},
 						logprobs: null,
 						finish_reason: this.finishReason(decoders[i], r),
-						tabrl: ChatService.tokens(r)
+						tabrl: ChatService.tokens(r, p)
 					})
 				);
 				if (request.includeUsage) queue.push(buildChunk(meta, [], this.usage(p, results)));
