@@ -7,7 +7,14 @@
  *       [--warm-start-mode merged|stacked] [--steps N] [--groups G] [--group-size K] [--lr X]
  *       [--loss cispo|ppo] [--kl-beta B] [--temperature T] [--max-tokens N] [--seed S]
  *       [--rank R] [--alpha A] [--sft-first N] [--eval-every N] [--eval-games N]
- *       [--max-no-signal N]
+ *       [--max-no-signal N] [--reward env|ruler|ruler+env --judge-base-url URL --judge-model NAME
+ *       [--judge-api-key-env VAR] [--rubric FILE]]
+ *
+ * --reward ruler trains on RULER's scores (src/lib/agent/ruler: ART's relative LLM judge) from
+ * the OpenAI-compatible judge at --judge-base-url; ruler+env on their sum with the game's
+ * reward. Evaluations still score the game's own reward. The judge's API key is read from the
+ * environment variable --judge-api-key-env names, never from the command line, and is not
+ * saved with the run (run.json keeps the judge's URL, model and rubric).
  *
  * The recipe starts from the environment's preset (presets.ts, rooted at static/) and each
  * flag given replaces its field; a second call with the same --out starts from the recipe
@@ -26,7 +33,7 @@
  * 'stuck' (no reward spread in --max-no-signal rounds in a row).
  */
 import { existsSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
 import { TrainableModel } from '../../src/lib/agent/model';
@@ -38,6 +45,7 @@ import {
 	DEFAULT_SFT,
 	ENVIRONMENTS,
 	PRESET_NAMES,
+	REWARD_SOURCES,
 	RUN_ENVIRONMENTS,
 	preset,
 	runRecipe,
@@ -47,6 +55,8 @@ import {
 	type EnvironmentName,
 	type PresetName,
 	type Recipe,
+	type RewardConfig,
+	type RewardSource,
 	type RunEvent,
 	type RunSummary
 } from '../../src/lib/run';
@@ -59,7 +69,8 @@ export const TRAIN_USAGE =
 	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups G] ' +
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
-	'[--eval-games N] [--max-no-signal N]\n' +
+	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
+	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
@@ -91,6 +102,15 @@ export interface TrainArgs {
 	evalEvery?: number;
 	evalGames?: number;
 	maxNoSignal?: number;
+	reward?: RewardSource;
+	judgeBaseUrl?: string;
+	judgeModel?: string;
+	/** The environment variable holding the judge's API key (never the key itself). */
+	judgeApiKeyEnv?: string;
+	/** A file whose text is RULER's rubric. */
+	rubric?: string;
+	/** The rubric file's text (runTrain reads it). */
+	rubricText?: string;
 }
 
 const isCount = (n: number, min = 1) => Number.isSafeInteger(n) && n >= min;
@@ -116,7 +136,12 @@ const FLAGS = {
 	'sft-first': {},
 	'eval-every': {},
 	'eval-games': {},
-	'max-no-signal': {}
+	'max-no-signal': {},
+	reward: {},
+	'judge-base-url': {},
+	'judge-model': {},
+	'judge-api-key-env': {},
+	rubric: {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -140,7 +165,15 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 			`--env: '${f.env}' is not an environment (${ENVIRONMENTS.join(', ')})`,
 			TRAIN_USAGE
 		);
-	for (const name of ['out', 'model', 'warm-start'] as const)
+	for (const name of [
+		'out',
+		'model',
+		'warm-start',
+		'judge-base-url',
+		'judge-model',
+		'judge-api-key-env',
+		'rubric'
+	] as const)
 		if (f[name] !== undefined && f[name].trim() === '')
 			throw new UsageError(`--${name} is empty`, TRAIN_USAGE);
 	return {
@@ -163,7 +196,12 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		sftFirst: count('sft-first', 0),
 		evalEvery: count('eval-every', 0),
 		evalGames: count('eval-games'),
-		maxNoSignal: count('max-no-signal')
+		maxNoSignal: count('max-no-signal'),
+		reward: oneOf('reward', f.reward, REWARD_SOURCES),
+		judgeBaseUrl: f['judge-base-url'],
+		judgeModel: f['judge-model'],
+		judgeApiKeyEnv: f['judge-api-key-env'],
+		rubric: f.rubric
 	};
 }
 
@@ -233,6 +271,7 @@ export function trainRecipe(
 				: { ...DEFAULT_SFT, games: args.sftFirst * grpo.groups, batchSize: grpo.groups };
 	if (sft && !RUN_ENVIRONMENTS[env].demonstrations)
 		throw new UsageError(`--sft-first: ${env} has no demonstrations to imitate`, TRAIN_USAGE);
+	const reward = rewardConfig(args, base.reward);
 	const rank = args.rank ?? base.lora.rank;
 	const lora = {
 		rank,
@@ -252,8 +291,33 @@ export function trainRecipe(
 			every: args.evalEvery ?? base.eval.every,
 			games: args.evalGames ?? base.eval.games
 		},
-		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal
+		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal,
+		...(reward ? { reward } : {})
 	});
+}
+
+/** The run's reward: the saved (or preset) one with the flags given replacing its fields. */
+function rewardConfig(args: TrainArgs, base: RewardConfig | undefined): RewardConfig | undefined {
+	const judgeFlags = args.judgeBaseUrl ?? args.judgeModel ?? args.rubricText;
+	const source = args.reward ?? base?.source ?? (judgeFlags !== undefined ? 'ruler' : undefined);
+	if (!source) return undefined;
+	if (source === 'env') {
+		if (judgeFlags !== undefined)
+			throw new UsageError(
+				'--judge-base-url, --judge-model and --rubric are for --reward ruler or ruler+env',
+				TRAIN_USAGE
+			);
+		return { source };
+	}
+	const baseURL = args.judgeBaseUrl ?? base?.judge?.baseURL;
+	const model = args.judgeModel ?? base?.judge?.model;
+	if (!baseURL || !model)
+		throw new UsageError(
+			`--reward ${source} needs --judge-base-url URL and --judge-model NAME (an OpenAI-compatible judge)`,
+			TRAIN_USAGE
+		);
+	const rubric = args.rubricText ?? base?.rubric;
+	return { source, judge: { baseURL, model }, ...(rubric !== undefined ? { rubric } : {}) };
 }
 
 /** The recipe OUT/run.json keeps (undefined for a new run, or one saved without a recipe). */
@@ -304,9 +368,18 @@ function progressLine(event: RunEvent, recipe: Recipe): string | undefined {
 		const tried = event.step + (event.skipped ? 1 : 0);
 		const head =
 			`step ${tried} (grpo ${tried - sftTotal}/${recipe.grpo.steps}): ` +
-			`reward ${fixed(m['train/reward'])} ± ${fixed(m['train/reward_std_dev'])}`;
+			`reward ${fixed(m['train/reward'])} ± ${fixed(m['train/reward_std_dev'])}` +
+			// RULER: the judge's scores are the reward; the game's own is shown beside them
+			(m['train/independent_reward'] === undefined
+				? ''
+				: ` (game's reward ${fixed(m['train/independent_reward'])})`);
 		if (event.skipped === 'no-signal')
 			return `${head}, no reward spread: not trained, retrying with new scenarios`;
+		if (event.skipped === 'judge-failed')
+			return (
+				`step ${tried} (grpo ${tried - sftTotal}/${recipe.grpo.steps}): the judge failed on every group ` +
+				`(${m['train/ruler_dropped_groups'] ?? 0} dropped): not trained, retrying with new scenarios`
+			);
 		if (event.skipped) return `${head}, skipped (${event.skipped})`;
 		return (
 			`${head}, loss ${fixed(m['train/loss'], 4)}` +
@@ -347,8 +420,21 @@ function stopOnSignals(abort: AbortController): { dispose(): void } {
 	};
 }
 
-export async function runTrain(args: TrainArgs): Promise<TrainOutput | ExitWith> {
-	const out = resolve(args.out);
+export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith> {
+	const out = resolve(input.out);
+	const args: TrainArgs = input.rubric
+		? {
+				...input,
+				rubricText: await readFile(input.rubric, 'utf8').catch((error: Error) => {
+					throw new CliInputError(`--rubric: cannot read ${input.rubric} (${error.message})`);
+				})
+			}
+		: input;
+	const judgeApiKey = args.judgeApiKeyEnv ? process.env[args.judgeApiKeyEnv] : undefined;
+	if (args.judgeApiKeyEnv && !judgeApiKey)
+		throw new CliInputError(
+			`--judge-api-key-env: the environment variable ${args.judgeApiKeyEnv} is not set (or empty)`
+		);
 	const recipe = trainRecipe(args, STATIC_ROOT, await savedRecipe(out));
 	// Every file problem before the GPU is touched.
 	await ensureBundledModel(recipe.baseModel, STATIC_ROOT);
@@ -391,6 +477,7 @@ export async function runTrain(args: TrainArgs): Promise<TrainOutput | ExitWith>
 		);
 		const summary = await runRecipe(model, recipe, {
 			signal: abort.signal,
+			judgeApiKey,
 			onEvent: (event) => {
 				const line = progressLine(event, recipe);
 				if (line) process.stderr.write(line + '\n');

@@ -57,7 +57,8 @@ export type RunEvent =
 			split: 'train' | 'sft';
 			/** The model's step after it. */
 			step: number;
-			skipped?: 'no-signal' | 'non-finite-grad';
+			/** Untrained: no reward spread, a non-finite gradient, or (RULER) the judge failed on every group. */
+			skipped?: 'no-signal' | 'non-finite-grad' | 'judge-failed';
 			metrics: StepMetrics;
 	  }
 	| { type: 'eval'; report: EvaluationReport }

@@ -64,8 +64,29 @@ export interface EvalConfig {
 	temperatures: number[];
 }
 
+/** Where a trajectory's reward comes from: the game's own, RULER's score (ART), or their sum. */
+export type RewardSource = 'env' | 'ruler' | 'ruler+env';
+export const REWARD_SOURCES: readonly RewardSource[] = ['env', 'ruler', 'ruler+env'];
+
+export interface RewardConfig {
+	source: RewardSource;
+	/**
+	 * RULER's judge: an OpenAI-compatible endpoint and model. Its API key is never part of a
+	 * recipe (recipes are saved with the run and travel in links): the caller hands it to the
+	 * run (RunOptions.judgeApiKey).
+	 */
+	judge?: { baseURL: string; model: string };
+	/** RULER's grading standards; absent: ART's default rubric. */
+	rubric?: string;
+}
+
 export interface Recipe {
 	environment: EnvironmentName;
+	/**
+	 * Training reward (absent: the environment's). Evaluations always score the environment's
+	 * own reward, so a run trained on RULER is measured by the game's truth.
+	 */
+	reward?: RewardConfig;
 	/** The environment's settings (absent: its defaults). */
 	envOptions?: EnvOptions;
 	/** The base model: a Hugging Face folder (Node) or URL prefix (browser). */
@@ -120,6 +141,7 @@ export function validateRecipe(r: Recipe): Recipe {
 		bad('envOptions.historyTurns', o.historyTurns, 'an integer >= 0 or null (the whole game)');
 	if (o.maxTurns !== undefined && !isCount(o.maxTurns))
 		bad('envOptions.maxTurns', o.maxTurns, 'an integer >= 1');
+	if (r.reward) validateReward(r, bad);
 	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
 		bad('baseModel', r.baseModel, 'a model folder or URL');
 	if (r.warmStart && (!r.warmStart.adapter || !['merged', 'stacked'].includes(r.warmStart.mode)))
@@ -161,4 +183,36 @@ export function validateRecipe(r: Recipe): Recipe {
 		bad('maxNoSignal', r.maxNoSignal, 'an integer from 1 to 16');
 	if (!isCount(r.maxContext, 16)) bad('maxContext', r.maxContext, 'an integer >= 16');
 	return r;
+}
+
+function validateReward(r: Recipe, bad: (field: string, value: unknown, want: string) => never) {
+	const w = r.reward!;
+	if (!REWARD_SOURCES.includes(w.source))
+		bad('reward.source', w.source, `one of ${REWARD_SOURCES.join(', ')}`);
+	if (w.source === 'env') return;
+	const url = (() => {
+		try {
+			return new URL(w.judge?.baseURL ?? '');
+		} catch {
+			return null;
+		}
+	})();
+	if (!url || !['http:', 'https:'].includes(url.protocol))
+		bad(
+			'reward.judge.baseURL',
+			w.judge?.baseURL,
+			"an http(s) URL of an OpenAI-compatible API (e.g. 'https://api.openai.com/v1')"
+		);
+	if (typeof w.judge?.model !== 'string' || !w.judge.model.trim())
+		bad('reward.judge.model', w.judge?.model, "the judge model's name");
+	if (w.rubric !== undefined && (typeof w.rubric !== 'string' || !w.rubric.trim()))
+		bad('reward.rubric', w.rubric, 'a non-empty text (or absent: the default rubric)');
+	// RULER judges one conversation per trajectory; a 2048 history window records each turn
+	// as its own history (ART refuses such trajectories too)
+	if (r.environment === '2048' && typeof r.envOptions?.historyTurns === 'number')
+		bad(
+			'envOptions.historyTurns',
+			r.envOptions?.historyTurns,
+			'null (the whole game as one conversation) when RULER judges 2048'
+		);
 }

@@ -13,9 +13,10 @@
  * r * 1009 + g`, each game sampled from its own seed; evaluations play EVAL_SEED + i.
  */
 import { gatherTrajectoryGroups } from '../agent/gather';
+import { Judge, rulerScoreGroup, RULER_METRICS, type JudgeOptions } from '../agent/ruler';
 import { trajectoryToJson } from '../agent/jsonl';
 import type { TrainableModel } from '../agent/model';
-import type { Trajectory } from '../agent/trajectory';
+import type { Trajectory, TrajectoryGroup } from '../agent/trajectory';
 import { shuffled } from '../util/random';
 import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
 import { playGames } from './play';
@@ -27,6 +28,10 @@ export interface RunOptions {
 	/** Stop: aborts the rollouts in flight and ends the run 'stopped'. */
 	signal?: AbortSignal;
 	onEvent?: (event: RunEvent) => void;
+	/** The API key of the recipe's RULER judge (never part of the recipe: recipe.ts). */
+	judgeApiKey?: string;
+	/** Another judge than the recipe's endpoint (e.g. a client in the same process). */
+	judge?: Judge | JudgeOptions;
 }
 
 /** Retries of one GRPO step with new scenarios, at most (the round number's spacing). */
@@ -65,6 +70,7 @@ export async function runRecipe(
 	};
 	const sftTotal = sftSteps(recipe);
 	const client = model.openaiClient();
+	const scoring = rulerScoring(recipe, options);
 	let lastReward: number | null = null;
 	let lastEval: number | null = null;
 	const summary = async (status: RunStatus, reason: string): Promise<RunSummary> => {
@@ -166,9 +172,30 @@ export async function runRecipe(
 			checkStop();
 			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
 			const rolloutStart = performance.now();
-			const groups = await playRound(env, client, model.name, recipe, round, step, emit, signal);
+			const { groups, judged } = await playRound(
+				env,
+				client,
+				model.name,
+				recipe,
+				round,
+				step,
+				emit,
+				scoring,
+				signal
+			);
 			const rolloutMs = performance.now() - rolloutStart;
 			checkStop();
+			if (scoring && groups.length === 0) {
+				// the judge failed on every group: nothing it scored is trained on
+				emit({ type: 'step', split: 'train', step, skipped: 'judge-failed', metrics: judged });
+				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP))
+					return summary(
+						'stuck',
+						`the judge failed on every group in ${noSignal} round${noSignal === 1 ? '' : 's'} in a row ` +
+							`at GRPO step ${grpoStep}: ${scoring.lastFailure ?? 'no scores'}`
+					);
+				continue;
+			}
 			emit({ type: 'phase', phase: 'train', step });
 			const g = recipe.grpo;
 			const report = await model.train(
@@ -180,7 +207,7 @@ export async function runRecipe(
 					temperature: g.temperature,
 					tokenBudget: g.tokenBudget
 				},
-				{ 'train/rollout_ms': rolloutMs }
+				{ 'train/rollout_ms': rolloutMs, ...judged }
 			);
 			lastReward = report.metrics['train/reward'] ?? null;
 			emit({
@@ -219,13 +246,16 @@ async function playRound(
 	round: number,
 	step: number,
 	emit: (e: RunEvent) => void,
+	scoring: RulerScoring | null,
 	signal?: AbortSignal
-) {
+): Promise<{ groups: TrajectoryGroup[]; judged: Record<string, number> }> {
 	const g = recipe.grpo;
 	const total = g.groups * g.groupSize;
 	let done = 0;
 	emit({ type: 'phase', phase: 'rollouts', step });
-	return gatherTrajectoryGroups(
+	const judgedGroups: TrajectoryGroup[] = [];
+	let dropped = 0;
+	const groups = await gatherTrajectoryGroups(
 		Array.from({ length: g.groups }, (_, group) => {
 			const scenario = (recipe.seed * 1_000_003 + round * 1009 + group) >>> 0;
 			return Array.from({ length: g.groupSize }, (_, index) => async (inner: AbortSignal) => {
@@ -256,8 +286,64 @@ async function playRound(
 				return t;
 			});
 		}),
-		{ signal }
+		{
+			signal,
+			...(scoring && {
+				afterEach: async (group: TrajectoryGroup) => {
+					const scored = await rulerScoreGroup(group, {
+						judge: scoring.judge,
+						rubric: recipe.reward?.rubric,
+						combine: recipe.reward?.source === 'ruler+env' ? 'ruler+env' : 'ruler',
+						swallowExceptions: true,
+						signal,
+						onSwallowed: (error) => {
+							scoring.lastFailure = error instanceof Error ? error.message : String(error);
+						}
+					});
+					if (scored) judgedGroups.push(scored);
+					return scored;
+				},
+				onDrop: () => dropped++
+			})
+		}
 	);
+	return { groups, judged: scoring ? judgeMetrics(judgedGroups, dropped) : {} };
+}
+
+/** The run's RULER judge (null when the recipe trains on the environment's reward). */
+interface RulerScoring {
+	judge: Judge;
+	/** The last failure a dropped group was dropped for (for the 'stuck' reason). */
+	lastFailure: string | null;
+}
+
+function rulerScoring(recipe: Recipe, options: RunOptions): RulerScoring | null {
+	const reward = recipe.reward;
+	if (!reward || reward.source === 'env') return null;
+	const judge =
+		options.judge instanceof Judge
+			? options.judge
+			: new Judge(
+					options.judge ?? {
+						baseURL: reward.judge!.baseURL, // (validated: present for RULER)
+						model: reward.judge!.model,
+						apiKey: options.judgeApiKey
+					}
+				);
+	return { judge, lastFailure: null };
+}
+
+/**
+ * A round's judging as step metrics: groups dropped (the judge failed on them: never
+ * trained on), and the judge's latency, tokens and cost summed over the groups it scored.
+ */
+function judgeMetrics(groups: readonly TrajectoryGroup[], dropped: number): Record<string, number> {
+	const out: Record<string, number> = { 'train/ruler_dropped_groups': dropped };
+	for (const name of Object.values(RULER_METRICS)) {
+		const values = groups.map((g) => g.metrics[name]).filter((v) => typeof v === 'number');
+		if (values.length) out[`train/${name}`] = values.reduce((a, b) => a + (b as number), 0);
+	}
+	return out;
 }
 
 async function evaluateOnce(

@@ -13,12 +13,9 @@
  * child process against the same server.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, type GatherProgress } from '../../../src/lib/agent/gather';
 import { trajectoriesToJsonl } from '../../../src/lib/agent/jsonl';
@@ -38,67 +35,24 @@ import {
 	type JudgeOptions
 } from '../../../src/lib/agent/ruler';
 import { Trajectory, TrajectoryGroup } from '../../../src/lib/agent/trajectory';
+import {
+	completion,
+	ok,
+	ScriptedJudge,
+	trajectoriesOf,
+	type ChatMessage,
+	type Behaviour,
+	type Seen
+} from '../../../src/lib/testing/scripted-judge';
 import { runCli } from '../cli/run-cli';
 
-// ---- the scripted judge ----
-
-interface ChatMessage {
-	role: string;
-	content: string;
-}
-interface Seen {
-	body: { model: string; messages: ChatMessage[]; [k: string]: unknown };
-	authorization?: string;
-	at: number;
-}
-type Answer = { status: number; json?: unknown; headers?: Record<string, string> } | { hang: true };
-/** Decides the answer to the n-th request (0-based) of a test. */
-type Behaviour = (seen: Seen, n: number) => Answer;
-
-/** The trajectories of a judge request: id -> the JSON text sent for it. */
-function trajectoriesOf(seen: Seen): Map<string, string> {
-	const user = seen.body.messages[1].content;
-	const out = new Map<string, string>();
-	for (const m of user.matchAll(/<trajectory id="(\d+)">\n(.*?)\n<\/trajectory>/gs))
-		out.set(m[1], m[2]);
-	return out;
-}
+// ---- the rule the scripted judge follows here ----
 
 /** The score a trajectory asks for: the last "<<x>>" in its text. */
 function markedScore(text: string): number {
 	const marks = [...text.matchAll(/<<([0-9.]+)>>/g)];
 	return marks.length ? Number(marks.at(-1)![1]) : 0;
 }
-
-function completion(content: string | null, usage = true, extra: object = {}): ChatCompletion {
-	return {
-		id: 'chatcmpl-judge',
-		object: 'chat.completion',
-		created: 0,
-		model: 'scripted-judge',
-		choices: [
-			{
-				index: 0,
-				finish_reason: 'stop',
-				logprobs: null,
-				message: { role: 'assistant', content, refusal: null }
-			}
-		],
-		...(usage
-			? {
-					usage: {
-						prompt_tokens: 100,
-						completion_tokens: 20,
-						total_tokens: 120,
-						cost: 0.0015
-					} as ChatCompletion['usage']
-				}
-			: {}),
-		...extra
-	};
-}
-
-const ok = (content: string | null): Answer => ({ status: 200, json: completion(content) });
 
 /** The rule-following judge: each trajectory's marked score, in id order (or reversed). */
 function ruleReply(seen: Seen, reverse = false): string {
@@ -110,70 +64,6 @@ function ruleReply(seen: Seen, reverse = false): string {
 	return JSON.stringify({ scores: reverse ? entries.reverse() : entries });
 }
 const follows: Behaviour = (seen) => ok(ruleReply(seen));
-
-class ScriptedJudge {
-	server!: Server;
-	url!: string;
-	seen: Seen[] = [];
-	behaviour: Behaviour = follows;
-	inFlight = 0;
-	peakInFlight = 0;
-	/** ms each answer waits before it is sent. */
-	delayMs = 0;
-	private hanging: ServerResponse[] = [];
-
-	async start(): Promise<void> {
-		this.server = createServer((req, res) => void this.handle(req, res));
-		await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-		this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
-	}
-
-	reset(behaviour: Behaviour = follows): void {
-		this.seen = [];
-		this.behaviour = behaviour;
-		this.delayMs = 0;
-		this.peakInFlight = 0;
-		for (const res of this.hanging.splice(0)) res.destroy();
-	}
-
-	async stop(): Promise<void> {
-		this.reset();
-		this.server.closeAllConnections();
-		await new Promise((r) => this.server.close(r));
-	}
-
-	private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-		let text = '';
-		for await (const chunk of req) text += chunk;
-		if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-			res.writeHead(404).end();
-			return;
-		}
-		const seen: Seen = {
-			body: JSON.parse(text) as Seen['body'],
-			authorization: req.headers.authorization,
-			at: performance.now()
-		};
-		const n = this.seen.push(seen) - 1;
-		this.inFlight++;
-		this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
-		try {
-			const answer = this.behaviour(seen, n);
-			if ('hang' in answer) {
-				this.hanging.push(res);
-				res.on('close', () => this.inFlight--);
-				return;
-			}
-			if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
-			res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-			res.end(JSON.stringify(answer.json ?? {}));
-			this.inFlight--;
-		} catch (error) {
-			this.inFlight--;
-			res.writeHead(599).end(String(error));
-		}
-	}
-}
 
 // ---- trajectories ----
 
@@ -198,7 +88,7 @@ function game(score: number, reward = score > 0.5 ? 1 : 0, move = `${score}`): T
 const quiet = { onSwallowed: () => undefined };
 
 describe('RULER on a scripted judge over loopback HTTP', () => {
-	const judge = new ScriptedJudge();
+	const judge = new ScriptedJudge(follows);
 	let options: JudgeOptions;
 	let dir: string;
 

@@ -129,6 +129,36 @@ describe('cli train: the recipe from flags', () => {
 		});
 		expect(() => recipe(['--env', 'tictactoe'], saved)).toThrow(CliInputError);
 	});
+
+	it('--reward ruler names the judge (URL, model, rubric), never its key', () => {
+		const judge = ['--judge-base-url', 'http://127.0.0.1:9/v1', '--judge-model', 'j'];
+		const r = recipe(['--env', 'letters', '--reward', 'ruler+env', ...judge]);
+		expect(r.reward).toEqual({
+			source: 'ruler+env',
+			judge: { baseURL: 'http://127.0.0.1:9/v1', model: 'j' }
+		});
+		// the judge's flags alone mean RULER; a saved run keeps its judge unless a flag changes it
+		expect(recipe(['--env', 'letters', ...judge]).reward?.source).toBe('ruler');
+		const saved = recipe(['--env', 'letters', '--reward', 'ruler', ...judge]);
+		expect(recipe(['--judge-model', 'k'], saved).reward).toEqual({
+			source: 'ruler',
+			judge: { baseURL: 'http://127.0.0.1:9/v1', model: 'k' }
+		});
+		expect(recipe(['--reward', 'env'], saved).reward).toEqual({ source: 'env' });
+		expect(recipe(['--env', 'letters']).reward).toBeUndefined();
+		expect(() => recipe(['--reward', 'ruler'])).toThrow(
+			/needs --judge-base-url URL and --judge-model/
+		);
+		expect(() => recipe(['--reward', 'env', '--judge-model', 'j'])).toThrow(UsageError);
+		expect(() => recipe(['--reward', 'judge'])).toThrow(
+			/--reward: 'judge' is not env or ruler or ruler\+env/
+		);
+		expect(() =>
+			recipe(['--reward', 'ruler', '--judge-base-url', 'ftp://x', '--judge-model', 'j'])
+		).toThrow(/reward\.judge\.baseURL must be an http\(s\) URL/);
+		// 2048's history window records each turn apart: RULER judges one conversation
+		expect(() => recipe(['--env', '2048', ...judge])).toThrow(/envOptions\.historyTurns/);
+	});
 });
 
 let root: string;
@@ -320,6 +350,21 @@ describe('cli train: runs', () => {
 		);
 		expect(missing.code).toBe(1);
 		expect(missing.stderr).toMatch(/^tabrl: input: --warm-start: .*nope is not a directory/m);
+		// so is a judge whose key variable is not set (the key is never a flag)
+		const keyless = await runCli(
+			trainArgs({
+				out: join(root, 'keyless'),
+				reward: 'ruler',
+				'judge-base-url': 'http://127.0.0.1:9/v1',
+				'judge-model': 'j',
+				'judge-api-key-env': 'TABRL_TEST_UNSET_KEY'
+			}),
+			60_000
+		);
+		expect(keyless.code).toBe(1);
+		expect(keyless.stderr).toMatch(
+			/^tabrl: input: --judge-api-key-env: the environment variable TABRL_TEST_UNSET_KEY is not set/m
+		);
 	}, 300_000);
 
 	it('refuses bad flags with the usage line, exit 2', async () => {
@@ -329,6 +374,7 @@ describe('cli train: runs', () => {
 			[trainArgs({ loss: 'sgd' }), /--loss: 'sgd' is not cispo or ppo/],
 			[trainArgs({ 'sft-first': '2' }), /--sft-first: letters has no demonstrations/],
 			[['train', '--steps', '1'], /--out is required/],
+			[trainArgs({ reward: 'ruler' }), /--reward ruler needs --judge-base-url/],
 			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/]
 		];
 		for (const [args, message] of cases) {

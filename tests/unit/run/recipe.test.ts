@@ -60,7 +60,26 @@ const BAD: Mutation[] = [
 	['eval.temperatures', (r) => (r.eval.temperatures = [0, -1])],
 	['maxNoSignal', (r) => (r.maxNoSignal = 0)],
 	['maxNoSignal', (r) => (r.maxNoSignal = 17)],
-	['maxContext', (r) => (r.maxContext = 8)]
+	['maxContext', (r) => (r.maxContext = 8)],
+	['reward.source', (r) => (r.reward = { source: 'judge' as 'env' })],
+	['reward.judge.baseURL', (r) => (r.reward = { source: 'ruler' })],
+	[
+		'reward.judge.baseURL',
+		(r) => (r.reward = { source: 'ruler', judge: { baseURL: 'localhost:8000', model: 'm' } })
+	],
+	[
+		'reward.judge.model',
+		(r) => (r.reward = { source: 'ruler', judge: { baseURL: 'http://127.0.0.1:1/v1', model: ' ' } })
+	],
+	[
+		'reward.rubric',
+		(r) =>
+			(r.reward = {
+				source: 'ruler+env',
+				judge: { baseURL: 'https://x.test/v1', model: 'm' },
+				rubric: ''
+			})
+	]
 ];
 
 function refusal(recipe: Recipe): RunError {

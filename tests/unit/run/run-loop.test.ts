@@ -27,11 +27,34 @@ import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, runRecipe, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
+import { lettersReward } from '../../../src/lib/agent/letters';
+import { DEFAULT_RUBRIC, judgeSystemPrompt, RESPONSE_FORMAT } from '../../../src/lib/agent/ruler';
+import {
+	ok,
+	ScriptedJudge,
+	trajectoriesOf,
+	type Behaviour
+} from '../../../src/lib/testing/scripted-judge';
 
 let root: string;
 let lettersBase: string;
 let ticTacToeBase: string;
 let backend: LocalBackend;
+
+/**
+ * A judge that scores each letters reply by rule, the opposite of the game's reward
+ * (1 - the share of a-m), so a run that trains on RULER's scores is told apart from one that
+ * trains on the game's.
+ */
+const opposite: Behaviour = (seen) => {
+	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
+		const messages = JSON.parse(text) as { role: string; content: string }[];
+		const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
+		return { trajectory_id: id, explanation: 'by rule', score: 1 - lettersReward(reply) };
+	});
+	return ok(JSON.stringify({ scores }));
+};
+const judge = new ScriptedJudge(opposite);
 
 beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), 'tabrl-run-loop-'));
@@ -40,8 +63,10 @@ beforeAll(async () => {
 	await writeModelFiles(lettersBase, makeFixture('llama', { seed: 11 }).files);
 	await writeTicTacToeModel(ticTacToeBase, MODEL_SIZES.tiny);
 	backend = new LocalBackend({ path: join(root, 'runs') });
+	await judge.start();
 }, 60_000);
 afterAll(async () => {
+	await judge.stop();
 	await backend?.close();
 	await rm(root, { recursive: true, force: true });
 });
@@ -301,5 +326,74 @@ describe('runRecipe', () => {
 		expect(lrs[1]).toBeCloseTo(1e-4, 8);
 		// checkpoints pruned after each SFT chunk: only the latest (nothing evaluated)
 		expect(await new NodeRunStore(runDir('sft')).listCheckpoints()).toEqual([2]);
+	}, 600_000);
+
+	it("RULER: trained on the judge's scores, the game's reward beside them, evaluations the game's", async () => {
+		judge.reset();
+		const r = recipe({
+			reward: { source: 'ruler', judge: { baseURL: judge.url, model: 'scripted' } },
+			eval: { every: 2, games: 2, temperatures: [0] },
+			grpo: { steps: 2, maxTokens: 8, learningRate: 1e-2 }
+		});
+		const model = await register('letters-ruler', r);
+		const events: RunEvent[] = [];
+		const summary = await runRecipe(model, r, { onEvent: (e) => events.push(e) });
+		expect(summary.status).toBe('done');
+		expect(summary.grpoStep).toBe(2);
+
+		// one request per group of each round, ART's prompt, the strict schema
+		const trained = events.filter((e) => e.type === 'step' && !e.skipped);
+		expect(trained).toHaveLength(2);
+		const rounds = events.filter((e) => e.type === 'phase' && e.phase === 'rollouts').length;
+		expect(judge.seen).toHaveLength(rounds * r.grpo.groups);
+		expect(judge.seen[0].body.messages[0]).toEqual({
+			role: 'system',
+			content: judgeSystemPrompt(DEFAULT_RUBRIC)
+		});
+		expect(judge.seen[0].body.response_format).toEqual(RESPONSE_FORMAT);
+		for (const e of trained) {
+			if (e.type !== 'step') continue;
+			const m = e.metrics;
+			// the judge's score (1 - the game's reward) is the reward trained on
+			expect(m['train/reward']).toBeCloseTo(m['train/ruler_score'], 10);
+			expect(m['train/reward'] + m['train/independent_reward']).toBeCloseTo(1, 10);
+			expect(m['train/ruler_dropped_groups']).toBe(0);
+			expect(m['train/ruler_judge_reasks']).toBe(0);
+			expect(m['train/ruler_judge_prompt_tokens']).toBe(100 * r.grpo.groups);
+		}
+		// evaluations play the game and score its own reward (no judge call)
+		const evals = events.filter((e) => e.type === 'eval');
+		expect(evals.map((e) => e.type === 'eval' && e.report.step)).toEqual([0, 2]);
+		// the recipe saved with the run names the judge but holds no key
+		const meta = await new NodeRunStore(runDir('letters-ruler')).readMeta();
+		expect(JSON.stringify(meta)).toContain(judge.url);
+	}, 600_000);
+
+	it('RULER: a judge that answers garbage trains nothing and ends stuck, saying so', async () => {
+		judge.reset(() => ok('Here are my scores: 1, 0.5'));
+		const r = recipe({
+			reward: { source: 'ruler', judge: { baseURL: judge.url, model: 'scripted' } },
+			maxNoSignal: 2
+		});
+		const model = await register('letters-ruler-garbage', r);
+		const events: RunEvent[] = [];
+		const summary = await runRecipe(model, r, {
+			judgeApiKey: 'sk-test-secret',
+			onEvent: (e) => events.push(e)
+		});
+		expect(summary.status).toBe('stuck');
+		expect(summary.reason).toMatch(/judge failed on every group in 2 rounds/);
+		expect(summary.step).toBe(0);
+		const steps = events.filter((e) => e.type === 'step');
+		expect(steps.map((e) => e.type === 'step' && e.skipped)).toEqual([
+			'judge-failed',
+			'judge-failed'
+		]);
+		for (const e of steps)
+			if (e.type === 'step') expect(e.metrics['train/ruler_dropped_groups']).toBe(r.grpo.groups);
+		// each group asked twice (the corrective re-ask), with the key as the bearer token only
+		expect(judge.seen).toHaveLength(2 * r.grpo.groups * 2);
+		expect(judge.seen[0].authorization).toBe('Bearer sk-test-secret');
+		expect(JSON.stringify(events)).not.toContain('sk-test-secret');
 	}, 600_000);
 });
