@@ -6,8 +6,12 @@
  * the adapter's sha256, this command, the seed, what it scores). For the GPU machine:
  *
  *   npx tsx scripts/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
- *       [--work DIR] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P]
+ *       [--work DIR] [--resume] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X]
+ *       [--explore P]
  *
+ * --resume continues the SFT run kept in --work by an earlier call that was cut short (its
+ * checkpoints, one every `chunk` steps; the same flags must be given): a warm start too long
+ * for one GPU-machine call is made over several. Without it --work is emptied first.
  * The --sft-* flags and --explore (2048: recipe.ts SftPhaseConfig.explore) replace the
  * environment's WARM_START_SFT fields (presets.ts), for trying a recipe before it is made the
  * default there.
@@ -151,7 +155,9 @@ async function main(): Promise<void> {
 	const baseDir = resolve(flag(argv, 'base') ?? join('static', bundledModelPath(env)));
 	await ensureBundledModel(baseDir, resolve('static'));
 	const onBase = (r: Recipe): Recipe => ({ ...r, baseModel: baseDir });
-	await rm(work, { recursive: true, force: true });
+	if (!argv.includes('--resume')) await rm(work, { recursive: true, force: true });
+	// the check below evaluates from scratch (a resumed one would skip a logged evaluation)
+	await rm(join(work, 'warm-start', 'models', `${env}-check`), { recursive: true, force: true });
 	const backend = new LocalBackend({ path: work });
 	try {
 		// 1. SFT through the run loop (its evaluation is of the f32 adapter).

@@ -7,7 +7,8 @@
 #                                       (a NAME above, or `preset`: the shipped one)
 #      wsgrpo:ENV:NAME:RUN[:WSFLAGS[:FLAGS]]   the warm start, then GRPO from it
 # FLAGS are extra flags with '+' for spaces (e.g. --explore+0.25, --eval-every+20).
-# A run continues where it stopped when its folder is still there: the machine stays warm
+# A warm start or run continues where it stopped when its folder is still there (a warm
+# start's SFT resumes from its last checkpoint: make-warm-start --resume): the machine stays warm
 # 30 s after a call, so a next call made at once finds .scratch/dev/ as this one left it
 # (`cli train` continues a run from its --out). Each job's results (log, history, run.json,
 # the warm start's files) come back as one archive in $OUT (a call returns at most 8 files).
@@ -26,7 +27,7 @@ D=.scratch/dev # every path below is in it; node runs from the root (static/ is 
 warm_start() { # ENV NAME [FLAGS]
   [ -f $D/ws/$2/adapter_model.safetensors ] && { echo "ws $2: already made" >> $D/ws-$2.log; return 0; }
   local flags=${3:-}
-  timeout "$(left)" node .gpu/make-warm-start.mjs --env "$1" --out $D/ws/$2 --work $D/ws-work-$2 ${flags//+/ } \
+  timeout "$(left)" node .gpu/make-warm-start.mjs --env "$1" --out $D/ws/$2 --work $D/ws-work-$2 --resume ${flags//+/ } \
     > $D/ws-$2.json 2>> $D/ws-$2.log
   local rc=$?; echo "rc $rc at $(( $(date +%s) - t0 )) s" >> $D/ws-$2.log; return $rc
 }
