@@ -5,6 +5,13 @@
  * misbehaving on purpose (bad JSON, wrong ids, 429 / 500, a hang). Callers reach it through
  * the official `openai` client, exactly as a remote judge, so nothing of fetch or the
  * client is mocked.
+ *
+ * GET /v1/models lists one model (what `Judge.check()` asks; recorded in `modelRequests`,
+ * not `seen`). With `{ cors: true }` it answers as a judge that allows browsers: OPTIONS
+ * preflights get 204 with the methods and headers asked for, every answer carries
+ * Access-Control-Allow-Origin (the page's origin), so a page's worker can call it (the e2e
+ * test); preflights are counted in `preflights`. Without it, a browser refuses its answers,
+ * as it would a judge that knows nothing of CORS.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -69,15 +76,31 @@ export function completion(
 /** 200 with `content` as the judge's message. */
 export const ok = (content: string | null): Answer => ({ status: 200, json: completion(content) });
 
+export interface ScriptedJudgeOptions {
+	/** Answer CORS preflights and allow any origin (a judge a browser may call). */
+	cors?: boolean;
+}
+
 /** The server; `url` (…/v1) once started; `reset(b)` sets the next test's behaviour. */
 export class ScriptedJudge {
 	server!: Server;
 	url!: string;
 	seen: Seen[] = [];
+	/** GET /v1/models requests (their Authorization header). */
+	modelRequests: { authorization?: string }[] = [];
+	/** CORS preflights answered (OPTIONS), with their Origin. */
+	preflights: { origin?: string; headers?: string }[] = [];
+	/** The answer to GET /v1/models instead of the listing (e.g. a 401), until reset. */
+	modelsAnswer: Extract<Answer, { status: number }> | null = null;
 	behaviour: Behaviour;
+	private readonly cors: boolean;
 	/** The behaviour `reset()` returns to. */
-	constructor(private readonly initial: Behaviour) {
+	constructor(
+		private readonly initial: Behaviour,
+		options: ScriptedJudgeOptions = {}
+	) {
 		this.behaviour = initial;
+		this.cors = !!options.cors;
 	}
 	inFlight = 0;
 	peakInFlight = 0;
@@ -93,6 +116,9 @@ export class ScriptedJudge {
 
 	reset(behaviour: Behaviour = this.initial): void {
 		this.seen = [];
+		this.modelRequests = [];
+		this.preflights = [];
+		this.modelsAnswer = null;
 		this.behaviour = behaviour;
 		this.delayMs = 0;
 		this.peakInFlight = 0;
@@ -105,11 +131,50 @@ export class ScriptedJudge {
 		await new Promise((r) => this.server.close(r));
 	}
 
+	/** The CORS headers of an answer to `req` (none without `cors`). */
+	private corsHeaders(req: IncomingMessage): Record<string, string> {
+		if (!this.cors) return {};
+		return { 'access-control-allow-origin': req.headers.origin ?? '*', vary: 'Origin' };
+	}
+
 	private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
 		let text = '';
 		for await (const chunk of req) text += chunk;
+		const cors = this.corsHeaders(req);
+		if (this.cors && req.method === 'OPTIONS') {
+			// the preflight of a request with an Authorization header and the client's own headers
+			const asked = req.headers['access-control-request-headers'];
+			this.preflights.push({ origin: req.headers.origin, headers: asked });
+			res
+				.writeHead(204, {
+					...cors,
+					'access-control-allow-methods': 'GET, POST, OPTIONS',
+					'access-control-allow-headers': asked ?? 'authorization, content-type',
+					'access-control-max-age': '600'
+				})
+				.end();
+			return;
+		}
+		if (req.method === 'GET' && req.url === '/v1/models') {
+			this.modelRequests.push({ authorization: req.headers.authorization });
+			const answer = this.modelsAnswer ?? {
+				status: 200,
+				json: {
+					object: 'list',
+					data: [{ id: 'scripted-judge', object: 'model', created: 0, owned_by: 'tests' }]
+				}
+			};
+			res
+				.writeHead(answer.status, {
+					'content-type': 'application/json',
+					...cors,
+					...answer.headers
+				})
+				.end(JSON.stringify(answer.json ?? {}));
+			return;
+		}
 		if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-			res.writeHead(404).end();
+			res.writeHead(404, cors).end();
 			return;
 		}
 		const seen: Seen = {
@@ -128,12 +193,16 @@ export class ScriptedJudge {
 				return;
 			}
 			if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
-			res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+			res.writeHead(answer.status, {
+				'content-type': 'application/json',
+				...cors,
+				...answer.headers
+			});
 			res.end(JSON.stringify(answer.json ?? {}));
 			this.inFlight--;
 		} catch (error) {
 			this.inFlight--;
-			res.writeHead(599).end(String(error));
+			res.writeHead(599, cors).end(String(error));
 		}
 	}
 }

@@ -18,6 +18,11 @@
  *
  * The API key goes only into the client's Authorization header: it is not in any message,
  * error or stat here.
+ *
+ * In a browser the judge is called from the tab's worker, across origins: a judge that does
+ * not answer CORS preflights fails exactly as one that is down ("Failed to fetch"), so a
+ * connection error there says both, and what to do (`corsAdvice`). `check()` asks the
+ * endpoint for its models (no tokens) so a run learns this before its first rollout.
  */
 import OpenAI, {
 	APIConnectionTimeoutError,
@@ -118,6 +123,40 @@ export interface JudgeAnswer {
 }
 
 const PLACEHOLDER_KEY = 'no-key';
+/** `check()`'s wait for an answer, per attempt: a model listing is quick when there is one. */
+const CHECK_TIMEOUT_MS = 30_000;
+
+/**
+ * The origin of the page or worker this code runs in (e.g. 'https://tabrl.example'), or null
+ * outside a browser. A browser is a scope with a `document` (a page) or a WorkerGlobalScope
+ * (a worker); Node has neither (Node >= 21's `navigator` is not enough). `scope` is for tests.
+ */
+export function browserOrigin(scope: object = globalThis): string | null {
+	const g = scope as {
+		document?: unknown;
+		WorkerGlobalScope?: unknown;
+		location?: { origin?: unknown };
+	};
+	if (typeof g.document === 'undefined' && typeof g.WorkerGlobalScope === 'undefined') return null;
+	const origin = g.location?.origin;
+	return typeof origin === 'string' && origin !== 'null' ? origin : 'this page';
+}
+
+/**
+ * What a failed connection means in a browser, besides a judge that is down: the browser
+ * refused the answer because the judge does not allow requests from `origin` (CORS), and
+ * how each common judge is told to allow them.
+ */
+export function corsAdvice(origin: string): string {
+	return (
+		` In a browser a judge that refuses cross-origin requests (CORS) looks the same: it must` +
+		` allow requests from ${origin}. Ollama: start it with OLLAMA_ORIGINS=${origin};` +
+		` vLLM: --allowed-origins '["${origin}"]'; LM Studio: turn on "Enable CORS" in its server` +
+		` settings; any other: put a proxy in front of it that answers preflights with` +
+		` Access-Control-Allow-Origin. OpenAI and OpenRouter accept requests from browsers.` +
+		` (An https page also cannot call a plain-http judge that is not on this machine.)`
+	);
+}
 const DEFAULT_TIMEOUT_MS = 300_000;
 const DEFAULT_MAX_RETRIES = 3;
 const DEFAULT_CONCURRENCY = 8;
@@ -148,6 +187,8 @@ export class Judge {
 		failed: 0
 	};
 	private readonly client: JudgeClient;
+	/** The client this judge made for its endpoint (null for a given client). */
+	private readonly endpoint: OpenAI | null = null;
 	private readonly requestOptions: JudgeRequestOptions;
 	private readonly timeoutMs: number | undefined;
 	private readonly maxRetries: number | undefined;
@@ -181,12 +222,18 @@ export class Judge {
 				throw new RulerOptionsError('judge.baseURL', 'is missing: give the endpoint URL');
 			this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 			this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-			this.client = new OpenAI({
+			this.endpoint = new OpenAI({
 				baseURL: options.baseURL,
 				apiKey: options.apiKey || PLACEHOLDER_KEY,
 				timeout: this.timeoutMs,
-				maxRetries: this.maxRetries
+				maxRetries: this.maxRetries,
+				// The client refuses to run in a browser unless told, because a key shipped in a
+				// site's code is anyone's. Not so here: the key is the user's own, typed into their
+				// own tab, held in memory (or this tab's sessionStorage), and sent only to the judge
+				// they chose; no server of ours sees it.
+				dangerouslyAllowBrowser: true
 			});
+			this.client = this.endpoint;
 			this.requestOptions = {};
 		}
 		const url = 'client' in options ? options.client.baseURL : options.baseURL;
@@ -247,36 +294,73 @@ export class Judge {
 		}
 	}
 
-	private requestError(error: unknown): JudgeRequestError {
+	/**
+	 * Whether the endpoint can be reached and takes the key, before a run spends minutes on
+	 * rollouts: lists its models (GET /models: no tokens spent), one retry, `timeoutMs` at most
+	 * per attempt. Throws the JudgeRequestError a judging request would get for a connection
+	 * failure (in a browser: or CORS), a timeout, or a 401 / 403; any other answer passes (an
+	 * endpoint that lists no models answers 404: the first judging request will tell). A judge
+	 * given as a client passes unasked.
+	 */
+	async check(signal?: AbortSignal, timeoutMs = CHECK_TIMEOUT_MS): Promise<void> {
+		if (!this.endpoint) return;
+		const limits = {
+			timeoutMs: Math.min(timeoutMs, this.timeoutMs ?? timeoutMs),
+			maxRetries: Math.min(1, this.maxRetries ?? 1)
+		};
+		try {
+			await this.endpoint.models.list({
+				timeout: limits.timeoutMs,
+				maxRetries: limits.maxRetries,
+				...(signal ? { signal } : {})
+			});
+		} catch (error) {
+			if (signal?.aborted) throw signal.reason;
+			if (error instanceof APIError && typeof error.status === 'number') {
+				if (error.status !== 401 && error.status !== 403) return;
+			}
+			throw this.requestError(error, limits);
+		}
+	}
+
+	private requestError(
+		error: unknown,
+		limits: { timeoutMs?: number; maxRetries?: number } = {
+			timeoutMs: this.timeoutMs,
+			maxRetries: this.maxRetries
+		}
+	): JudgeRequestError {
+		const { timeoutMs, maxRetries } = limits;
 		const tries =
-			this.maxRetries === undefined
-				? ''
-				: ` (${this.maxRetries + 1} attempt${this.maxRetries ? 's' : ''})`;
+			maxRetries === undefined ? '' : ` (${maxRetries + 1} attempt${maxRetries ? 's' : ''})`;
 		if (error instanceof APIConnectionTimeoutError)
 			return new JudgeRequestError(
 				'timeout',
 				this.label,
 				undefined,
-				`did not answer within ${this.timeoutMs ?? "the client's timeout"} ms${tries}. ` +
+				`did not answer within ${timeoutMs ?? "the client's timeout"} ms${tries}. ` +
 					'Raise timeoutMs, or use a faster judge.',
 				error
 			);
 		if (error instanceof APIUserAbortError)
 			return new JudgeRequestError('other', this.label, undefined, 'request was aborted', error);
-		if (error instanceof APIConnectionError)
+		if (error instanceof APIConnectionError) {
+			const origin = browserOrigin();
 			return new JudgeRequestError(
 				'connection',
 				this.label,
 				undefined,
 				`could not be reached${tries}: ${error.message}` +
 					(error.cause instanceof Error ? ` (${error.cause.message})` : '') +
-					'. Check the base URL and that the server is running.',
+					'. Check the base URL and that the server is running.' +
+					(origin ? corsAdvice(origin) : ''),
 				error
 			);
+		}
 		if (error instanceof APIError && typeof error.status === 'number') {
 			const advice =
 				error.status === 401 || error.status === 403
-					? ' Check the API key (its environment variable).'
+					? ` Check the API key (${browserOrigin() ? 'the one typed in for the judge' : 'its environment variable'}).`
 					: error.status === 404
 						? ' Check the base URL (it usually ends in /v1) and the model name.'
 						: error.status === 400
@@ -284,11 +368,13 @@ export class Judge {
 							: error.status === 429 || error.status >= 500
 								? ` Still failing after the retries; raise maxRetries or try later.`
 								: '';
+			// (the client retries 408, 409, 429 and 5xx only: another status was asked once)
+			const retried = [408, 409, 429].includes(error.status) || error.status >= 500 ? tries : '';
 			return new JudgeRequestError(
 				'http',
 				this.label,
 				error.status,
-				`answered HTTP ${error.status}${tries}: ${error.message}.${advice}`,
+				`answered HTTP ${error.status}${retried}: ${error.message}.${advice}`,
 				error
 			);
 		}
