@@ -19,8 +19,12 @@
  * What it generates, deliberately narrower than JSON where that keeps a model from looping
  * or the output from failing a validator (every text it accepts is valid JSON of the
  * schema; the reverse does not hold):
- *  - whitespace: between JSON tokens, at most `maxWhitespace` bytes of space, tab, CR, LF
- *    per gap (default 16: pretty-printing with indent 2 to depth 7, or indent 4 to depth 3);
+ *  - whitespace: a gap between JSON tokens is nothing, one space, or one newline followed
+ *    by at most `maxIndent` spaces and tabs (default 16: pretty-printing with indent 4 to
+ *    depth 4, indent 2 to depth 8), as llama.cpp's JSON grammars bound it: compact and
+ *    pretty-printed JSON both fit, blank lines and runs of spaces do not (a weak model
+ *    otherwise spends its tokens on them); no CR. None before the value or after it
+ *    unless the caller asks: the reply is the JSON, then the end token;
  *  - object keys in the schema's order, optional ones skippable, no keys outside
  *    `properties` (unless the object has no properties: then any keys);
  *  - numbers: at most 15 integer digits, 15 fraction digits and 2 exponent digits (so every
@@ -34,8 +38,8 @@
 /** The pseudo-byte of the end of the text. */
 export const END = 256;
 
-/** Default whitespace bytes per gap between JSON tokens. */
-export const DEFAULT_MAX_WHITESPACE = 16;
+/** Default spaces and tabs after a gap's newline (see the file comment). */
+export const DEFAULT_MAX_INDENT = 16;
 /** Digits per part of a number. */
 export const MAX_INT_DIGITS = 15;
 export const MAX_FRAC_DIGITS = 15;
@@ -145,7 +149,8 @@ export class Grammar {
 	readonly uid = ++grammarIds;
 	constructor(
 		readonly root: RootNode,
-		readonly maxWhitespace: number
+		/** Spaces and tabs after a gap's newline at most. */
+		readonly maxIndent: number
 	) {}
 
 	/** The recogniser's start: one stack, nothing read. */
@@ -185,9 +190,17 @@ export class Grammar {
 
 	// ---- the recogniser ------------------------------------------------------------------
 
+	/** Reads a whitespace byte of a gap (true: `b` is whitespace, read or refused). The
+	 * frame's `w`: 0 nothing yet, 1 one space (the gap is over), 2 + k a newline and k
+	 * spaces or tabs. */
 	private gap(f: Frame, b: number, out: Frame[]): boolean {
-		if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false;
-		if (f.w < this.maxWhitespace) out.push(new Frame(f.node, f.s, f.n, f.w + 1, f.up));
+		const w = f.w;
+		let next = -1;
+		if (b === 0x20) next = w === 0 ? 1 : w >= 2 && w - 2 < this.maxIndent ? w + 1 : -1;
+		else if (b === 0x09) next = w >= 2 && w - 2 < this.maxIndent ? w + 1 : -1;
+		else if (b === 0x0a) next = w === 0 ? 2 : -1;
+		else if (b !== 0x0d) return false;
+		if (next >= 0) out.push(new Frame(f.node, f.s, f.n, next, f.up));
 		return true;
 	}
 
@@ -403,7 +416,7 @@ export class Frame {
 		/** Counter: code points of a string, digits of a number part, items of an array,
 		 * the next property of an object, repetitions. */
 		readonly n: number,
-		/** Whitespace bytes in the current gap. */
+		/** Where the current whitespace gap is (see Grammar.gap). */
 		readonly w: number,
 		readonly up: Frame | null
 	) {}
@@ -675,7 +688,7 @@ export class GrammarBuilder {
 
 	build(
 		value: GNode,
-		options: { leadingWs?: boolean; trailingWs?: boolean; maxWhitespace?: number } = {}
+		options: { leadingWs?: boolean; trailingWs?: boolean; maxIndent?: number } = {}
 	): Grammar {
 		if (emptyCycle(value))
 			throw new Error('grammar: a node reaches itself without reading a byte (left recursion)');
@@ -683,9 +696,9 @@ export class GrammarBuilder {
 			kind: 'root',
 			id: this.nextId++,
 			value,
-			leadingWs: options.leadingWs ?? true,
-			trailingWs: options.trailingWs ?? true
+			leadingWs: options.leadingWs ?? false,
+			trailingWs: options.trailingWs ?? false
 		};
-		return new Grammar(root, options.maxWhitespace ?? DEFAULT_MAX_WHITESPACE);
+		return new Grammar(root, options.maxIndent ?? DEFAULT_MAX_INDENT);
 	}
 }

@@ -71,21 +71,15 @@ const REFUSED: Record<string, string> = {
 };
 
 export interface JsonSchemaOptions {
-	/** Whitespace bytes per gap between JSON tokens (default grammar.ts's). */
-	maxWhitespace?: number;
+	/** Spaces and tabs after a whitespace gap's newline (default grammar.ts's). */
+	maxIndent?: number;
+	/** Allow a whitespace gap before / after the value (default false). */
+	leadingWs?: boolean;
+	trailingWs?: boolean;
 }
-
-type Schema = boolean | Record<string, unknown>;
 
 function isRecord(x: unknown): x is Record<string, unknown> {
 	return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-
-function jsonTypeOf(v: unknown): JsonType {
-	if (v === null) return 'null';
-	if (Array.isArray(v)) return 'array';
-	if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-	return typeof v as JsonType;
 }
 
 /** Compiles schemas of one root document into nodes of one builder. */
@@ -242,7 +236,8 @@ export class SchemaCompiler {
 			case 'string': {
 				const min = this.count(s, 'minLength', path) ?? 0;
 				const max = this.count(s, 'maxLength', path) ?? Infinity;
-				if (min > max) this.fail(`minLength > maxLength at ${path}`, path, 'minLength');
+				if (min > max)
+					this.fail(`'minLength' > 'maxLength' at ${path}: no string fits`, path, 'minLength');
 				return b.str(min, max);
 			}
 			case 'number':
@@ -256,7 +251,8 @@ export class SchemaCompiler {
 			case 'array': {
 				const min = this.count(s, 'minItems', path) ?? 0;
 				const max = this.count(s, 'maxItems', path) ?? Infinity;
-				if (min > max) this.fail(`minItems > maxItems at ${path}`, path, 'minItems');
+				if (min > max)
+					this.fail(`'minItems' > 'maxItems' at ${path}: no array fits`, path, 'minItems');
 				if (Array.isArray(s.items))
 					this.fail(`tuple 'items' (an array) at ${path} is not supported`, path, 'items');
 				const items = s.items === undefined ? b.any(1) : this.node(s.items, `${path}/items`);

@@ -13,10 +13,16 @@
  *    recogniser one byte per trie node and skipping the subtree of every byte it rejects;
  *    outside strings only a few bytes are allowed, so the walk visits a small part of the
  *    trie.
- * A state with several stacks (anyOf) allows the union of their masks. Measured on Qwen3's
- * 151,669 tokens (tests/unit/model/constrain-mask.test.ts prints the numbers): about
- * 0.1-1 ms per step uncached (string states: copying the precomputed mask and running the
- * closing tokens; elsewhere the trie walk), a few microseconds cached.
+ * A state with several stacks (anyOf) allows the union of their masks.
+ *
+ * Cost, measured on Qwen3's 151,669 tokens (333k trie nodes) along a RULER reply
+ * (tests/unit/model/constrain-mask.test.ts prints it; Node 20, one core of this machine):
+ * with no cache, median 0.2 ms per step, p90 0.5 ms, max 4 ms (the string fast path copies
+ * a 19 KB mask and runs ~1300 closing tokens; the trie walks outside strings visit a few
+ * thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string
+ * sub-state met (between characters, inside a UTF-8 character or an escape): its token
+ * table, ~50 ms. Against a decode step of milliseconds, the mask is not the cost;
+ * constrained calls lose the Generator's one-step look-ahead instead (generation.ts).
  */
 import type { TokenConstraint } from '../generation';
 import { ConstraintError } from './errors';
