@@ -15,6 +15,7 @@ import type {
 	Result,
 	RunApi,
 	SelfTestProgress,
+	StartRunOptions,
 	WorkerApi
 } from './protocol';
 
@@ -39,7 +40,8 @@ export interface BackendHandle extends Omit<RunApi, 'startRun'> {
 	startRun(
 		name: string,
 		recipe: Recipe,
-		onEvent: (event: RunEvent) => void
+		onEvent: (event: RunEvent) => void,
+		options?: StartRunOptions
 	): ReturnType<RunApi['startRun']>;
 	terminate(): void;
 }
@@ -77,7 +79,8 @@ export function spawnBackend(): BackendHandle {
 			guard(api.loadModel(urlPrefix, proxy(onProgress), options)),
 		scoreText: (text) => guard(api.scoreText(text)),
 		unloadModel: () => guard(api.unloadModel()),
-		startRun: (name, recipe, onEvent) => guard(api.startRun(name, recipe, proxy(onEvent))),
+		startRun: (name, recipe, onEvent, options) =>
+			guard(api.startRun(name, recipe, proxy(onEvent), options)),
 		stopRun: () => guard(api.stopRun()),
 		listRuns: () => guard(api.listRuns()),
 		runHistory: (name) => guard(api.runHistory(name)),

@@ -9,11 +9,15 @@
 import type { Backend, HistoryEntry } from '../agent/backend/types';
 import type { GpuAdapterSummary, GpuCapabilities } from '../gpu/device';
 import type { AgentErrorKind } from '../agent/errors';
+import type { RulerErrorKind } from '../agent/ruler/errors';
 import type { GrpoErrorKind } from '../grpo/errors';
 import type { RunMeta } from '../grpo/run-store';
 import type { Recipe, RunErrorKind, RunEvent, RunSummary } from '../run';
 import type { GpuErrorKind } from '../gpu/errors';
 import type { ModelErrorKind } from '../model/errors';
+import type { StartRunOptions } from './run-host';
+
+export type { StartRunOptions };
 
 /** What can go wrong, as the page sees it: GPU- and model-layer kinds, the backend's own, and two of the transport. */
 export type BackendErrorKind =
@@ -31,6 +35,8 @@ export type BackendErrorKind =
 	| GrpoErrorKind
 	| AgentErrorKind
 	| RunErrorKind
+	/** RULER's judge: unreachable (or refusing this origin: CORS), the key refused, bad replies. */
+	| RulerErrorKind
 	/** An exception with no type of its own: a bug, reported with its message. */
 	| 'internal';
 
@@ -235,11 +241,16 @@ export type SavedRun = RunMeta;
  * events sent to the page as they happen. Every method settles into a Result.
  */
 export interface RunApi {
-	/** Starts (or resumes, if `name` is saved) a run of `recipe`; resolves when it ends. */
+	/**
+	 * Starts (or resumes, if `name` is saved) a run of `recipe`; resolves when it ends. The
+	 * RULER judge's API key comes in `options`, never in the recipe (which is saved with the
+	 * run): the worker holds it for this run and sends it only to the judge.
+	 */
 	startRun(
 		name: string,
 		recipe: Recipe,
-		onEvent?: (event: RunEvent) => void
+		onEvent?: (event: RunEvent) => void,
+		options?: StartRunOptions
 	): Promise<Result<RunSummary>>;
 	/** Asks the running run to stop (within one rollout turn); false when none runs. */
 	stopRun(): Promise<Result<boolean>>;

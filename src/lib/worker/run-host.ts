@@ -6,8 +6,17 @@
  *
  * A run's name is its identity in the store; the recipe it was started with is saved
  * with it (RunMeta.recipe), so a listed run resumes with the same configuration.
+ *
+ * RULER's judge: the recipe names its URL, model and rubric; its API key travels apart
+ * (StartRunOptions.judgeApiKey), lives in this call's memory only and goes to the judge as
+ * its bearer token, nowhere else: a recipe holding a key is refused (it would be saved and
+ * could travel in a link), and any text of an event, a summary or an error that holds it
+ * (a judge that echoes a key back) has it replaced. Before the model loads, the judge is
+ * asked for its models (Judge.check: no tokens), so an unreachable judge, one refusing this
+ * page's origin (CORS) or the key is a typed error at once, not after minutes of rollouts.
  */
 import { TrainableModel } from '../agent/model';
+import { Judge } from '../agent/ruler/judge';
 import type { Backend, HistoryEntry } from '../agent/backend/types';
 import { checkpointName, type RunMeta, type RunStore } from '../grpo/run-store';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../model/peft-adapter';
@@ -50,8 +59,38 @@ export function checkRunName(name: string): string {
 	return trimmed;
 }
 
+/** What a run is given besides its recipe: nothing of it is saved, sent or shown. */
+export interface StartRunOptions {
+	/**
+	 * The API key of the recipe's RULER judge (a recipe never holds one): sent to the judge's
+	 * URL as the bearer token, held in memory for this run only. Ignored when the recipe
+	 * trains on the environment's reward.
+	 */
+	judgeApiKey?: string;
+}
+
+/** The fields a recipe's judge may have (the key is not one of them). */
+const JUDGE_FIELDS = new Set(['baseURL', 'model']);
+
+/** Replaces `secret` wherever it occurs in `value`'s strings (a JSON round trip when it does). */
+function redactor(secret: string | undefined): <T>(value: T) => T {
+	if (!secret) return (value) => value;
+	const escaped = JSON.stringify(secret).slice(1, -1);
+	const mask = '[the judge API key]';
+	return (value) => {
+		if (typeof value === 'string') return value.split(secret).join(mask) as typeof value;
+		const json = JSON.stringify(value);
+		return json?.includes(escaped) ? JSON.parse(json.split(escaped).join(mask)) : value;
+	};
+}
+
 export interface RunHost {
-	startRun(name: string, recipe: Recipe, onEvent?: (e: RunEvent) => void): Promise<RunSummary>;
+	startRun(
+		name: string,
+		recipe: Recipe,
+		onEvent?: (e: RunEvent) => void,
+		options?: StartRunOptions
+	): Promise<RunSummary>;
 	stopRun(): Promise<boolean>;
 	listRuns(): Promise<RunMeta[]>;
 	runHistory(name: string): Promise<HistoryEntry[]>;
@@ -77,17 +116,28 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			return active?.name ?? null;
 		},
 
-		async startRun(rawName, input, onEvent) {
+		async startRun(rawName, input, onEvent, options = {}) {
 			const name = checkRunName(rawName);
 			if (active)
 				throw new RunError(
 					'run-busy',
 					`The run '${active.name}' is going; stop it before starting another.`
 				);
+			const ruler = !!input.reward && input.reward.source !== 'env';
+			const judgeApiKey = (ruler && options.judgeApiKey?.trim()) || undefined;
+			const redact = redactor(judgeApiKey);
+			const emit = onEvent && ((event: RunEvent) => onEvent(redact(event)));
 			const abort = new AbortController();
 			active = { name, abort };
 			try {
-				onEvent?.({ type: 'phase', phase: 'loading', step: 0 });
+				emit?.({ type: 'phase', phase: 'loading', step: 0 });
+				const extra = Object.keys(input.reward?.judge ?? {}).filter((k) => !JUDGE_FIELDS.has(k));
+				if (extra.length)
+					throw new RunError(
+						'invalid-recipe',
+						`reward.judge holds ${extra.map((k) => `'${k}'`).join(', ')}: a recipe names the judge's baseURL and model only. ` +
+							"Recipes are saved with the run and travel in links, so the judge's API key is given apart (judgeApiKey)."
+					);
 				const recipe = validateRecipe({
 					...input,
 					baseModel: env.resolveLocation(input.baseModel, 'base model'),
@@ -96,6 +146,15 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						adapter: env.resolveLocation(input.warmStart.adapter, 'warm start')
 					}
 				});
+				if (ruler) {
+					const judge = recipe.reward!.judge!; // (validated: present for RULER)
+					try {
+						await new Judge({ ...judge, apiKey: judgeApiKey }).check(abort.signal);
+					} catch (error) {
+						// Stop pressed meanwhile: the run loop ends it 'stopped' before any game
+						if (!abort.signal.aborted) throw error;
+					}
+				}
 				let model = registered.get(name);
 				if (
 					!model ||
@@ -118,7 +177,13 @@ export function createRunHost(env: RunHostEnv): RunHost {
 					await model.register(env.backend);
 					registered.set(name, model);
 				}
-				return await runRecipe(model, recipe, { signal: abort.signal, onEvent });
+				return redact(
+					await runRecipe(model, recipe, { signal: abort.signal, onEvent: emit, judgeApiKey })
+				);
+			} catch (error) {
+				if (judgeApiKey && error instanceof Error && error.message.includes(judgeApiKey))
+					error.message = redact(error.message);
+				throw error;
 			} finally {
 				active = null;
 			}

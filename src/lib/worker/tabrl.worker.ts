@@ -88,7 +88,8 @@ const api: WorkerApi = {
 	scoreText: core.scoreText,
 	unloadModel: core.unloadModel,
 	agent: agentApi as AgentApi,
-	startRun: (name, recipe, onEvent) => settle(() => runs.startRun(name, recipe, onEvent)),
+	startRun: (name, recipe, onEvent, options) =>
+		settle(() => runs.startRun(name, recipe, onEvent, options)),
 	stopRun: () => settle(() => runs.stopRun()),
 	listRuns: () => settle(() => runs.listRuns()),
 	runHistory: (name) => settle(() => runs.runHistory(name)),

@@ -1,0 +1,212 @@
+/**
+ * The worker's runs side (worker/run-host.ts) with RULER, over the Node LocalBackend on Dawn
+ * and a scripted OpenAI-compatible judge on loopback HTTP (scoring letters replies by the
+ * game's own rule), the key handed to startRun apart from the recipe, as the page does:
+ * - the run trains on the judge's scores; the judge got the key as the bearer token (its
+ *   model listing first, then each group), and nowhere in a request body;
+ * - the key is nowhere else: not in any event, not in any byte the store holds (summary,
+ *   recipe, history, checkpoints), not in the listing, the history or the export; the
+ *   recipe saved keeps the judge's URL and model;
+ * - a recipe carrying a key is refused before anything is written, without echoing it;
+ * - a judge with nothing listening is a typed error at once (before the model loads), and a
+ *   judge that echoes the key in its error has it masked.
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { lettersReward } from '../../../src/lib/agent/letters';
+import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import type { RunMeta } from '../../../src/lib/grpo/run-store';
+import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
+import { ok, ScriptedJudge, trajectoriesOf } from '../../../src/lib/testing/scripted-judge';
+import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
+
+const KEY = 'sk-tabrl-test-9f8e7d6c5b4a';
+
+let root: string;
+let runs: string;
+let baseModel: string;
+let backend: LocalBackend;
+let host: RunHost;
+
+/** Scores each letters reply by the game's rule (the share of its letters in a-m). */
+const judge = new ScriptedJudge((seen) => {
+	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
+		const messages = JSON.parse(text) as { role: string; content: string }[];
+		const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
+		return { trajectory_id: id, explanation: 'by rule', score: lettersReward(reply) };
+	});
+	return ok(JSON.stringify({ scores }));
+});
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), 'tabrl-run-host-ruler-'));
+	runs = join(root, 'runs');
+	baseModel = join(root, 'base');
+	await writeModelFiles(baseModel, makeFixture('llama', { seed: 11 }).files);
+	await judge.start();
+	backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name) });
+	host = createRunHost({
+		backend,
+		project: 'host-ruler-test',
+		resolveLocation: (location) => location,
+		store: async (name) => new NodeRunStore(join(runs, name)),
+		async listRuns() {
+			const names = await readdir(runs).catch(() => [] as string[]);
+			const out: RunMeta[] = [];
+			for (const name of names) {
+				const meta = await new NodeRunStore(join(runs, name)).readMeta();
+				if (meta) out.push(meta);
+			}
+			return out;
+		},
+		deleteRun: (name) => rm(join(runs, name), { recursive: true, force: true })
+	});
+}, 60_000);
+afterAll(async () => {
+	await judge.stop();
+	await backend?.close();
+	await rm(root, { recursive: true, force: true });
+});
+
+/** Letters judged by RULER: one GRPO step of 2 x 2 games of up to 8 tokens. */
+function rulerLetters(baseURL = judge.url): Recipe {
+	const base = preset('letters', '/');
+	return {
+		...base,
+		baseModel,
+		reward: { source: 'ruler', judge: { baseURL, model: 'scripted' } },
+		grpo: {
+			...base.grpo,
+			steps: 1,
+			groups: 2,
+			groupSize: 2,
+			maxTokens: 8,
+			learningRate: 1e-2,
+			tokenBudget: 4096
+		},
+		lora: { rank: 4, alpha: 8 },
+		eval: { every: 0, games: 2, temperatures: [0] },
+		maxNoSignal: 8,
+		maxContext: 256
+	};
+}
+
+/** Every file under `dir`, recursively, with its bytes. */
+async function filesUnder(dir: string): Promise<Map<string, Buffer>> {
+	const out = new Map<string, Buffer>();
+	for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }))
+		if (entry.isFile()) {
+			const path = join(entry.parentPath, entry.name);
+			out.set(path, await readFile(path));
+		}
+	return out;
+}
+
+const failure = async (p: Promise<unknown>) => {
+	const error = await p.then(
+		() => undefined,
+		(e: unknown) => e
+	);
+	expect(error).toBeInstanceOf(Error);
+	return error as Error & { kind?: string };
+};
+
+describe('createRunHost with RULER: the judge API key', () => {
+	it('reaches the judge as the bearer token and nothing else: events, store, listing, export', async () => {
+		judge.reset();
+		const recipe = rulerLetters();
+		const events: RunEvent[] = [];
+		const summary = await host.startRun('ruler-1', recipe, (e) => events.push(e), {
+			judgeApiKey: ` ${KEY}\n` // (pasted with whitespace: trimmed)
+		});
+		expect(summary.status, summary.reason).toBe('done');
+		expect(summary.step).toBe(1);
+
+		// the judge: asked for its models first, then once per group of each round
+		expect(judge.modelRequests).toEqual([{ authorization: `Bearer ${KEY}` }]);
+		const rounds = events.filter((e) => e.type === 'phase' && e.phase === 'rollouts').length;
+		expect(judge.seen).toHaveLength(rounds * 2);
+		for (const seen of judge.seen) {
+			expect(seen.authorization).toBe(`Bearer ${KEY}`);
+			expect(JSON.stringify(seen.body)).not.toContain(KEY);
+		}
+		const trained = events.filter((e) => e.type === 'step' && !e.skipped);
+		expect(trained).toHaveLength(1);
+		const m = trained[0].type === 'step' ? trained[0].metrics : {};
+		expect(m['train/reward']).toBeCloseTo(m['train/ruler_score'], 10); // (the judge's rule is the game's)
+		expect(m['train/ruler_score']).toBeCloseTo(m['train/independent_reward'], 10);
+		expect(m['train/ruler_dropped_groups']).toBe(0);
+
+		// nowhere else
+		expect(JSON.stringify(events)).not.toContain(KEY);
+		expect(JSON.stringify(summary)).not.toContain(KEY);
+		const files = await filesUnder(join(runs, 'ruler-1'));
+		expect(files.size).toBeGreaterThan(2); // summary, history, a checkpoint's files
+		for (const [path, bytes] of files) expect(bytes.includes(KEY), path).toBe(false);
+		const [meta] = await host.listRuns();
+		expect(JSON.stringify(meta)).not.toContain(KEY);
+		expect((meta.recipe as Recipe).reward).toEqual({
+			source: 'ruler',
+			judge: { baseURL: judge.url, model: 'scripted' }
+		});
+		expect(JSON.stringify(await host.runHistory('ruler-1'))).not.toContain(KEY);
+		for (const bytes of Object.values(await host.exportRun('ruler-1')))
+			expect(Buffer.from(bytes).includes(KEY)).toBe(false);
+	}, 600_000);
+
+	it('a recipe holding a key is refused before anything is written, without echoing it', async () => {
+		judge.reset();
+		const recipe = rulerLetters();
+		const leaky = {
+			...recipe,
+			reward: { ...recipe.reward!, judge: { ...recipe.reward!.judge!, apiKey: KEY } }
+		} as Recipe;
+		const error = await failure(host.startRun('leaky', leaky, undefined, { judgeApiKey: KEY }));
+		expect(error.kind).toBe('invalid-recipe');
+		expect(error.message).toMatch(/reward\.judge holds 'apiKey'.*judgeApiKey/);
+		expect(error.message).not.toContain(KEY);
+		expect(judge.modelRequests).toHaveLength(0);
+		expect(await filesUnder(runs).then((f) => [...f.keys()].some((p) => p.includes('leaky')))).toBe(
+			false
+		);
+	});
+
+	it('a judge with nothing listening: a typed error at once, before the model loads', async () => {
+		const events: RunEvent[] = [];
+		const t0 = performance.now();
+		const error = await failure(
+			host.startRun('unreachable', rulerLetters('http://127.0.0.1:9/v1'), (e) => events.push(e), {
+				judgeApiKey: KEY
+			})
+		);
+		expect(performance.now() - t0).toBeLessThan(15_000);
+		expect(error.kind).toBe('ruler-judge-request');
+		expect(error.message).toMatch(
+			/judge 'scripted' at http:\/\/127\.0\.0\.1:9\/v1 could not be reached/
+		);
+		expect(error.message).not.toContain(KEY);
+		expect(events).toEqual([{ type: 'phase', phase: 'loading', step: 0 }]);
+		expect(host.active).toBeNull();
+		expect((await host.listRuns()).map((r) => r.name)).toEqual(['ruler-1']);
+	});
+
+	it('a judge that echoes the key in its refusal: the error has it masked', async () => {
+		judge.reset();
+		judge.modelsAnswer = {
+			status: 401,
+			json: { error: { message: `Incorrect API key provided: ${KEY}.` } }
+		};
+		const error = await failure(
+			host.startRun('refused', rulerLetters(), undefined, { judgeApiKey: KEY })
+		);
+		expect(error.kind).toBe('ruler-judge-request');
+		expect(error.message).toMatch(/HTTP 401.*\[the judge API key\].*Check the API key/);
+		expect(error.message).not.toContain(KEY);
+		expect(judge.seen).toHaveLength(0);
+	});
+});
