@@ -56,6 +56,16 @@ const opposite: Behaviour = (seen) => {
 };
 const judge = new ScriptedJudge(opposite);
 
+/** A judge that follows the game's rule, rescaled: 0.2 + 0.6 x the share of a-m. */
+const rescaled: Behaviour = (seen) => {
+	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
+		const messages = JSON.parse(text) as { role: string; content: string }[];
+		const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
+		return { trajectory_id: id, explanation: 'by rule', score: 0.2 + 0.6 * lettersReward(reply) };
+	});
+	return ok(JSON.stringify({ scores }));
+};
+
 beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), 'tabrl-run-loop-'));
 	lettersBase = join(root, 'letters-base');
@@ -395,5 +405,41 @@ describe('runRecipe', () => {
 		expect(judge.seen).toHaveLength(2 * r.grpo.groups * 2);
 		expect(judge.seen[0].authorization).toBe('Bearer sk-test-secret');
 		expect(JSON.stringify(events)).not.toContain('sk-test-secret');
+	}, 600_000);
+
+	it('RULER with a judge that follows the game (rescaled) trains step for step as the game reward does', async () => {
+		// GRPO normalises rewards within each group, so scores a + b x reward (b > 0) give the
+		// same advantages: the two runs must sample the same games and make the same updates
+		judge.reset(rescaled);
+		const base = recipe({ grpo: { steps: 3, maxTokens: 8, learningRate: 1e-2 }, maxNoSignal: 8 });
+		const judged: Recipe = {
+			...base,
+			reward: { source: 'ruler', judge: { baseURL: judge.url, model: 'scripted' } }
+		};
+		const runs = [];
+		for (const [name, r] of [
+			['letters-env-twin', base],
+			['letters-ruler-twin', judged]
+		] as const) {
+			const model = await register(name, r);
+			expect((await runRecipe(model, r)).status).toBe('done');
+			runs.push((await model.history()).filter((h) => typeof h['train/loss'] === 'number'));
+		}
+		const [env, ruler] = runs;
+		expect(ruler.map((h) => h.step)).toEqual(env.map((h) => h.step));
+		expect(env).toHaveLength(3);
+		for (let i = 0; i < env.length; i++) {
+			// the game's reward of the games played, and what was learnt from them (the loss to
+			// float rounding: the advantages are normalised from rescaled rewards, ~1e-5 apart)
+			expect(ruler[i]['train/independent_reward']).toBeCloseTo(
+				env[i]['train/reward'] as number,
+				12
+			);
+			expect(ruler[i]['train/reward']).toBeCloseTo(
+				0.2 + 0.6 * (env[i]['train/reward'] as number),
+				12
+			);
+			expect(ruler[i]['train/loss']).toBeCloseTo(env[i]['train/loss'] as number, 3);
+		}
 	}, 600_000);
 });
