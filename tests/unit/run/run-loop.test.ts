@@ -41,30 +41,25 @@ let lettersBase: string;
 let ticTacToeBase: string;
 let backend: LocalBackend;
 
+/** A judge that scores each letters trajectory by `rule` of its last reply. */
+const byRule =
+	(rule: (reply: string) => number): Behaviour =>
+	(seen) => {
+		const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
+			const messages = JSON.parse(text) as { role: string; content: string }[];
+			const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
+			return { trajectory_id: id, explanation: 'by rule', score: rule(reply) };
+		});
+		return ok(JSON.stringify({ scores }));
+	};
 /**
- * A judge that scores each letters reply by rule, the opposite of the game's reward
- * (1 - the share of a-m), so a run that trains on RULER's scores is told apart from one that
- * trains on the game's.
+ * The opposite of the game's reward (1 - the share of a-m), so a run that trains on RULER's
+ * scores is told apart from one that trains on the game's.
  */
-const opposite: Behaviour = (seen) => {
-	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
-		const messages = JSON.parse(text) as { role: string; content: string }[];
-		const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
-		return { trajectory_id: id, explanation: 'by rule', score: 1 - lettersReward(reply) };
-	});
-	return ok(JSON.stringify({ scores }));
-};
+const opposite = byRule((reply) => 1 - lettersReward(reply));
+/** The game's rule, rescaled: 0.2 + 0.6 x the share of a-m. */
+const rescaled = byRule((reply) => 0.2 + 0.6 * lettersReward(reply));
 const judge = new ScriptedJudge(opposite);
-
-/** A judge that follows the game's rule, rescaled: 0.2 + 0.6 x the share of a-m. */
-const rescaled: Behaviour = (seen) => {
-	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
-		const messages = JSON.parse(text) as { role: string; content: string }[];
-		const reply = messages.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
-		return { trajectory_id: id, explanation: 'by rule', score: 0.2 + 0.6 * lettersReward(reply) };
-	});
-	return ok(JSON.stringify({ scores }));
-};
 
 beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), 'tabrl-run-loop-'));
