@@ -25,6 +25,13 @@
  * ignored; its cache writes stay inside its own rows), and when the last one finishes
  * that one extra step is wasted.
  *
+ * Constrained decoding (GenerateOptions.constraints, a TokenConstraint per sequence, e.g.
+ * JSON of a schema from model/constrain/): before each step the host asks every active
+ * constrained sequence for its allowed tokens and writes them as a bitmask (step-masks.ts)
+ * that a second recorded head's masked sampler reads. A step's mask needs the step
+ * before's token, so a call with a constraint gives up the look-ahead; a call with none
+ * runs exactly the unconstrained path (same head, no upload).
+ *
  * Reproducibility: sequence i of a call (its index in `prompts`) samples with the Philox
  * key derived from (seed, i) at counter = the token's index, so a call repeats exactly
  * and a sequence's draws do not depend on its neighbours (its logits may still differ in
