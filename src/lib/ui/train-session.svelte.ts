@@ -5,6 +5,11 @@
  * file sends start / stop / delete / export and folds the run's events into what the
  * panel shows. Rows are appended from each step's event (the history is read once, when
  * a saved run is opened), and saved runs are listed on load.
+ *
+ * The reward: the game's own by default (the recipe has no `reward`, as before), or RULER
+ * (a judge LLM at a URL the visitor gives, reward-form.ts). The judge's API key is held here,
+ * in memory (and in this tab's sessionStorage only if the visitor asks), never in a recipe:
+ * it goes to the worker beside the recipe, which sends it only to the judge.
  */
 import {
 	DEFAULT_PRESET,
@@ -16,6 +21,7 @@ import {
 	type PresetName,
 	type Recipe,
 	type RunEvent,
+	type RewardSource,
 	type RunPhase,
 	type RunSummary
 } from '../run';
@@ -25,6 +31,18 @@ import type { ReplayItem } from '../agent/replay';
 import { policyClient } from '../agent/policy-client';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
+import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
+
+/** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
+export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
+
+function tabStorage(): Storage | null {
+	try {
+		return globalThis.sessionStorage ?? null;
+	} catch {
+		return null; // storage disabled
+	}
+}
 
 export type TrainPhase = 'idle' | 'running' | 'stopping';
 
@@ -36,8 +54,24 @@ export interface StepRow {
 	split: 'train' | 'sft';
 	reward: number | null;
 	loss: number | null;
-	skipped: boolean;
+	/** Why the step trained nothing ('no-signal', 'non-finite-grad', 'judge-failed'), or null. */
+	skipped: string | null;
+	/** RULER: the mean judge score and game reward, and the groups the judge failed on. */
+	judge: number | null;
+	game: number | null;
+	dropped: number | null;
 }
+
+/** What the judge cost over the steps shown. */
+export interface JudgeTotals {
+	steps: number;
+	dropped: number;
+	tokens: number;
+	cost: number;
+	latencyMs: number;
+}
+
+const NO_JUDGE: JudgeTotals = { steps: 0, dropped: 0, tokens: 0, cost: 0, latencyMs: 0 };
 
 /** A finished rollout, as the panel shows it: its environment's replay of it. */
 export interface GameView {
@@ -56,8 +90,9 @@ const GAMES_SHOWN = 8;
 function rowsOf(history: HistoryEntry[]): StepRow[] {
 	return history
 		.filter((h) => typeof h['train/reward'] === 'number' || typeof h['sft/loss'] === 'number')
-		.map((h, key) => {
+		.map((h, key): StepRow => {
 			const sft = typeof h['sft/loss'] === 'number';
+			const judged = sft ? null : judgeStep(h);
 			return {
 				step: h.step,
 				key,
@@ -68,7 +103,10 @@ function rowsOf(history: HistoryEntry[]): StepRow[] {
 					: typeof h['train/loss'] === 'number'
 						? (h['train/loss'] as number)
 						: null,
-				skipped: h['train/skipped'] === 1
+				skipped: h['train/skipped'] === 1 ? 'no-signal' : null,
+				judge: judged?.score ?? null,
+				game: judged?.game ?? null,
+				dropped: judged ? judged.dropped : null
 			};
 		});
 }
@@ -103,6 +141,22 @@ export class TrainSession {
 	groupSize = $state(0);
 	learningRate = $state('');
 
+	/** The reward trained on: the game's (default) or RULER's judge. */
+	reward = $state<RewardSource>('env');
+	judgeUrl = $state('');
+	judgeModel = $state('');
+	/** The judge's API key: in memory; in sessionStorage too while `rememberKey`. */
+	judgeKey = $state('');
+	rememberKey = $state(false);
+	/** Empty: ART's default rubric. */
+	rubric = $state('');
+	/** Fields whose errors show: left by the visitor, or all once Train was pressed. */
+	touched = $state<Partial<Record<RewardField, boolean>>>({});
+	/** Each reward field's error, as the run layer's validateRecipe words it. */
+	readonly rewardErrors = $derived.by(() => rewardErrors(this.recipe()));
+	/** The judge's metrics summed over the steps shown. */
+	judgeTotals = $state<JudgeTotals>({ ...NO_JUDGE });
+
 	phase = $state<TrainPhase>('idle');
 	runPhase = $state<RunPhase | null>(null);
 	/** The run shown: its model step and rows. */
@@ -135,6 +189,40 @@ export class TrainSession {
 		this.#backend = backend;
 		this.choosePreset(DEFAULT_PRESET);
 		if (url) this.url = url;
+		const kept = tabStorage()?.getItem(JUDGE_KEY_STORAGE);
+		if (kept) {
+			this.judgeKey = kept;
+			this.rememberKey = true;
+		}
+	}
+
+	/** "Remember in this tab": the key in sessionStorage (gone with the tab), or forgotten. */
+	setRememberKey(on: boolean): void {
+		this.rememberKey = on;
+		this.keyChanged();
+	}
+
+	/** Keeps sessionStorage in step with the key field while remembering (never localStorage). */
+	keyChanged(): void {
+		const storage = tabStorage();
+		try {
+			if (this.rememberKey && this.judgeKey) storage?.setItem(JUDGE_KEY_STORAGE, this.judgeKey);
+			else storage?.removeItem(JUDGE_KEY_STORAGE);
+		} catch {
+			// storage full or disabled: the key stays in memory
+		}
+	}
+
+	/** A reward field's error once it shows (left, or Train pressed). */
+	fieldError(field: RewardField): string | undefined {
+		return this.touched[field] ? this.rewardErrors[field] : undefined;
+	}
+
+	/** The first reward field with an error, shown from now on; undefined when all are right. */
+	checkReward(): RewardField | undefined {
+		const fields: RewardField[] = ['source', 'baseURL', 'model', 'rubric'];
+		this.touched = Object.fromEntries(fields.map((f) => [f, true]));
+		return fields.find((f) => this.rewardErrors[f]);
 	}
 
 	get busy(): boolean {
@@ -186,8 +274,15 @@ export class TrainSession {
 	/** The recipe the form describes. */
 	recipe(): Recipe {
 		const base = this.#scaled(preset(this.preset));
+		const reward = rewardOf({
+			source: this.reward,
+			baseURL: this.judgeUrl,
+			model: this.judgeModel,
+			rubric: this.rubric
+		});
 		return {
 			...base,
+			...(reward ? { reward } : {}),
 			baseModel: this.url.trim(),
 			grpo: {
 				...base.grpo,
@@ -208,8 +303,12 @@ export class TrainSession {
 		else this.error = result.error;
 	}
 
-	/** Starts the form's run (resuming it if saved under that name). */
-	start(): Promise<void> {
+	/**
+	 * Starts the form's run (resuming it if saved under that name), unless a reward field is
+	 * wrong: then its error shows next to it and nothing starts.
+	 */
+	async start(): Promise<void> {
+		if (this.checkReward()) return;
 		return this.#start(this.run.trim(), this.recipe());
 	}
 
@@ -272,6 +371,8 @@ export class TrainSession {
 		this.run = name;
 		this.rows = rowsOf(history);
 		this.#rowKey = this.rows.length;
+		this.judgeTotals = { ...NO_JUDGE };
+		for (const h of history) this.#addJudge(h);
 		this.step = history.reduce((s, h) => Math.max(s, h.step), 0);
 		this.evaluations = [];
 		this.games = [];
@@ -291,7 +392,15 @@ export class TrainSession {
 			this.#show(name, history.ok ? history.value : []);
 			this.#groupGames = recipe.grpo.groups * recipe.grpo.groupSize;
 			this.#environment = recipe.environment;
-			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event));
+			// the key goes beside the recipe (never in it), and only to a run RULER judges
+			const ruler = !!recipe.reward && recipe.reward.source !== 'env';
+			const judgeApiKey = ruler ? this.judgeKey.trim() : '';
+			const result = await backend.startRun(
+				name,
+				recipe,
+				(event) => this.#onEvent(event),
+				judgeApiKey ? { judgeApiKey } : undefined
+			);
 			if (result.ok) this.summary = result.value;
 			else this.error = result.error;
 		} catch (error) {
@@ -302,6 +411,19 @@ export class TrainSession {
 			this.runPhase = null;
 			await this.refresh();
 		}
+	}
+
+	#addJudge(metrics: Record<string, unknown>): void {
+		const j = judgeStep(metrics);
+		if (!j) return;
+		const t = this.judgeTotals;
+		this.judgeTotals = {
+			steps: t.steps + 1,
+			dropped: t.dropped + j.dropped,
+			tokens: t.tokens + j.promptTokens + j.completionTokens,
+			cost: t.cost + j.cost,
+			latencyMs: t.latencyMs + j.latencyMs
+		};
 	}
 
 	#onEvent(event: RunEvent): void {
@@ -318,17 +440,23 @@ export class TrainSession {
 				this.rolloutsTotal = event.total;
 				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
 				break;
-			case 'step':
+			case 'step': {
 				this.step = event.step;
+				const judged = event.split === 'train' ? judgeStep(event.metrics) : null;
 				this.rows.push({
 					step: event.step,
 					key: this.#rowKey++,
 					split: event.split,
 					reward: event.split === 'train' ? (event.metrics['train/reward'] ?? null) : null,
 					loss: event.metrics[`${event.split}/loss`] ?? null,
-					skipped: !!event.skipped
+					skipped: event.skipped ?? null,
+					judge: judged?.score ?? null,
+					game: judged?.game ?? null,
+					dropped: judged ? judged.dropped : null
 				});
+				if (event.split === 'train') this.#addJudge(event.metrics);
 				break;
+			}
 			case 'eval':
 				this.evaluations.push(event.report);
 				break;
