@@ -113,7 +113,7 @@ export class RequestGrammars {
 
 	constructor(
 		private readonly tokenizer: Partial<VocabularySource>,
-		private readonly size = 16
+		private readonly size = 8
 	) {}
 
 	/** The request's TokenGrammar, or null when its reply is not constrained. */

@@ -17,9 +17,9 @@
  *
  * Cost, measured on Qwen3's 151,669 tokens (333k trie nodes) along a RULER reply
  * (tests/unit/model/constrain-mask.test.ts prints it; Node 20, one core of this machine):
- * with no cache, median 0.2 ms per step, p90 0.5 ms, max 4 ms (the string fast path copies
- * a 19 KB mask and runs ~1300 closing tokens; the trie walks outside strings visit a few
- * thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string
+ * with no cache, median 0.04-0.2 ms per step, p90 0.2-0.5 ms, max 0.7-4 ms (runs on a
+ * loaded machine; the string fast path copies a 19 KB mask and runs ~1300 closing tokens,
+ * the trie walks outside strings visit a few thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string
  * sub-state met (between characters, inside a UTF-8 character or an escape): its token
  * table, ~50 ms. Against a decode step of milliseconds, the mask is not the cost;
  * constrained calls lose the Generator's one-step look-ahead instead (generation.ts).
@@ -39,8 +39,9 @@ export interface StackMask {
 /** Stacks a state keeps at most; more (a very ambiguous anyOf) are dropped, which only
  * narrows what may be generated: every stack kept still leads to valid text. */
 const MAX_STACKS = 32;
-/** Masks cached per TokenGrammar (each Vocabulary.words * 4 bytes: 19 KB for Qwen). */
-const DEFAULT_CACHE = 128;
+/** Masks cached per TokenGrammar (each Vocabulary.words * 4 bytes: 19 KB for Qwen, so
+ * 1.2 MB at most); a schema's reply meets a few dozen distinct states. */
+const DEFAULT_CACHE = 64;
 
 /** A grammar over a vocabulary: computes and caches token masks; `start()` makes a
  * constraint for one sequence. */

@@ -34,12 +34,16 @@ export interface StringTable {
 	 * the whole stack. */
 	exits: Uint32Array;
 	/** Code points started by each token that stays inside the string; -1: not allowed. */
-	chars: Int32Array;
+	chars: Int16Array;
 	/** Largest `chars`. */
 	maxChars: number;
-	/** masks[r]: the tokens that stay inside with chars <= r (r <= maxChars), made on demand. */
-	masks: (Uint32Array | undefined)[];
+	/** r -> the tokens that stay inside with chars <= r (r <= maxChars), made on demand and
+	 * kept for the STRING_MASKS most recently used r. */
+	masks: Map<number, Uint32Array>;
 }
+
+/** Room values whose string masks a sub-state keeps (each Vocabulary.words * 4 bytes). */
+const STRING_MASKS = 24;
 
 export class Vocabulary {
 	/** Token ids below this have bytes or not; the mask words cover them. */
@@ -86,7 +90,7 @@ export class Vocabulary {
 	string(sub: number): StringTable {
 		let t = this.#strings[sub];
 		if (t) return t;
-		const chars = new Int32Array(this.size).fill(-1);
+		const chars = new Int16Array(this.size).fill(-1);
 		const exits: number[] = [];
 		let maxChars = 0;
 		for (let id = 0; id < this.size; id++) {
@@ -103,11 +107,11 @@ export class Vocabulary {
 			}
 			if (s === STR_EXIT) exits.push(id);
 			else if (s !== STR_REJECT) {
-				chars[id] = c;
-				if (c > maxChars) maxChars = c;
+				chars[id] = Math.min(c, 0x7fff);
+				if (c > maxChars) maxChars = Math.min(c, 0x7fff);
 			}
 		}
-		t = { exits: Uint32Array.from(exits), chars, maxChars, masks: [] };
+		t = { exits: Uint32Array.from(exits), chars, maxChars, masks: new Map() };
 		this.#strings[sub] = t;
 		return t;
 	}
@@ -116,15 +120,17 @@ export class Vocabulary {
 	stringMask(sub: number, room: number): Uint32Array {
 		const t = this.string(sub);
 		const r = Math.min(room, t.maxChars);
-		let m = t.masks[r];
-		if (!m) {
+		let m = t.masks.get(r);
+		if (m) t.masks.delete(r);
+		else {
 			m = new Uint32Array(this.words);
 			for (let id = 0; id < this.size; id++) {
 				const c = t.chars[id];
 				if (c >= 0 && c <= r) m[id >>> 5] |= 1 << (id & 31);
 			}
-			t.masks[r] = m;
 		}
+		t.masks.set(r, m);
+		if (t.masks.size > STRING_MASKS) t.masks.delete(t.masks.keys().next().value!);
 		return m;
 	}
 }
