@@ -211,7 +211,7 @@ describe('constrained decoding through openaiClient', () => {
 						type: 'function',
 						function: {
 							name: 'f',
-							parameters: { type: 'object', properties: { n: { type: 'number', minimum: 0 } } }
+							parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 2 } } }
 						}
 					}
 				],

@@ -111,7 +111,7 @@ describe('token masks', () => {
 			],
 			[
 				KITCHEN_SCHEMA,
-				'{"name": "héllo", "mood": "très \\"fâché\\"", "age": 41, "score": 2.5, "ok": false, "tags": ["a", "bc"], "note": null, "extra": {"x": 1}}'
+				'{"name": "héllo", "mood": "très \\"fâché\\"", "age": 41, "score": 0.25, "ok": false, "tags": ["a", "bc"], "note": null, "extra": {"x": 1}}'
 			]
 		];
 		for (const [schema, text] of cases)

@@ -147,6 +147,48 @@ describe('JSON schema -> grammar', () => {
 		expectTexts(jsonSchemaGrammar({ type: 'integer' }), ['0', '-3', '42'], ['1.0', '1e3', '-']);
 	});
 
+	it('numeric bounds: minimum, maximum, exclusive, integers, negative ranges', () => {
+		expectTexts(
+			jsonSchemaGrammar({ type: 'number', minimum: 0, maximum: 1 }),
+			['0', '1', '0.5', '1.0', '0.999', '-0', '0.000000000000001', '1.000000000000000'],
+			['1.5', '2', '-0.1', '1e0', '10', '1.0001', '-1', '0.5e-1']
+		);
+		expectTexts(
+			jsonSchemaGrammar({ type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }),
+			['0.5', '0.000000000000001', '0.999999999999999'],
+			['0', '1', '0.0', '1.0', '-0']
+		);
+		expectTexts(
+			jsonSchemaGrammar({ type: 'integer', minimum: 0.5, exclusiveMaximum: 12.5 }),
+			['1', '12', '7'],
+			['0', '13', '-1', '1.0']
+		);
+		expectTexts(
+			jsonSchemaGrammar({ type: 'number', minimum: 10, maximum: 20 }),
+			['10', '15.5', '20', '19.999'],
+			['9.99', '21', '1', '2', '200', '20.001']
+		);
+		expectTexts(
+			jsonSchemaGrammar({ type: 'number', minimum: -5, maximum: -2 }),
+			['-2', '-4.5', '-5.0'],
+			['-1', '-6', '3', '-', '-5.1']
+		);
+		// Every prefix the recogniser takes can still end in bounds: no dead ends.
+		const g = jsonSchemaGrammar({ type: 'number', minimum: 0.25, exclusiveMaximum: 0.75 });
+		const walk = (stacks: ReturnType<Grammar['start']>, depth: number): void => {
+			let any = g.acceptsEnd(stacks);
+			for (const c of '-0123456789.') {
+				const next = g.step(stacks, c.charCodeAt(0));
+				if (next.length) {
+					any = true;
+					if (depth > 1) walk(next, depth - 1);
+				}
+			}
+			expect(any).toBe(true);
+		};
+		walk(g.start(), 5);
+	});
+
 	it('objects: order, optional keys, free keys, additionalProperties as a schema', () => {
 		const schema = {
 			type: 'object',
@@ -316,6 +358,16 @@ describe('JSON schema -> grammar', () => {
 					]
 				},
 				maxItems: 4
+			},
+			{
+				type: 'array',
+				items: {
+					anyOf: [
+						{ type: 'number', minimum: -1.5, exclusiveMaximum: 2 },
+						{ type: 'integer', exclusiveMinimum: 100, maximum: 250 }
+					]
+				},
+				maxItems: 6
 			}
 		];
 		for (const schema of schemas) {
@@ -339,10 +391,14 @@ describe('JSON schema -> grammar', () => {
 		const cases: [unknown, string | null, string][] = [
 			[{ type: 'string', pattern: '^a' }, 'pattern', '#'],
 			[{ type: 'string', format: 'date-time' }, 'format', '#'],
-			[{ type: 'number', minimum: 0 }, 'minimum', '#'],
+			[{ type: 'number', multipleOf: 2 }, 'multipleOf', '#'],
+			[{ type: 'string', minimum: 1 }, 'minimum', '#'],
+			[{ type: 'number', exclusiveMinimum: true }, 'exclusiveMinimum', '#'],
+			[{ type: 'integer', minimum: 1.5, maximum: 1.9 }, 'minimum', '#'],
+			[{ type: 'number', exclusiveMinimum: 1, maximum: 1 }, 'exclusiveMinimum', '#'],
 			[
-				{ type: 'object', properties: { a: { type: 'integer', maximum: 3 } } },
-				'maximum',
+				{ type: 'object', properties: { a: { type: 'integer', format: 'int32' } } },
+				'format',
 				'#/properties/a'
 			],
 			[{ oneOf: [{ type: 'string' }] }, 'oneOf', '#'],

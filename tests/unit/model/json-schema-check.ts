@@ -1,7 +1,8 @@
 /**
  * @file A small JSON Schema validator for the subset model/constrain/json-schema.ts
  * compiles (type, properties, required, additionalProperties, items, min/maxItems,
- * min/maxLength, enum, const, anyOf, allOf, $ref into the root), written independently of
+ * min/maxLength, minimum, maximum, exclusive*, enum, const, anyOf, allOf, $ref into the
+ * root), written independently of
  * the compiler so tests can check what constrained decoding produced; and the schemas the
  * tests share.
  */
@@ -68,6 +69,14 @@ export function schemaErrors(
 			out.push(`${path}: shorter than minLength`);
 		if (typeof s.maxLength === 'number' && n > s.maxLength)
 			out.push(`${path}: longer than maxLength`);
+	}
+	if (typeof value === 'number') {
+		if (typeof s.minimum === 'number' && !(value >= s.minimum)) out.push(`${path}: below minimum`);
+		if (typeof s.maximum === 'number' && !(value <= s.maximum)) out.push(`${path}: above maximum`);
+		if (typeof s.exclusiveMinimum === 'number' && !(value > s.exclusiveMinimum))
+			out.push(`${path}: not above exclusiveMinimum`);
+		if (typeof s.exclusiveMaximum === 'number' && !(value < s.exclusiveMaximum))
+			out.push(`${path}: not below exclusiveMaximum`);
 	}
 	if (Array.isArray(value)) {
 		if (typeof s.minItems === 'number' && value.length < s.minItems)
@@ -159,8 +168,8 @@ export const KITCHEN_SCHEMA = {
 	properties: {
 		name: { type: 'string', maxLength: 6 },
 		mood: { enum: ['happy', 'sad', 'très "fâché"'] },
-		age: { type: 'integer' },
-		score: { type: 'number' },
+		age: { type: 'integer', minimum: 0, maximum: 120 },
+		score: { type: 'number', minimum: 0, maximum: 1 },
 		ok: { type: 'boolean' },
 		tags: { type: 'array', items: { type: 'string', maxLength: 3 }, maxItems: 2 },
 		note: { anyOf: [{ type: 'null' }, { type: 'string', minLength: 1, maxLength: 4 }] },

@@ -70,10 +70,19 @@ export interface StrNode {
 	min: number;
 	max: number;
 }
+/** A number's bounds (integer bounds already rounded inward and inclusive). */
+export interface NumBounds {
+	min: number;
+	minIncl: boolean;
+	max: number;
+	maxIncl: boolean;
+}
 export interface NumNode {
 	kind: 'num';
 	id: number;
 	integer: boolean;
+	/** minimum / maximum (exclusive or not); null: none. With bounds, no exponent. */
+	bounds: NumBounds | null;
 }
 export interface ObjProp {
 	name: string;
@@ -315,8 +324,18 @@ export class Grammar {
 
 	private feedNumber(f: Frame, node: NumNode, b: number, out: Frame[]): void {
 		const digit = b >= 0x30 && b <= 0x39;
+		const bounds = node.bounds;
+		if (bounds && (b === 0x65 || b === 0x45) && f.s !== N_START && f.s !== N_MINUS) {
+			// No exponent with bounds: the number ends here or not at all.
+			if (f.s === N_ZERO || f.s === N_INT || f.s === N_FRAC) this.finishNumber(f, bounds, b, out);
+			return;
+		}
 		const push = (s: number, n: number): void => {
-			out.push(new Frame(node, s, n, 0, f.up));
+			if (!bounds) out.push(new Frame(node, s, n, 0, f.up));
+			else {
+				const t = f.t + String.fromCharCode(b);
+				if (numberFeasible(t, bounds, node.integer)) out.push(new Frame(node, s, n, 0, f.up, t));
+			}
 		};
 		switch (f.s) {
 			case N_START:
@@ -331,14 +350,14 @@ export class Grammar {
 				if (f.s === N_INT && digit && f.n < MAX_INT_DIGITS) return push(N_INT, f.n + 1);
 				if (!node.integer && b === 0x2e) return push(N_DOT, 0);
 				if (!node.integer && (b === 0x65 || b === 0x45)) return push(N_E, 0);
-				return this.finish(f, 0, b, out);
+				return this.finishNumber(f, bounds, b, out);
 			case N_DOT:
 				if (digit) push(N_FRAC, 1);
 				return;
 			case N_FRAC:
 				if (digit && f.n < MAX_FRAC_DIGITS) return push(N_FRAC, f.n + 1);
 				if (b === 0x65 || b === 0x45) return push(N_E, 0);
-				return this.finish(f, 0, b, out);
+				return this.finishNumber(f, bounds, b, out);
 			case N_E:
 				if (b === 0x2b || b === 0x2d) return push(N_ESIGN, 0);
 			// falls through: the first exponent digit
@@ -347,8 +366,14 @@ export class Grammar {
 				return;
 			case N_EXP:
 				if (digit && f.n < MAX_EXP_DIGITS) return push(N_EXP, f.n + 1);
-				return this.finish(f, 0, b, out);
+				return this.finishNumber(f, bounds, b, out);
 		}
+	}
+
+	/** A number ends (byte `b` goes to its parent): within its bounds, if it has any. */
+	private finishNumber(f: Frame, bounds: NumBounds | null, b: number, out: Frame[]): void {
+		if (bounds && !inBounds(Number(f.t), bounds)) return;
+		this.finish(f, 0, b, out);
 	}
 
 	private feedObject(f: Frame, node: ObjNode, b: number, out: Frame[]): void {
@@ -418,7 +443,9 @@ export class Frame {
 		readonly n: number,
 		/** Where the current whitespace gap is (see Grammar.gap). */
 		readonly w: number,
-		readonly up: Frame | null
+		readonly up: Frame | null,
+		/** A bounded number's text so far (its feasibility is checked at every byte). */
+		readonly t = ''
 	) {}
 }
 
@@ -432,7 +459,7 @@ export function stackKey(top: Frame): string {
 			n = `${node.max === Infinity ? 'u' : node.max - f.n}:${Math.max(0, node.min - f.n)}`;
 		else if (node.kind === 'arr' || node.kind === 'rep')
 			n = `${node.max === Infinity ? 'u' : node.max - f.n}:${Math.max(0, node.min - f.n)}`;
-		key += `${node.id}.${f.s}.${n}.${f.w}/`;
+		key += `${node.id}.${f.s}.${n}.${f.w}${f.t}/`;
 	}
 	return key;
 }
@@ -595,6 +622,44 @@ export function emptyCycle(root: GNode): GNode | null {
 	return null;
 }
 
+function inBounds(v: number, b: NumBounds): boolean {
+	return (b.minIncl ? v >= b.min : v > b.min) && (b.maxIncl ? v <= b.max : v < b.max);
+}
+
+/**
+ * Whether some number that `text` begins (no exponent, MAX_INT_DIGITS / MAX_FRAC_DIGITS
+ * digits) lies within `b`. The completions of a prefix are a few intervals: one per count
+ * of integer digits still to come, or, after the point, [text, text + 99..9]; each is
+ * dense (any decimal of up to 15 fraction digits), so an interval that meets the bounds
+ * holds a completion (bounds closer than 1e-15 apart aside). Integers: the bounds are
+ * integers (rounded inward by the compiler) and the intervals hold every integer.
+ */
+export function numberFeasible(text: string, b: NumBounds, integer: boolean): boolean {
+	const neg = text.startsWith('-');
+	const body = neg ? text.slice(1) : text;
+	const nines = (k: number) => '9'.repeat(k);
+	const frac = integer ? '' : `.${nines(MAX_FRAC_DIGITS)}`;
+	const spans: [number, number][] = [];
+	const dot = body.indexOf('.');
+	if (body === '') spans.push([0, Number(nines(MAX_INT_DIGITS) + frac)]);
+	else if (dot >= 0) {
+		const digits = body.length - dot - 1;
+		spans.push([
+			Number(body + (digits ? '' : '0')),
+			Number(body + nines(MAX_FRAC_DIGITS - digits))
+		]);
+	} else if (body === '0') spans.push([0, Number(`0${frac}`)]);
+	else
+		for (let j = 0; body.length + j <= MAX_INT_DIGITS; j++)
+			spans.push([Number(body + '0'.repeat(j)), Number(body + nines(j) + frac)]);
+	return spans.some(([lo0, hi0]) => {
+		const [lo, hi] = neg ? [-hi0, -lo0] : [lo0, hi0];
+		const [L, Li] = lo > b.min ? [lo, true] : lo < b.min ? [b.min, b.minIncl] : [lo, b.minIncl];
+		const [U, Ui] = hi < b.max ? [hi, true] : hi > b.max ? [b.max, b.maxIncl] : [hi, b.maxIncl];
+		return L < U || (L === U && Li && Ui);
+	});
+}
+
 /** Builds grammar nodes with distinct ids. */
 export class GrammarBuilder {
 	private nextId = 0;
@@ -627,8 +692,8 @@ export class GrammarBuilder {
 		return { kind: 'str', id: this.nextId++, min, max };
 	}
 
-	num(integer: boolean): NumNode {
-		return { kind: 'num', id: this.nextId++, integer };
+	num(integer: boolean, bounds: NumBounds | null = null): NumNode {
+		return { kind: 'num', id: this.nextId++, integer, bounds };
 	}
 
 	obj(props: ObjProp[], free: { key: GNode; value: GNode } | null = null): ObjNode {

@@ -11,19 +11,28 @@
  *    without properties the keys are free and the values follow the schema);
  *  - arrays: `items` (one schema), `minItems`, `maxItems`;
  *  - strings: `minLength`, `maxLength` (code points);
+ *  - numbers and integers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
+ *    (numbers: finite; a bounded number is written without an exponent);
  *  - `enum`, `const` (any JSON values, written compactly as JSON.stringify writes them;
  *    with sibling keywords, only the values the rest of the schema accepts);
  *  - `anyOf`, `allOf` of one schema, `$ref` to `#`, `#/$defs/...`, `#/definitions/...` or
  *    any JSON pointer into the root schema (recursion allowed), `true` / `{}` (any value).
  * Annotations: title, description, default, examples, deprecated, readOnly, writeOnly,
  * $comment, $schema, $id, $defs, definitions.
- * Refused (with the keyword): pattern, format, numeric bounds (minimum, maximum, exclusive*,
- * multipleOf), oneOf, not, if/then/else, prefixItems, tuple `items`, uniqueItems, contains,
+ * Refused (with the keyword): pattern, format, multipleOf, oneOf, not, if/then/else, prefixItems, tuple `items`, uniqueItems, contains,
  * patternProperties, propertyNames, min/maxProperties, dependent*, unevaluated*, and any
  * keyword not listed here.
  */
 import { SchemaError } from './errors';
-import { emptyCycle, GrammarBuilder, type GNode, type Grammar, type RefNode } from './grammar';
+import {
+	emptyCycle,
+	GrammarBuilder,
+	MAX_INT_DIGITS,
+	type GNode,
+	type Grammar,
+	type NumBounds,
+	type RefNode
+} from './grammar';
 
 /** Keywords that describe and never constrain. */
 const ANNOTATIONS = new Set([
@@ -49,19 +58,22 @@ const TYPE_KEYWORDS: Record<string, string> = {
 	minItems: 'array',
 	maxItems: 'array',
 	minLength: 'string',
-	maxLength: 'string'
+	maxLength: 'string',
+	minimum: 'number',
+	maximum: 'number',
+	exclusiveMinimum: 'number',
+	exclusiveMaximum: 'number'
 };
+/** Whether a keyword of TYPE_KEYWORDS applies to type `t` (number keywords to integers too). */
+const appliesTo = (k: string, t: string) =>
+	TYPE_KEYWORDS[k] === t || (TYPE_KEYWORDS[k] === 'number' && t === 'integer');
 const TYPES = ['string', 'number', 'integer', 'boolean', 'null', 'object', 'array'] as const;
 type JsonType = (typeof TYPES)[number];
 /** Why some well-known keywords are refused (others get a generic message). */
 const REFUSED: Record<string, string> = {
 	pattern: 'regular expressions are not supported',
 	format: 'string formats are not supported (describe the format in the prompt instead)',
-	minimum: 'numeric bounds are not supported',
-	maximum: 'numeric bounds are not supported',
-	exclusiveMinimum: 'numeric bounds are not supported',
-	exclusiveMaximum: 'numeric bounds are not supported',
-	multipleOf: 'numeric bounds are not supported',
+	multipleOf: "'multipleOf' is not supported",
 	oneOf: "'oneOf' is not supported (use 'anyOf')",
 	prefixItems: 'tuples are not supported',
 	uniqueItems: 'unique items are not supported',
@@ -129,7 +141,8 @@ export class SchemaCompiler {
 				this.fail(
 					`JSON schema keyword '${k}' at ${path} is not supported by constrained decoding ` +
 						'(supported: type, properties, required, additionalProperties, items, minItems, ' +
-						'maxItems, minLength, maxLength, enum, const, anyOf, allOf of one schema, $ref).',
+						'maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, ' +
+						'exclusiveMaximum, enum, const, anyOf, allOf of one schema, $ref).',
 					path,
 					k
 				);
@@ -219,7 +232,7 @@ export class SchemaCompiler {
 			types = implied;
 		}
 		for (const k of Object.keys(s))
-			if (k in TYPE_KEYWORDS && !types.includes(TYPE_KEYWORDS[k] as JsonType))
+			if (k in TYPE_KEYWORDS && !types.some((t) => appliesTo(k, t)))
 				this.fail(
 					`'${k}' at ${path} applies to ${TYPE_KEYWORDS[k]}s, but the type is ${types.join(' or ')}`,
 					path,
@@ -241,9 +254,8 @@ export class SchemaCompiler {
 				return b.str(min, max);
 			}
 			case 'number':
-				return b.num(false);
 			case 'integer':
-				return b.num(true);
+				return b.num(t === 'integer', this.bounds(s, path, t === 'integer'));
 			case 'boolean':
 				return b.lits(['true', 'false']);
 			case 'null':
@@ -261,6 +273,48 @@ export class SchemaCompiler {
 			case 'object':
 				return this.object(s, path);
 		}
+	}
+
+	/** minimum / maximum / exclusive*; integers' rounded inward to inclusive integers. */
+	private bounds(s: Record<string, unknown>, path: string, integer: boolean): NumBounds | null {
+		const num = (k: string): number | undefined => {
+			const v = s[k];
+			if (v === undefined) return undefined;
+			if (typeof v !== 'number' || !Number.isFinite(v))
+				this.fail(`'${k}' at ${path} must be a finite number`, path, k);
+			return v;
+		};
+		const [min, xmin, max, xmax] = [
+			'minimum',
+			'exclusiveMinimum',
+			'maximum',
+			'exclusiveMaximum'
+		].map(num);
+		if ([min, xmin, max, xmax].every((v) => v === undefined)) return null;
+		let lo = -Infinity;
+		let loIncl = true;
+		let hi = Infinity;
+		let hiIncl = true;
+		if (min !== undefined) lo = min;
+		if (xmin !== undefined && xmin >= lo) [lo, loIncl] = [xmin, false];
+		if (max !== undefined) hi = max;
+		if (xmax !== undefined && xmax <= hi) [hi, hiIncl] = [xmax, false];
+		if (integer) {
+			if (Number.isFinite(lo)) [lo, loIncl] = [loIncl ? Math.ceil(lo) : Math.floor(lo) + 1, true];
+			if (Number.isFinite(hi)) [hi, hiIncl] = [hiIncl ? Math.floor(hi) : Math.ceil(hi) - 1, true];
+		}
+		// The widest numbers written: 15 integer digits (MAX_INT_DIGITS).
+		const widest = 10 ** MAX_INT_DIGITS;
+		if (lo > hi || (lo === hi && !(loIncl && hiIncl)) || lo >= widest || hi <= -widest) {
+			const keyword =
+				min !== undefined ? 'minimum' : xmin !== undefined ? 'exclusiveMinimum' : 'maximum';
+			this.fail(
+				`'${keyword}' at ${path}: the bounds leave no ${integer ? 'integer' : 'number'} of at most ${MAX_INT_DIGITS} digits`,
+				path,
+				keyword
+			);
+		}
+		return { min: lo, minIncl: loIncl, max: hi, maxIncl: hiIncl };
 	}
 
 	private count(s: Record<string, unknown>, k: string, path: string): number | undefined {
