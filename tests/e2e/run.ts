@@ -12,7 +12,10 @@
  *   5. the Train panel (train.ts): defaults first (Train pressed with nothing typed: the
  *      tic-tac-toe preset plays legal games from its shipped warm start; Stop within a turn),
  *      the letters preset trains steps, saved runs listed after a reload, resumed, exported
- *      and deleted with buttons only; bad input refused with typed errors.
+ *      and deleted with buttons only; bad input refused with typed errors;
+ *   6. RULER from the Train panel (ruler.ts): a scripted judge on loopback with CORS scores
+ *      letters steps (the judge's score beside the game's reward, failures shown), the API
+ *      key never stored; unreachable and CORS-less judges give a typed error at once.
  * Each assertion is one check; the last line is `N passed, N failed`; the exit code is
  * non-zero on any failure. Screenshots go to test-results/.
  *
@@ -21,7 +24,7 @@
  *   E2E_TIMEOUT_S        how long the self-test may take (default 600: SwiftShader is slow)
  * The build must hold the bundled model (npm run test:e2e writes it first).
  *   E2E_HEADED=1         show the browser window
- *   E2E_ONLY=a,b         only these parts: selftest, no-webgpu, device-lost, model, train
+ *   E2E_ONLY=a,b         only these parts: selftest, no-webgpu, device-lost, model, train, ruler
  */
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -29,6 +32,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
 import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
 import { serveStatic, type StaticServer } from './serve';
+import { rulerChecks } from './ruler';
 import { trainPanelChecks } from './train';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -287,6 +291,7 @@ async function main(): Promise<void> {
 		if (want('device-lost')) await deviceLostPage(browser, server.url);
 		if (want('model')) await modelPanelChecks(check, browser, server, models);
 		if (want('train')) await trainPanelChecks(check, browser, server);
+		if (want('ruler')) await rulerChecks(check, browser, server);
 	} catch (error) {
 		check('the e2e run completes', false, String(error));
 	} finally {
