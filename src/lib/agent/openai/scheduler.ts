@@ -23,8 +23,7 @@
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
  * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
  */
-import { randomSeed, sequenceSeed } from '../../model/generation';
-import type { TokenConstraint } from '../../model/generation';
+import { randomSeed, sequenceSeed, type TokenConstraint } from '../../model/generation';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {
