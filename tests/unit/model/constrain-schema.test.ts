@@ -387,6 +387,55 @@ describe('JSON schema -> grammar', () => {
 		}
 	});
 
+	it('tuples: prefixItems position by position, then items (or nothing with items: false)', () => {
+		const ids = ['1', '2', '3'];
+		expectTexts(
+			jsonSchemaGrammar({
+				type: 'array',
+				prefixItems: ids.map((id) => ({
+					type: 'object',
+					properties: { id: { const: id }, score: { type: 'number', minimum: 0, maximum: 1 } },
+					required: ['id', 'score'],
+					additionalProperties: false
+				})),
+				items: false
+			}),
+			[
+				'[{"id":"1","score":0.5},{"id":"2","score":1},{"id":"3","score":0}]',
+				'[{"id": "1", "score": 0}]',
+				'[]'
+			],
+			[
+				'[{"id":"1","score":0.5},{"id":"1","score":1}]', // a position's own id only
+				'[{"id":"2","score":0.5}]',
+				'[{"id":"1","score":0},{"id":"2","score":0},{"id":"3","score":0},{"id":"3","score":0}]',
+				'[{"id":"1","score":2}]'
+			]
+		);
+		const open = jsonSchemaGrammar({
+			type: 'array',
+			prefixItems: [{ type: 'string' }, { type: 'integer' }],
+			items: { type: 'boolean' },
+			minItems: 2
+		});
+		expectTexts(open, ['["a",1]', '["a",1,true,false]'], ['["a"]', '[1,"a"]', '["a",1,2]']);
+		// every random text of a tuple validates, position by position
+		const rng = new Rng(5);
+		const tuple = {
+			type: 'array',
+			prefixItems: [{ enum: ['x'] }, { type: 'integer' }],
+			items: false,
+			minItems: 2
+		};
+		for (let k = 0; k < 20; k++) {
+			const text = new TextDecoder().decode(randomText(jsonSchemaGrammar(tuple), rng)!);
+			const value = JSON.parse(text) as unknown[];
+			expect(value).toHaveLength(2);
+			expect(value[0]).toBe('x');
+			expect(Number.isInteger(value[1])).toBe(true);
+		}
+	});
+
 	it('refuses unsupported keywords, naming them and where they are', () => {
 		const cases: [unknown, string | null, string][] = [
 			[{ type: 'string', pattern: '^a' }, 'pattern', '#'],
@@ -402,7 +451,12 @@ describe('JSON schema -> grammar', () => {
 				'#/properties/a'
 			],
 			[{ oneOf: [{ type: 'string' }] }, 'oneOf', '#'],
-			[{ type: 'array', prefixItems: [] }, 'prefixItems', '#'],
+			[{ type: 'array', prefixItems: { type: 'null' } }, 'prefixItems', '#'],
+			[
+				{ type: 'array', prefixItems: [{ type: 'null' }], items: false, minItems: 2 },
+				'minItems',
+				'#'
+			],
 			[{ type: 'array', items: { not: { type: 'null' } } }, 'not', '#/items'],
 			[{ type: 'array', items: [{ type: 'null' }] }, 'items', '#'],
 			[{ type: 'object', patternProperties: {} }, 'patternProperties', '#'],

@@ -16,7 +16,7 @@ export type {
 } from './judge';
 export { DEFAULT_RUBRIC, buildJudgePrompt, judgeSystemPrompt } from './prompt';
 export type { JudgePrompt, JudgePromptOptions } from './prompt';
-export { RESPONSE_FORMAT, RESPONSE_SCHEMA } from './schema';
+export { exactResponseFormat, RESPONSE_FORMAT, RESPONSE_SCHEMA } from './schema';
 export type { TrajectoryScore } from './schema';
 export { checkReply, correction } from './reply';
 export * from './errors';

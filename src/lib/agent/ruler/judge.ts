@@ -36,7 +36,8 @@ import type {
 	ChatCompletionMessageParam
 } from 'openai/resources/chat/completions';
 import { JudgeRequestError, RulerOptionsError } from './errors';
-import { RESPONSE_FORMAT } from './schema';
+import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
+import { exactResponseFormat, RESPONSE_FORMAT } from './schema';
 
 /** Request options the official client takes per call (others may ignore them). */
 export interface JudgeRequestOptions {
@@ -74,6 +75,12 @@ interface JudgeCommon {
 	maxRetries?: number;
 	/** Requests in flight to this judge at most. Default 8. */
 	concurrency?: number;
+	/**
+	 * The response format asked for: 'art' (default, ART's schema, strict), 'exact' (narrowed
+	 * to each request's trajectories: schema.ts exactResponseFormat; what a local judge
+	 * should use), or a function of the ids sent.
+	 */
+	responseFormat?: 'art' | 'exact' | ((ids: readonly string[]) => ResponseFormatJSONSchema);
 }
 
 /** An OpenAI-compatible endpoint. */
@@ -172,6 +179,7 @@ export class Judge {
 	readonly model: string;
 	readonly extraBody: Record<string, unknown>;
 	readonly concurrency: number;
+	readonly responseFormat: NonNullable<JudgeCommon['responseFormat']>;
 	/** "judge 'MODEL' at URL", for messages. */
 	readonly label: string;
 	readonly stats: JudgeStats = {
@@ -206,6 +214,13 @@ export class Judge {
 		this.model = options.model;
 		this.extraBody = { ...(options.extraBody ?? {}) };
 		this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+		const format = options.responseFormat ?? 'art';
+		if (format !== 'art' && format !== 'exact' && typeof format !== 'function')
+			throw new RulerOptionsError(
+				'judge.responseFormat',
+				`is ${JSON.stringify(format)}; give 'art', 'exact' or a function of the ids`
+			);
+		this.responseFormat = format;
 		if ('client' in options) {
 			if (typeof options.client?.chat?.completions?.create !== 'function')
 				throw new RulerOptionsError('judge.client', 'has no chat.completions.create');
@@ -240,16 +255,26 @@ export class Judge {
 		this.label = `judge '${this.model}'${url ? ` at ${url}` : ''}`;
 	}
 
-	/** One request with RULER's response format; waits for a slot of `concurrency`. */
+	/**
+	 * One request with RULER's response format for the trajectories `ids` (the option's:
+	 * ART's by default); waits for a slot of `concurrency`.
+	 */
 	async complete(
 		messages: ChatCompletionMessageParam[],
-		signal?: AbortSignal
+		signal?: AbortSignal,
+		ids: readonly string[] = []
 	): Promise<JudgeAnswer> {
 		await this.acquire(signal);
 		const t0 = performance.now();
 		try {
+			const format = this.responseFormat;
 			const body = {
-				response_format: RESPONSE_FORMAT,
+				response_format:
+					format === 'exact'
+						? exactResponseFormat(ids)
+						: typeof format === 'function'
+							? format(ids)
+							: RESPONSE_FORMAT,
 				...this.extraBody,
 				model: this.model,
 				messages

@@ -123,7 +123,7 @@ export async function rulerReport(
 	let lastReply: string | null = null;
 	try {
 		for (let attempt = 1; ; attempt++) {
-			const answer = await judge.complete(messages, options.signal);
+			const answer = await judge.complete(messages, options.signal, prompt.ids);
 			add(RULER_METRICS.latencyMs, answer.latencyMs);
 			add(RULER_METRICS.promptTokens, answer.promptTokens);
 			add(RULER_METRICS.completionTokens, answer.completionTokens);

@@ -4,6 +4,15 @@
  * the OpenAI `response_format` that asks for it strictly (OpenAI's structured outputs:
  * every property required, no additional properties), as LiteLLM turns ART's pydantic
  * `response_format=Response` into a json_schema request.
+ *
+ * `exactResponseFormat(ids)` (TabRL's, a judge option) narrows it to one request: the scores
+ * as a tuple (JSON Schema's `prefixItems`, `items: false`), position i for trajectory ids[i]
+ * with that id as a `const`, all of them required (`minItems`), and `score` within [0, 1].
+ * TabRL's own engine enforces every keyword (model/constrain), so a local judge, even a small
+ * or untrained one, cannot answer anything reply.ts refuses (no missing, duplicate or
+ * unknown id, no score out of range). Grammar engines such as llama.cpp's and xgrammar
+ * (vLLM) read these keywords too; OpenAI's strict mode may refuse `prefixItems`, so remote
+ * judges keep ART's schema by default.
  */
 import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
 
@@ -49,3 +58,29 @@ export const RESPONSE_FORMAT: ResponseFormatJSONSchema = {
 		strict: true
 	}
 };
+
+/** RESPONSE_FORMAT narrowed to the trajectories `ids` of one request (see the file's comment). */
+export function exactResponseFormat(ids: readonly string[]): ResponseFormatJSONSchema {
+	const { scores } = RESPONSE_SCHEMA.properties;
+	const position = (id: string) => ({
+		...scores.items,
+		properties: {
+			...scores.items.properties,
+			trajectory_id: { ...scores.items.properties.trajectory_id, const: id },
+			score: { ...scores.items.properties.score, minimum: 0, maximum: 1 }
+		}
+	});
+	const array = { type: scores.type, description: scores.description };
+	return {
+		type: 'json_schema',
+		json_schema: {
+			...RESPONSE_FORMAT.json_schema,
+			schema: {
+				...RESPONSE_SCHEMA,
+				properties: {
+					scores: { ...array, prefixItems: ids.map(position), items: false, minItems: ids.length }
+				}
+			}
+		}
+	};
+}

@@ -104,7 +104,10 @@ export interface ObjNode {
 export interface ArrNode {
 	kind: 'arr';
 	id: number;
-	items: GNode;
+	/** Item i for i < prefix.length (a tuple's positions: JSON Schema's prefixItems). */
+	prefix: GNode[];
+	/** Every later item; null when there are none (then max <= prefix.length). */
+	items: GNode | null;
 	min: number;
 	max: number;
 }
@@ -421,7 +424,12 @@ export class Grammar {
 				if (this.gap(f, b, out)) return;
 				if (b === 0x5d && f.s === A_AFTER_OPEN && node.min === 0) return this.finish(f, 0, -1, out);
 				if (b !== END && f.n < node.max)
-					this.enter(node.items, new Frame(node, A_IN_ITEM, f.n, 0, f.up), b, out);
+					this.enter(
+						f.n < node.prefix.length ? node.prefix[f.n] : node.items!, // (max bounds a null items)
+						new Frame(node, A_IN_ITEM, f.n, 0, f.up),
+						b,
+						out
+					);
 				return;
 			case A_AFTER_ITEM:
 				if (this.gap(f, b, out)) return;
@@ -457,6 +465,8 @@ export function stackKey(top: Frame): string {
 		let n: string | number = f.n;
 		if (node.kind === 'str')
 			n = `${node.max === Infinity ? 'u' : node.max - f.n}:${Math.max(0, node.min - f.n)}`;
+		else if (node.kind === 'arr' && f.n < node.prefix.length)
+			n = `p${f.n}`; // a tuple's position
 		else if (node.kind === 'arr' || node.kind === 'rep')
 			n = `${node.max === Infinity ? 'u' : node.max - f.n}:${Math.max(0, node.min - f.n)}`;
 		key += `${node.id}.${f.s}.${n}.${f.w}${f.t}/`;
@@ -589,7 +599,7 @@ function children(node: GNode, all: boolean): GNode[] {
 				...(node.free ? [node.free.key, node.free.value] : [])
 			];
 		case 'arr':
-			return all ? [node.items] : [];
+			return all ? [...node.prefix, ...(node.items ? [node.items] : [])] : [];
 		default:
 			return [];
 	}
@@ -715,8 +725,10 @@ export class GrammarBuilder {
 		return { kind: 'obj', id: this.nextId++, props, keys, requiredFrom, free };
 	}
 
-	arr(items: GNode, min = 0, max = Infinity): ArrNode {
-		return { kind: 'arr', id: this.nextId++, items, min, max };
+	arr(items: GNode | null, min = 0, max = Infinity, prefix: GNode[] = []): ArrNode {
+		if (!items && max > prefix.length)
+			throw new Error('grammar: an array with no items past its prefix must end there');
+		return { kind: 'arr', id: this.nextId++, prefix, items, min, max };
 	}
 
 	alt(options: GNode[]): GNode {

@@ -9,7 +9,8 @@
  *  - objects: `properties`, `required`, `additionalProperties` (false, true or a schema;
  *    with properties no other keys are generated, so true and false behave alike there;
  *    without properties the keys are free and the values follow the schema);
- *  - arrays: `items` (one schema), `minItems`, `maxItems`;
+ *  - arrays: `items` (one schema, or false after `prefixItems`), `prefixItems` (a tuple's
+ *    positions, each its own schema), `minItems`, `maxItems`;
  *  - strings: `minLength`, `maxLength` (code points);
  *  - numbers and integers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
  *    (numbers: finite; a bounded number is written without an exponent);
@@ -19,7 +20,7 @@
  *    any JSON pointer into the root schema (recursion allowed), `true` / `{}` (any value).
  * Annotations: title, description, default, examples, deprecated, readOnly, writeOnly,
  * $comment, $schema, $id, $defs, definitions.
- * Refused (with the keyword): pattern, format, multipleOf, oneOf, not, if/then/else, prefixItems, tuple `items`, uniqueItems, contains,
+ * Refused (with the keyword): pattern, format, multipleOf, oneOf, not, if/then/else, tuple `items` (an array: use prefixItems), uniqueItems, contains,
  * patternProperties, propertyNames, min/maxProperties, dependent*, unevaluated*, and any
  * keyword not listed here.
  */
@@ -55,6 +56,7 @@ const TYPE_KEYWORDS: Record<string, string> = {
 	required: 'object',
 	additionalProperties: 'object',
 	items: 'array',
+	prefixItems: 'array',
 	minItems: 'array',
 	maxItems: 'array',
 	minLength: 'string',
@@ -75,7 +77,6 @@ const REFUSED: Record<string, string> = {
 	format: 'string formats are not supported (describe the format in the prompt instead)',
 	multipleOf: "'multipleOf' is not supported",
 	oneOf: "'oneOf' is not supported (use 'anyOf')",
-	prefixItems: 'tuples are not supported',
 	uniqueItems: 'unique items are not supported',
 	patternProperties: 'pattern properties are not supported',
 	minProperties: 'property counts are not supported',
@@ -266,9 +267,29 @@ export class SchemaCompiler {
 				if (min > max)
 					this.fail(`'minItems' > 'maxItems' at ${path}: no array fits`, path, 'minItems');
 				if (Array.isArray(s.items))
-					this.fail(`tuple 'items' (an array) at ${path} is not supported`, path, 'items');
+					this.fail(
+						`tuple 'items' (an array) at ${path} is not supported: use 'prefixItems'`,
+						path,
+						'items'
+					);
+				if (s.prefixItems !== undefined && !Array.isArray(s.prefixItems))
+					this.fail(`'prefixItems' at ${path} must be an array of schemas`, path, 'prefixItems');
+				const prefix = ((s.prefixItems as unknown[] | undefined) ?? []).map((item, i) =>
+					this.node(item, `${path}/prefixItems/${i}`)
+				);
+				if (s.items === false) {
+					// nothing after the tuple's positions
+					const end = Math.min(max, prefix.length);
+					if (min > end)
+						this.fail(
+							`'minItems' ${min} at ${path} exceeds the ${prefix.length} positions of 'prefixItems' (items: false)`,
+							path,
+							'minItems'
+						);
+					return b.arr(null, min, end, prefix);
+				}
 				const items = s.items === undefined ? b.any(1) : this.node(s.items, `${path}/items`);
-				return b.arr(items, min, max);
+				return b.arr(items, min, max, prefix);
 			}
 			case 'object':
 				return this.object(s, path);
