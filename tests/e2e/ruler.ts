@@ -265,13 +265,16 @@ export async function rulerChecks(
 			.catch(() => false);
 		const failedRow = (await stepRows(page)).find((r) => r.skipped === 'judge-failed');
 		const totals = (await page.textContent(testid('train-judge-totals')))?.replace(/\s+/g, ' ');
+		const why = (await page.textContent(testid('train-judge-failure')).catch(() => null)) ?? '';
 		check(
-			"a judge answering garbage: the round shows 'judge failed' with its groups dropped, and the totals say so",
+			"a judge answering garbage: the round shows 'judge failed' with its groups dropped, the totals say so, and why",
 			failedShown &&
 				!!failedRow &&
 				Number(failedRow.dropped) >= 1 &&
-				/failed on \d+ groups? \(dropped: not trained on\)/.test(totals ?? ''),
-			`${JSON.stringify(failedRow)} | ${totals} ${await errorText(page)}`
+				/failed on \d+ groups? \(dropped: not trained on\)/.test(totals ?? '') &&
+				/Last judge failure: .*judge/.test(why) &&
+				!why.includes(KEY),
+			`${JSON.stringify(failedRow)} | ${totals} | ${why} ${await errorText(page)}`
 		);
 		await page.screenshot({ path: 'test-results/ruler-judge-failed.png', fullPage: true });
 		if ((await status(page, 'data-phase')) === 'running') await page.click(testid('train-stop'));

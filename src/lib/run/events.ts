@@ -59,6 +59,8 @@ export type RunEvent =
 			step: number;
 			/** Untrained: no reward spread, a non-finite gradient, or (RULER) the judge failed on every group. */
 			skipped?: 'no-signal' | 'non-finite-grad' | 'judge-failed';
+			/** RULER: why the judge failed on a group of this round (the last such failure). */
+			judgeFailure?: string;
 			metrics: StepMetrics;
 	  }
 	| { type: 'eval'; report: EvaluationReport }

@@ -172,7 +172,7 @@ export async function runRecipe(
 			checkStop();
 			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
 			const rolloutStart = performance.now();
-			const { groups, judged } = await playRound(
+			const { groups, judged, judgeFailure } = await playRound(
 				env,
 				client,
 				model.name,
@@ -187,7 +187,14 @@ export async function runRecipe(
 			checkStop();
 			if (scoring && groups.length === 0) {
 				// the judge failed on every group: nothing it scored is trained on
-				emit({ type: 'step', split: 'train', step, skipped: 'judge-failed', metrics: judged });
+				emit({
+					type: 'step',
+					split: 'train',
+					step,
+					skipped: 'judge-failed',
+					judgeFailure: judgeFailure ?? undefined,
+					metrics: judged
+				});
 				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP))
 					return summary(
 						'stuck',
@@ -215,6 +222,7 @@ export async function runRecipe(
 				split: 'train',
 				step: report.step,
 				skipped: report.skipped,
+				...(judgeFailure ? { judgeFailure } : {}),
 				metrics: report.metrics
 			});
 			if (report.skipped) {
@@ -248,13 +256,19 @@ async function playRound(
 	emit: (e: RunEvent) => void,
 	scoring: RulerScoring | null,
 	signal?: AbortSignal
-): Promise<{ groups: TrajectoryGroup[]; judged: Record<string, number> }> {
+): Promise<{
+	groups: TrajectoryGroup[];
+	judged: Record<string, number>;
+	/** Why the judge failed on a group of this round (the last such failure), or null. */
+	judgeFailure: string | null;
+}> {
 	const g = recipe.grpo;
 	const total = g.groups * g.groupSize;
 	let done = 0;
 	emit({ type: 'phase', phase: 'rollouts', step });
 	const judgedGroups: TrajectoryGroup[] = [];
 	let dropped = 0;
+	let judgeFailure: string | null = null;
 	const groups = await gatherTrajectoryGroups(
 		Array.from({ length: g.groups }, (_, group) => {
 			const scenario = (recipe.seed * 1_000_003 + round * 1009 + group) >>> 0;
@@ -297,7 +311,8 @@ async function playRound(
 						swallowExceptions: true,
 						signal,
 						onSwallowed: (error) => {
-							scoring.lastFailure = error instanceof Error ? error.message : String(error);
+							judgeFailure = error instanceof Error ? error.message : String(error);
+							scoring.lastFailure = judgeFailure;
 						}
 					});
 					if (scored) judgedGroups.push(scored);
@@ -307,7 +322,7 @@ async function playRound(
 			})
 		}
 	);
-	return { groups, judged: scoring ? judgeMetrics(judgedGroups, dropped) : {} };
+	return { groups, judged: scoring ? judgeMetrics(judgedGroups, dropped) : {}, judgeFailure };
 }
 
 /** The run's RULER judge (null when the recipe trains on the environment's reward). */

@@ -60,6 +60,8 @@ export interface StepRow {
 	judge: number | null;
 	game: number | null;
 	dropped: number | null;
+	/** RULER: why the judge failed on a group of the step's round, or null. */
+	judgeFailure: string | null;
 }
 
 /** What the judge cost over the steps shown. */
@@ -106,7 +108,8 @@ function rowsOf(history: HistoryEntry[]): StepRow[] {
 				skipped: h['train/skipped'] === 1 ? 'no-signal' : null,
 				judge: judged?.score ?? null,
 				game: judged?.game ?? null,
-				dropped: judged ? judged.dropped : null
+				dropped: judged ? judged.dropped : null,
+				judgeFailure: null // (not in the stored history)
 			};
 		});
 }
@@ -156,6 +159,8 @@ export class TrainSession {
 	readonly rewardErrors = $derived.by(() => rewardErrors(this.recipe()));
 	/** The judge's metrics summed over the steps shown. */
 	judgeTotals = $state<JudgeTotals>({ ...NO_JUDGE });
+	/** RULER: the last reason the judge failed on a group in this run, or null. */
+	judgeFailure = $state<string | null>(null);
 
 	phase = $state<TrainPhase>('idle');
 	runPhase = $state<RunPhase | null>(null);
@@ -372,6 +377,7 @@ export class TrainSession {
 		this.rows = rowsOf(history);
 		this.#rowKey = this.rows.length;
 		this.judgeTotals = { ...NO_JUDGE };
+		this.judgeFailure = null;
 		for (const h of history) this.#addJudge(h);
 		this.step = history.reduce((s, h) => Math.max(s, h.step), 0);
 		this.evaluations = [];
@@ -452,8 +458,10 @@ export class TrainSession {
 					skipped: event.skipped ?? null,
 					judge: judged?.score ?? null,
 					game: judged?.game ?? null,
-					dropped: judged ? judged.dropped : null
+					dropped: judged ? judged.dropped : null,
+					judgeFailure: event.judgeFailure ?? null
 				});
+				if (event.judgeFailure) this.judgeFailure = event.judgeFailure;
 				if (event.split === 'train') this.#addJudge(event.metrics);
 				break;
 			}

@@ -395,7 +395,11 @@ describe('runRecipe', () => {
 			'judge-failed'
 		]);
 		for (const e of steps)
-			if (e.type === 'step') expect(e.metrics['train/ruler_dropped_groups']).toBe(r.grpo.groups);
+			if (e.type === 'step') {
+				expect(e.metrics['train/ruler_dropped_groups']).toBe(r.grpo.groups);
+				// why, for the page to show mid-run: the judge's reply did not validate
+				expect(e.judgeFailure).toMatch(/judge 'scripted'/);
+			}
 		// each group asked twice (the corrective re-ask), with the key as the bearer token only
 		expect(judge.seen).toHaveLength(2 * r.grpo.groups * 2);
 		expect(judge.seen[0].authorization).toBe('Bearer sk-test-secret');
