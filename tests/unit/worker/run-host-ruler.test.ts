@@ -17,13 +17,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
 import { lettersReward } from '../../../src/lib/agent/letters';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import type { RunMeta } from '../../../src/lib/grpo/run-store';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { ok, ScriptedJudge, trajectoriesOf } from '../../../src/lib/testing/scripted-judge';
-import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
+import type { RunHost } from '../../../src/lib/worker/run-host';
+import { nodeRunHost } from './node-run-host';
 
 const KEY = 'sk-tabrl-test-9f8e7d6c5b4a';
 
@@ -50,22 +49,7 @@ beforeAll(async () => {
 	await writeModelFiles(baseModel, makeFixture('llama', { seed: 11 }).files);
 	await judge.start();
 	backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name) });
-	host = createRunHost({
-		backend,
-		project: 'host-ruler-test',
-		resolveLocation: (location) => location,
-		store: async (name) => new NodeRunStore(join(runs, name)),
-		async listRuns() {
-			const names = await readdir(runs).catch(() => [] as string[]);
-			const out: RunMeta[] = [];
-			for (const name of names) {
-				const meta = await new NodeRunStore(join(runs, name)).readMeta();
-				if (meta) out.push(meta);
-			}
-			return out;
-		},
-		deleteRun: (name) => rm(join(runs, name), { recursive: true, force: true })
-	});
+	host = nodeRunHost(backend, runs, 'host-ruler-test');
 }, 60_000);
 afterAll(async () => {
 	await judge.stop();

@@ -7,17 +7,17 @@
  * adapter (PEFT's two files) are read by a fresh host without registering it; deleteRun
  * removes it; unknown runs are 'no-such-run'.
  */
-import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
 import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import type { RunMeta } from '../../../src/lib/grpo/run-store';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
+import type { RunHost } from '../../../src/lib/worker/run-host';
+import { nodeRunHost } from './node-run-host';
 
 let root: string;
 let runs: string;
@@ -45,22 +45,7 @@ const exists = (path: string) =>
 function host(): RunHost {
 	const backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name) });
 	backends.push(backend);
-	return createRunHost({
-		backend,
-		project: 'host-test',
-		resolveLocation: (location) => location,
-		store: async (name) => new NodeRunStore(join(runs, name)),
-		async listRuns() {
-			const names = await readdir(runs).catch(() => [] as string[]);
-			const out: RunMeta[] = [];
-			for (const name of names) {
-				const meta = await new NodeRunStore(join(runs, name)).readMeta();
-				if (meta) out.push(meta);
-			}
-			return out;
-		},
-		deleteRun: (name) => rm(join(runs, name), { recursive: true, force: true })
-	});
+	return nodeRunHost(backend, runs, 'host-test');
 }
 
 /** Letters, one GRPO step of 2 x 2 games of up to 8 tokens (retried until a group has spread). */

@@ -1,0 +1,29 @@
+/**
+ * A run host (src/lib/worker/run-host.ts) over the Node LocalBackend, each run's files in
+ * `runs/<name>`: the worker's host as the page uses it, on Dawn, for the run-host tests.
+ */
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import type { RunMeta } from '../../../src/lib/grpo/run-store';
+import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
+
+export function nodeRunHost(backend: LocalBackend, runs: string, project: string): RunHost {
+	return createRunHost({
+		backend,
+		project,
+		resolveLocation: (location) => location,
+		store: async (name) => new NodeRunStore(join(runs, name)),
+		async listRuns() {
+			const names = await readdir(runs).catch(() => [] as string[]);
+			const out: RunMeta[] = [];
+			for (const name of names) {
+				const meta = await new NodeRunStore(join(runs, name)).readMeta();
+				if (meta) out.push(meta);
+			}
+			return out;
+		},
+		deleteRun: (name) => rm(join(runs, name), { recursive: true, force: true })
+	});
+}
