@@ -25,9 +25,8 @@ import type { Browser, Page } from 'playwright-core';
 import { ok, ScriptedJudge, trajectoriesOf } from '../../src/lib/testing/scripted-judge';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
+import { errorText, since, status, testid, waitIdle as waitIdleFor } from './train-page';
 
-const testid = (id: string) => `[data-testid="${id}"]`;
-const since = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
 const RUN_TIMEOUT_MS = 600_000;
 const KEY = 'sk-e2e-judge-5a4b3c2d1e0f';
 const MODEL = 'scripted-judge';
@@ -59,31 +58,12 @@ async function closedPort(): Promise<number> {
 	return port;
 }
 
-async function errorText(page: Page): Promise<string> {
-	const e = await page.$(testid('train-error'));
-	return e ? `${await e.getAttribute('data-kind')}: ${await e.textContent()}` : '';
-}
-
-const status = (page: Page, attr: string) => page.getAttribute(testid('train-status'), attr);
-
-/** Waits until the run is over (the panel idle with a summary or an error). */
-async function waitIdle(page: Page, timeout = RUN_TIMEOUT_MS): Promise<boolean> {
-	return page
-		.waitForFunction(
-			() => {
-				const s = document.querySelector('[data-testid="train-status"]');
-				return (
-					s?.getAttribute('data-phase') === 'idle' &&
-					(!!s?.getAttribute('data-status') ||
-						!!document.querySelector('[data-testid="train-error"]'))
-				);
-			},
-			undefined,
-			{ timeout }
-		)
-		.then(() => true)
-		.catch(() => false);
-}
+/** Waits until the run is over; false when it is not within `timeout`. */
+const waitIdle = (page: Page, timeout = RUN_TIMEOUT_MS): Promise<boolean> =>
+	waitIdleFor(page, timeout).then(
+		() => true,
+		() => false
+	);
 
 /** Every record of every IndexedDB database of the page, with bytes as text, plus both storages. */
 async function everythingStored(page: Page): Promise<string> {

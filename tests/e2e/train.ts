@@ -18,33 +18,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURES_PATH, type CheckFn } from './model';
 import type { StaticServer } from './serve';
+import { errorText, since, status, testid, waitIdle as waitIdleFor } from './train-page';
 
-const testid = (id: string) => `[data-testid="${id}"]`;
-const since = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
 const TRAIN_TIMEOUT_MS = 600_000;
 
-const status = (page: Page, attr: string) => page.getAttribute(testid('train-status'), attr);
-
-async function errorText(page: Page): Promise<string> {
-	const e = await page.$(testid('train-error'));
-	return e ? `${await e.getAttribute('data-kind')}: ${await e.textContent()}` : '';
-}
-
 /** Waits until the run is over (the panel idle with a summary or an error). */
-async function waitIdle(page: Page): Promise<void> {
-	await page.waitForFunction(
-		() => {
-			const s = document.querySelector('[data-testid="train-status"]');
-			return (
-				s?.getAttribute('data-phase') === 'idle' &&
-				(!!s?.getAttribute('data-status') ||
-					!!document.querySelector('[data-testid="train-error"]'))
-			);
-		},
-		undefined,
-		{ timeout: TRAIN_TIMEOUT_MS }
-	);
-}
+const waitIdle = (page: Page) => waitIdleFor(page, TRAIN_TIMEOUT_MS);
 
 /** Waits until the status shows at least `step`, or the run ended (stuck, an error). */
 async function waitStep(page: Page, step: number): Promise<void> {
