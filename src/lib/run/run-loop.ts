@@ -13,7 +13,13 @@
  * r * 1009 + g`, each game sampled from its own seed; evaluations play EVAL_SEED + i.
  */
 import { gatherTrajectoryGroups } from '../agent/gather';
-import { Judge, rulerScoreGroup, RULER_METRICS, type JudgeOptions } from '../agent/ruler';
+import {
+	judgeFor,
+	rulerScoreGroup,
+	RULER_METRICS,
+	type Judge,
+	type JudgeOptions
+} from '../agent/ruler';
 import { trajectoryToJson } from '../agent/jsonl';
 import type { TrainableModel } from '../agent/model';
 import type { Trajectory, TrajectoryGroup } from '../agent/trajectory';
@@ -70,7 +76,7 @@ export async function runRecipe(
 	};
 	const sftTotal = sftSteps(recipe);
 	const client = model.openaiClient();
-	const scoring = rulerScoring(recipe, options);
+	const judge = recipeJudge(recipe, options);
 	let lastReward: number | null = null;
 	let lastEval: number | null = null;
 	const summary = async (status: RunStatus, reason: string): Promise<RunSummary> => {
@@ -180,12 +186,12 @@ export async function runRecipe(
 				round,
 				step,
 				emit,
-				scoring,
+				judge,
 				signal
 			);
 			const rolloutMs = performance.now() - rolloutStart;
 			checkStop();
-			if (scoring && groups.length === 0) {
+			if (judge && groups.length === 0) {
 				// the judge failed on every group: nothing it scored is trained on
 				emit({
 					type: 'step',
@@ -199,7 +205,7 @@ export async function runRecipe(
 					return summary(
 						'stuck',
 						`the judge failed on every group in ${noSignal} round${noSignal === 1 ? '' : 's'} in a row ` +
-							`at GRPO step ${grpoStep}: ${scoring.lastFailure ?? 'no scores'}`
+							`at GRPO step ${grpoStep}: ${judgeFailure ?? 'no scores'}`
 					);
 				continue;
 			}
@@ -254,7 +260,8 @@ async function playRound(
 	round: number,
 	step: number,
 	emit: (e: RunEvent) => void,
-	scoring: RulerScoring | null,
+	/** RULER's judge, scoring each group as it completes; null: the game's reward. */
+	judge: Judge | null,
 	signal?: AbortSignal
 ): Promise<{
 	groups: TrajectoryGroup[];
@@ -302,17 +309,16 @@ async function playRound(
 		}),
 		{
 			signal,
-			...(scoring && {
+			...(judge && {
 				afterEach: async (group: TrajectoryGroup) => {
 					const scored = await rulerScoreGroup(group, {
-						judge: scoring.judge,
+						judge,
 						rubric: recipe.reward?.rubric,
 						combine: recipe.reward?.source === 'ruler+env' ? 'ruler+env' : 'ruler',
 						swallowExceptions: true,
 						signal,
 						onSwallowed: (error) => {
 							judgeFailure = error instanceof Error ? error.message : String(error);
-							scoring.lastFailure = judgeFailure;
 						}
 					});
 					if (scored) judgedGroups.push(scored);
@@ -322,30 +328,20 @@ async function playRound(
 			})
 		}
 	);
-	return { groups, judged: scoring ? judgeMetrics(judgedGroups, dropped) : {}, judgeFailure };
+	return { groups, judged: judge ? judgeMetrics(judgedGroups, dropped) : {}, judgeFailure };
 }
 
 /** The run's RULER judge (null when the recipe trains on the environment's reward). */
-interface RulerScoring {
-	judge: Judge;
-	/** The last failure a dropped group was dropped for (for the 'stuck' reason). */
-	lastFailure: string | null;
-}
-
-function rulerScoring(recipe: Recipe, options: RunOptions): RulerScoring | null {
+function recipeJudge(recipe: Recipe, options: RunOptions): Judge | null {
 	const reward = recipe.reward;
 	if (!reward || reward.source === 'env') return null;
-	const judge =
-		options.judge instanceof Judge
-			? options.judge
-			: new Judge(
-					options.judge ?? {
-						baseURL: reward.judge!.baseURL, // (validated: present for RULER)
-						model: reward.judge!.model,
-						apiKey: options.judgeApiKey
-					}
-				);
-	return { judge, lastFailure: null };
+	return judgeFor(
+		options.judge ?? {
+			baseURL: reward.judge!.baseURL, // (validated: present for RULER)
+			model: reward.judge!.model,
+			apiKey: options.judgeApiKey
+		}
+	);
 }
 
 /**

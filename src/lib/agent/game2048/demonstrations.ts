@@ -15,7 +15,7 @@
 import { Rng } from '../../util/random';
 import { policyClient, policyCompletion, type Policy } from '../policy-client';
 import { isChoice, Trajectory, type History, type MessageOrChoice } from '../trajectory';
-import { expertMove, expertPolicy } from './policies';
+import { expertMove, expertPolicy, moveReply } from './policies';
 import { DIRECTIONS, parseBoard } from './rules';
 import { rollout } from './rollout';
 
@@ -39,9 +39,7 @@ function behaviour(explore: number, seed: number): Policy {
 	if (explore === 0) return expert;
 	const rng = new Rng(seed ^ 0x5eed);
 	return (request) =>
-		rng.next() < explore
-			? { content: `<move>${DIRECTIONS[rng.int(DIRECTIONS.length)]}</move>` }
-			: expert(request);
+		rng.next() < explore ? moveReply(DIRECTIONS[rng.int(DIRECTIONS.length)]) : expert(request);
 }
 
 /** The history with every reply replaced by the expert's move on the board before it. */
@@ -54,8 +52,7 @@ function relabelled(history: History): History {
 			return item;
 		}
 		if (!board) throw new Error('a 2048 reply with no board before it');
-		const content = `<move>${expertMove(board)}</move>`;
-		return policyCompletion({ content }, 'expert', turn).choices[0];
+		return policyCompletion(moveReply(expertMove(board)), 'expert', turn).choices[0];
 	});
 	return { ...history, messagesAndChoices: items };
 }

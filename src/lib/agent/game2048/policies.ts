@@ -30,7 +30,8 @@ import { applyMove, DIRECTIONS, maxValue, parseBoard, type Board, type Direction
 /** The fixed preference of orderPolicy, and the expert's tie-break. */
 export const CORNER_ORDER: readonly Direction[] = ['down', 'left', 'right', 'up'];
 
-function reply(direction: Direction): { content: string } {
+/** The reply that plays `direction`, as the rules require it. */
+export function moveReply(direction: Direction): { content: string } {
 	return { content: `<move>${direction}</move>` };
 }
 
@@ -49,14 +50,14 @@ export function lastBoard(request: PolicyRequest): number[] {
 /** Uniform over the four directions (no-op moves included), from its own Rng(seed). */
 export function randomPolicy(seed: number): Policy {
 	const rng = new Rng(seed);
-	return () => reply(DIRECTIONS[rng.int(DIRECTIONS.length)]);
+	return () => moveReply(DIRECTIONS[rng.int(DIRECTIONS.length)]);
 }
 
 /** The first of `order` that changes the board (the last of them if none does). */
 export function orderPolicy(order: readonly Direction[] = CORNER_ORDER): Policy {
 	return (request) => {
 		const board = lastBoard(request);
-		return reply(order.find((d) => applyMove(board, d).changed) ?? order[order.length - 1]);
+		return moveReply(order.find((d) => applyMove(board, d).changed) ?? order[order.length - 1]);
 	};
 }
 
@@ -81,5 +82,5 @@ export function expertMove(board: Board): Direction {
 
 /** The corner strategy of the file's comment, on the board of the last user message. */
 export function expertPolicy(): Policy {
-	return (request) => reply(expertMove(lastBoard(request)));
+	return (request) => moveReply(expertMove(lastBoard(request)));
 }
