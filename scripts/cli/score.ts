@@ -16,6 +16,7 @@
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/chat-template';
+import { ContextLengthError } from '../../src/lib/model/errors';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
 import { createModel, openModelFolder, readAdapterFolder, readChatFile } from './model-folder';
@@ -82,6 +83,10 @@ export async function runScore(args: ScoreArgs): Promise<ScoreOutput> {
 		}
 	}
 	if (ids.length === 0) throw new CliInputError('the input has no tokens: nothing to score');
+	// Past the model's positions the logprobs mean nothing (and the activations may not fit):
+	// refused here, before the GPU, with the model layer's typed error.
+	if (ids.length > config.maxPositionEmbeddings)
+		throw new ContextLengthError(ids.length, config.maxPositionEmbeddings, 0);
 	const outside = ids.find((id) => id >= config.vocabSize);
 	if (outside !== undefined)
 		throw new CliInputError(

@@ -81,7 +81,10 @@ export class PieceCache {
 		let start = 0;
 		let i = 0;
 		const flush = (end: number) => {
-			if (end > start) ids.push(...this.piece(text.slice(start, end), encodePiece));
+			if (end <= start) return;
+			// A loop, not push(...ids): a spread passes every id as an argument on the stack,
+			// which overflows past ~100k ids (a 300 KB prompt).
+			for (const id of this.piece(text.slice(start, end), encodePiece)) ids.push(id);
 		};
 		while (i < text.length) {
 			// The longest added token starting at i, as the pipeline's splitter finds it.
