@@ -59,10 +59,16 @@ export function replay(trajectory: Trajectory): ReplayItem[] {
 	const turns = trajectory.messagesAndChoices;
 	turns.forEach((item, i) => {
 		if (isChoice(item) || item.role !== 'user') return;
-		const board = readBoard(String(item.content ?? ''));
 		const next = turns[i + 1];
-		const reply = next && isChoice(next) ? (next.message.content ?? '') : '';
-		if (board) items.push({ kind: 'board', rows: rowsOf(board), caption: `agent: ${reply}` });
+		// the game-over message has no reply; its board is the final one, shown below
+		if (!next || !isChoice(next)) return;
+		const board = readBoard(String(item.content ?? ''));
+		if (board)
+			items.push({
+				kind: 'board',
+				rows: rowsOf(board),
+				caption: `agent: ${next.message.content ?? ''}`
+			});
 	});
 	const final = String(trajectory.metadata.final_board ?? '');
 	if (final.length === SIZE * SIZE)

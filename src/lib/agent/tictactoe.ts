@@ -12,7 +12,11 @@
  * - win 1, draw 0.5, loss 0; an illegal or unparsable reply ends the game with
  *   -1 + ln(n + 1) / ln(100), n the agent's legal moves before it (tictactoe-game.ts);
  * - metrics `win` (1, 0.5 or 0, when the game was finished), `num_moves` (the agent's legal
- *   moves) and `invalid_move` (0 or 1); max_completion_tokens 128 by default.
+ *   moves) and `invalid_move` (0 or 1); max_completion_tokens 128 by default;
+ * - our addition: the game ends with a user message that nobody answers (gameOverMessage: the
+ *   final board and the outcome in words). A judge that reads only the trajectory (RULER)
+ *   needs it: the agent's last move hides the opponent's winning reply or the draw after it.
+ *   It adds no trained token nor any prompt a model is asked to answer.
  *
  * Randomness is seeded: one generator, from `seed`, draws the agent's mark and then each
  * opponent move, so a seed fixes the game up to the model's replies (the model's sampling
@@ -66,6 +70,21 @@ export interface TicTacToeOptions {
 	signal?: AbortSignal;
 }
 
+export type Outcome = 'win' | 'loss' | 'draw' | 'illegal';
+
+const OUTCOME_WORDS: Record<Outcome, string> = {
+	win: 'you win.',
+	loss: 'you lose.',
+	draw: 'a draw.',
+	illegal: 'you lose by an illegal move.'
+};
+
+/** The message that closes a game: the board as it ended, then `Game over: <outcome>`. */
+export function gameOverMessage(board: Board, outcome: Outcome, illegal?: string): string {
+	const why = outcome === 'illegal' && illegal ? `That move is not allowed: ${illegal}.\n` : '';
+	return `${renderBoard(board)}${why}Game over: ${OUTCOME_WORDS[outcome]}`;
+}
+
 /** The opponent's move: a uniformly random empty square (ART's random.choice). */
 function opponentMove(board: Board, rng: Rng): number {
 	const moves = legalMoves(board);
@@ -94,6 +113,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 
 	let moves = 0;
 	let invalid = false;
+	let problem = '';
 	while (winner(board) === null) {
 		trajectory.messagesAndChoices.push({ role: 'user', content: renderBoard(board) });
 		const completion = await client.chat.completions.create(
@@ -111,6 +131,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 		const move = checkMove(board, reply, { strict });
 		if (!move.ok) {
 			invalid = true;
+			problem = move.detail;
 			trajectory.reward = illegalMoveReward(moves);
 			trajectory.log(`illegal move (${move.problem}: ${move.detail}): ${JSON.stringify(reply)}`);
 			break;
@@ -123,12 +144,16 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 	}
 
 	const result = winner(board);
-	let outcome: string = 'illegal';
+	let outcome: Outcome = 'illegal';
 	if (!invalid && result !== null) {
 		outcome = result === 'draw' ? 'draw' : result === agent ? 'win' : 'loss';
-		trajectory.reward = REWARD[outcome as keyof typeof REWARD];
+		trajectory.reward = REWARD[outcome];
 		trajectory.metrics.win = trajectory.reward;
 	}
+	trajectory.messagesAndChoices.push({
+		role: 'user',
+		content: gameOverMessage(board, outcome, problem)
+	});
 	trajectory.metrics.num_moves = moves;
 	trajectory.metrics.invalid_move = invalid ? 1 : 0;
 	trajectory.metadata.outcome = outcome;

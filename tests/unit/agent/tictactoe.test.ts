@@ -32,6 +32,7 @@ import {
 	squareName,
 	systemPrompt,
 	winner,
+	type Outcome,
 	type Board,
 	type Cell,
 	type Mark
@@ -118,15 +119,38 @@ function scriptedClient(policy: Policy) {
 	return { client: openaiClient({ service }), tok };
 }
 
-/** The trajectory as turns: the board the agent saw and the choice it made. */
+/**
+ * The trajectory as turns: the board the agent saw and the choice it made. The last item is
+ * the game-over message (the final board and the outcome), answered by nobody.
+ */
 function turns(t: Trajectory): { board: Cell[]; choice: Choice }[] {
 	const items = t.messagesAndChoices;
 	expect(items[0]).toEqual({
 		role: 'system',
 		content: systemPrompt(t.metadata.agent_symbol as Mark)
 	});
+	const last = items.length - 1;
+	const final = (t.metadata.final_board as string).split('') as Cell[];
+	const outcome = t.metadata.outcome as Outcome;
+	const closing = items[last];
+	expect(isChoice(closing)).toBe(false);
+	if (!isChoice(closing)) {
+		expect(closing.role).toBe('user');
+		if (outcome === 'illegal')
+			expect(closing.content).toMatch(
+				/^ {3}1 .*\n(.*\n){3}That move is not allowed: .+\.\nGame over: you lose by an illegal move\.$/
+			);
+		else
+			expect(closing.content).toBe(
+				renderBoard(final) +
+					{ win: 'Game over: you win.', loss: 'Game over: you lose.', draw: 'Game over: a draw.' }[
+						outcome
+					]
+			);
+		expect(String(closing.content).startsWith(renderBoard(final))).toBe(true);
+	}
 	const out: { board: Cell[]; choice: Choice }[] = [];
-	for (let k = 1; k < items.length; k += 2) {
+	for (let k = 1; k < last; k += 2) {
 		const u = items[k];
 		const c = items[k + 1];
 		expect(isChoice(u)).toBe(false);
@@ -240,6 +264,9 @@ describe('tic-tac-toe rollout, scripted player through the real ChatService', ()
 			expect(t.metrics).toEqual({ num_moves: 1, invalid_move: 1 });
 			expect(t.metadata.outcome).toBe('illegal');
 			expect(t.logs.at(-1)).toMatch(/^illegal move \(occupied: [A-C][1-3] is taken\)/);
+			expect(t.messages().at(-1)?.content).toMatch(
+				/That move is not allowed: [A-C][1-3] is taken\.\nGame over: you lose by an illegal move\.$/
+			);
 		}
 	});
 
