@@ -2,6 +2,8 @@
  * @file `cli serve`: a model folder as an OpenAI-compatible HTTP server (node:http).
  *
  *   serve --model DIR [--port N] [--host 127.0.0.1] [--name NAME] [--max-context N]
+ *         [--api-key KEY] [--allowed-hosts a,b] [--max-requests N] [--max-tokens-in-flight N]
+ *         [--request-timeout S]
  *
  * answers `POST /v1/chat/completions` (streamed with "stream": true) and `GET /v1/models`
  * (src/lib/agent/openai/http-server.ts). Once listening it prints ONE JSON line,
@@ -10,6 +12,13 @@
  * must name the model NAME (default: the folder's name). --port 0 picks a free port (the
  * printed line says which); the default is 8000. --max-context caps prompt + reply tokens
  * (default: the model's max_position_embeddings).
+ *
+ * Who may ask (http-access.ts): loopback by default; `--api-key KEY` (or env TABRL_API_KEY)
+ * requires `Authorization: Bearer KEY`; Host names other than loopback names, IP literals
+ * and the bound host must be listed in --allowed-hosts. Binding beyond loopback without a
+ * key prints a warning on stderr. Limits (defaults below): requests held at once, tokens in
+ * flight (n * (prompt + max_tokens)), seconds per request; the body limit follows the
+ * context (http-body.ts).
  *
  * Order of work, as `score`: flags, then the folder (every file problem before the GPU is
  * touched), then the GPU, then the port.
@@ -25,7 +34,8 @@ import { CliInputError, parseFlags, UsageError } from './args';
 import { openModelFolder } from './model-folder';
 
 export const SERVE_USAGE =
-	'usage: npm run -s cli -- serve --model DIR [--port N] [--host 127.0.0.1] [--name NAME] [--max-context N]';
+	'usage: npm run -s cli -- serve --model DIR [--port N] [--host 127.0.0.1] [--name NAME] [--max-context N] ' +
+	'[--api-key KEY] [--allowed-hosts a,b] [--max-requests N] [--max-tokens-in-flight N] [--request-timeout S]';
 
 export interface ServeArgs {
 	model: string;
@@ -33,9 +43,23 @@ export interface ServeArgs {
 	host: string;
 	name?: string;
 	maxContext?: number;
+	/** Required as a Bearer token when set (--api-key, else env TABRL_API_KEY). */
+	apiKey?: string;
+	allowedHosts: string[];
+	maxRequests: number;
+	/** Default: MAX_CONTEXTS_IN_FLIGHT contexts. */
+	maxTokensInFlight?: number;
+	requestTimeoutS: number;
 }
 
 const DEFAULT_PORT = 8000;
+/** Requests held at once (parsing, queued, decoding); more wait in the client (429). */
+const DEFAULT_MAX_REQUESTS = 256;
+/** Tokens in flight by default: this many full contexts (a GRPO group of 8-16 fits). */
+const MAX_CONTEXTS_IN_FLIGHT = 64;
+/** Longest a request may take (seconds), from arrival to its last token. */
+const DEFAULT_REQUEST_TIMEOUT_S = 600;
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
 function parseCount(flag: string, text: string, min: number, max: number): number {
 	const n = Number(text);
@@ -47,11 +71,24 @@ function parseCount(flag: string, text: string, min: number, max: number): numbe
 export function parseServeArgs(argv: readonly string[]): ServeArgs {
 	const flags = parseFlags(
 		argv,
-		{ model: {}, port: {}, host: {}, name: {}, 'max-context': {} },
+		{
+			model: {},
+			port: {},
+			host: {},
+			name: {},
+			'max-context': {},
+			'api-key': {},
+			'allowed-hosts': {},
+			'max-requests': {},
+			'max-tokens-in-flight': {},
+			'request-timeout': {}
+		},
 		SERVE_USAGE
 	);
 	if (flags.model === undefined) throw new UsageError('--model DIR is required', SERVE_USAGE);
 	if (flags.name === '') throw new UsageError('--name is empty', SERVE_USAGE);
+	const apiKey = flags['api-key'] ?? (process.env.TABRL_API_KEY || undefined);
+	if (apiKey === '') throw new UsageError('--api-key is empty', SERVE_USAGE);
 	return {
 		model: flags.model,
 		port: flags.port === undefined ? DEFAULT_PORT : parseCount('port', flags.port, 0, 65535),
@@ -60,8 +97,38 @@ export function parseServeArgs(argv: readonly string[]): ServeArgs {
 		maxContext:
 			flags['max-context'] === undefined
 				? undefined
-				: parseCount('max-context', flags['max-context'], 2, 2 ** 24)
+				: parseCount('max-context', flags['max-context'], 2, 2 ** 24),
+		apiKey,
+		allowedHosts: (flags['allowed-hosts'] ?? '')
+			.split(',')
+			.map((h) => h.trim())
+			.filter((h) => h !== ''),
+		maxRequests:
+			flags['max-requests'] === undefined
+				? DEFAULT_MAX_REQUESTS
+				: parseCount('max-requests', flags['max-requests'], 1, 1e6),
+		maxTokensInFlight:
+			flags['max-tokens-in-flight'] === undefined
+				? undefined
+				: parseCount('max-tokens-in-flight', flags['max-tokens-in-flight'], 1, 2 ** 40),
+		requestTimeoutS:
+			flags['request-timeout'] === undefined
+				? DEFAULT_REQUEST_TIMEOUT_S
+				: parseCount('request-timeout', flags['request-timeout'], 1, 7 * 24 * 3600)
 	};
+}
+
+/** The warning printed when the server is reachable beyond loopback with no key, or null. */
+export function exposureWarning({
+	host,
+	apiKey
+}: Pick<ServeArgs, 'host' | 'apiKey'>): string | null {
+	if (LOOPBACK.has(host) || apiKey !== undefined) return null;
+	return (
+		`tabrl serve: WARNING: listening on ${host}, beyond loopback, with NO API KEY: anyone who ` +
+		'can reach this address can run the model. Give --api-key KEY (or TABRL_API_KEY), or ' +
+		'bind --host 127.0.0.1.'
+	);
 }
 
 /** Resolves once a signal asks to stop. */
@@ -100,17 +167,26 @@ export async function runServe(args: ServeArgs): Promise<undefined> {
 					tokenizer,
 					model: name,
 					contextLength,
-					scheduler: { stopTokenIds: config.eosTokenIds }
+					scheduler: { stopTokenIds: config.eosTokenIds },
+					admission: {
+						maxRequests: args.maxRequests,
+						maxTokens: args.maxTokensInFlight ?? MAX_CONTEXTS_IN_FLIGHT * contextLength
+					},
+					deadlineMs: args.requestTimeoutS * 1000
 				});
 				const stopped = untilSignal();
 				const server = await listenChatServer(service, {
 					port: args.port,
-					host: args.host
+					host: args.host,
+					apiKey: args.apiKey,
+					allowedHosts: args.allowedHosts
 				}).catch((error: Error) => {
 					throw new CliInputError(
 						`cannot listen on ${args.host}:${args.port} (${error.message}); pick another --port or --host`
 					);
 				});
+				const warning = exposureWarning(args);
+				if (warning) process.stderr.write(warning + '\n');
 				process.stdout.write(JSON.stringify({ listening: server.url, model: name }) + '\n');
 				await stopped;
 				await server.close();

@@ -78,14 +78,20 @@ export class PieceCache {
 	/** The ids of `text`: cut at the cut tokens, each piece from the cache or `encodePiece`. */
 	encode(text: string, encodePiece: (piece: string) => number[]): number[] {
 		const ids: number[] = [];
+		// A loop, not push(...slice): a spread passes every id as an argument on the stack,
+		// which overflows past ~100k ids (a 300 KB prompt).
+		for (const slice of this.slices(text, encodePiece)) for (const id of slice) ids.push(id);
+		return ids;
+	}
+
+	/**
+	 * The ids of `text` slice by slice, in order (a piece's ids, or one cut token's id):
+	 * concatenated they are `encode(text)`. A caller may stop early (a prompt already past
+	 * the context) or yield to the event loop between slices.
+	 */
+	*slices(text: string, encodePiece: (piece: string) => number[]): Generator<number[]> {
 		let start = 0;
 		let i = 0;
-		const flush = (end: number) => {
-			if (end <= start) return;
-			// A loop, not push(...ids): a spread passes every id as an argument on the stack,
-			// which overflows past ~100k ids (a 300 KB prompt).
-			for (const id of this.piece(text.slice(start, end), encodePiece)) ids.push(id);
-		};
 		while (i < text.length) {
 			// The longest added token starting at i, as the pipeline's splitter finds it.
 			let node: TrieNode | undefined = this.root;
@@ -100,15 +106,14 @@ export class PieceCache {
 				continue;
 			}
 			if (match.cut) {
-				flush(i);
-				ids.push(match.id);
+				if (i > start) yield this.piece(text.slice(start, i), encodePiece);
+				yield [match.id];
 				start = i + match.content.length;
 			}
 			// A token that is not a cut stays inside its piece; the pipeline scans past it too.
 			i += match.content.length;
 		}
-		flush(text.length);
-		return ids;
+		if (text.length > start) yield this.piece(text.slice(start), encodePiece);
 	}
 
 	private piece(piece: string, encodePiece: (piece: string) => number[]): number[] {

@@ -196,12 +196,34 @@ export class Tokenizer {
 			this.pieces && !addSpecialTokens
 				? this.pieces.encode(text, (piece) => this.hf.encode(piece, NOTHING_ADDED).ids)
 				: this.hf.encode(text, { add_special_tokens: addSpecialTokens }).ids;
+		this.checkIds(ids, text);
+		return ids;
+	}
+
+	/**
+	 * The ids of `text` (nothing added) in slices that concatenate to `encode(text)`: the
+	 * pieces between special tokens (piece-cache.ts), or the whole text where the cache is
+	 * off. A caller that counts can stop once past a limit, and yield between slices.
+	 */
+	*encodeSlices(text: string): Generator<number[]> {
+		if (!this.pieces) {
+			yield this.encode(text);
+			return;
+		}
+		for (const slice of this.pieces.slices(text, (p) => this.hf.encode(p, NOTHING_ADDED).ids)) {
+			// encode names the unrepresentable token (and throws) as for the whole text.
+			if (slice.some((id) => !Number.isInteger(id))) this.encode(text);
+			yield slice;
+		}
+	}
+
+	/** Undefined ids (a piece with no token and no unk token) as a TokenizerError. */
+	private checkIds(ids: readonly number[], text: string): void {
 		const bad = ids.findIndex((id) => !Number.isInteger(id));
 		if (bad >= 0)
 			throw new TokenizerError(
 				`the text has a piece the vocabulary cannot represent (token ${JSON.stringify(this.hf.tokenize(text)[bad])}) and the tokenizer has no unk token.`
 			);
-		return ids;
 	}
 
 	/**

@@ -113,7 +113,8 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 
 	it('answers bad JSON 400, unknown routes 404, wrong methods 405, with OpenAI error bodies', async () => {
 		const send = async (method: string, path: string, body?: string) => {
-			const res = await fetch(`${http.url}${path}`, { method, body });
+			const headers = body === undefined ? undefined : { 'content-type': 'application/json' };
+			const res = await fetch(`${http.url}${path}`, { method, body, headers });
 			return { status: res.status, json: (await res.json()) as { error: Record<string, unknown> } };
 		};
 		const shape = {

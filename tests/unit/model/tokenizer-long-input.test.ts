@@ -3,7 +3,7 @@
  * the piece cache's `ids.push(...ids)`): Tokenizer.encode / encodeChat never recurse or
  * spread by input size, on the tiny fixture tokenizer (piece cache on) and on Qwen3's.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { qwen3Tokenizer } from './qwen3-tokenizer';
@@ -12,6 +12,11 @@ import { qwen3Tokenizer } from './qwen3-tokenizer';
 const LONG = 'hello world, it is a long day. '.repeat(10_000);
 
 describe('Tokenizer on very long inputs', () => {
+	let qwen3: Tokenizer;
+	beforeAll(() => {
+		qwen3 = qwen3Tokenizer();
+	});
+
 	it('encodes a 300 KB text and chat (tiny fixture tokenizer)', () => {
 		const files = makeFixture('llama', { seed: 5 }).files;
 		const tokenizer = Tokenizer.fromJson(
@@ -26,9 +31,23 @@ describe('Tokenizer on very long inputs', () => {
 		expect(chat.length).toBeGreaterThan(ids.length);
 	});
 
+	it('encodeSlices concatenates to encode (pieces between special tokens)', () => {
+		const tokenizer = qwen3;
+		const text = tokenizer.applyChatTemplate(
+			[
+				{ role: 'system', content: 'be brief' },
+				{ role: 'user', content: LONG.slice(0, 5000) }
+			],
+			{ addGenerationPrompt: true }
+		);
+		const slices = [...tokenizer.encodeSlices(text)];
+		expect(slices.length).toBeGreaterThan(4);
+		expect(slices.flat()).toEqual(tokenizer.encode(text));
+	});
+
 	it('encodes a 300 KB text (Qwen3 tokenizer)', () => {
-		const ids = qwen3Tokenizer().encode(LONG);
+		const ids = qwen3.encode(LONG);
 		expect(ids.length).toBeGreaterThan(50_000);
-		expect(ids.slice(0, 8)).toEqual(qwen3Tokenizer().encode(LONG.slice(0, 31)).slice(0, 8));
+		expect(ids.slice(0, 8)).toEqual(qwen3.encode(LONG.slice(0, 31)).slice(0, 8));
 	});
 });

@@ -6,8 +6,9 @@
  * typed errors that describe bad input (messages, chat template, context length) become 400.
  */
 
-/** OpenAI answers an unknown model or URL with 404 and type invalid_request_error too. */
-export type OpenAIErrorType = 'invalid_request_error' | 'server_error';
+/** OpenAI answers an unknown model or URL with 404 and type invalid_request_error too; a
+ * rate limit is type 'requests' or 'tokens' (which limit was hit). */
+export type OpenAIErrorType = 'invalid_request_error' | 'server_error' | 'requests' | 'tokens';
 
 /** The body OpenAI sends with a failed request. */
 export interface OpenAIErrorBody {
@@ -30,6 +31,34 @@ export class OpenAIApiError extends Error {
 	toBody(): OpenAIErrorBody {
 		const { message, type, param, code } = this;
 		return { error: { message, type, param, code } };
+	}
+}
+
+/** 429: the server is at its cap on requests or tokens in flight (admission.ts). The client
+ * may retry after `retryAfterSeconds` (sent as Retry-After; the openai client obeys it). */
+export class OverloadedError extends OpenAIApiError {
+	constructor(
+		message: string,
+		type: 'requests' | 'tokens',
+		readonly retryAfterSeconds: number
+	) {
+		super(429, message, type, null, 'rate_limit_exceeded');
+		this.name = 'OverloadedError';
+	}
+}
+
+/** 504: the request ran past the server's per-request deadline; its decoding was stopped. */
+export class DeadlineError extends OpenAIApiError {
+	constructor(readonly deadlineMs: number) {
+		super(
+			504,
+			`The request took longer than this server's deadline of ${deadlineMs / 1000} s and was ` +
+				'stopped. Ask for fewer tokens (max_tokens, n), or raise the deadline (serve --request-timeout).',
+			'server_error',
+			null,
+			'timeout'
+		);
+		this.name = 'DeadlineError';
 	}
 }
 
@@ -61,7 +90,10 @@ export function toApiError(error: unknown): OpenAIApiError {
 	if (error instanceof OpenAIApiError) return error;
 	const e = error as { kind?: unknown; message?: unknown } | null;
 	const message = typeof e?.message === 'string' ? e.message : String(error);
-	const bad = typeof e?.kind === 'string' ? BAD_INPUT_KINDS[e.kind] : undefined;
+	const bad =
+		typeof e?.kind === 'string' && Object.hasOwn(BAD_INPUT_KINDS, e.kind)
+			? BAD_INPUT_KINDS[e.kind]
+			: undefined;
 	if (bad) return invalidRequest(message, bad.param, bad.code);
 	return new OpenAIApiError(500, message, 'server_error');
 }

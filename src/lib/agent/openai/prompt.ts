@@ -6,16 +6,33 @@
  * max_tokens past what is left is an error (as OpenAI's), and when not given it is what is
  * left. The model layer's
  * errors (template refused the messages, no template) become 400s in errors.ts.
+ *
+ * `encodePrompt` is the server's way: the same ids, tokenized slice by slice (the text
+ * between special tokens, Tokenizer.encodeSlices), yielding to the event loop every
+ * SLICE_BUDGET_MS so other requests are answered meanwhile, and stopping as soon as the
+ * prompt is past the context (a 20 MB body of many messages costs one context's worth of
+ * work, not 35 s). One slice (one message's text) is still tokenized in one call: its size
+ * is bounded by the server's body limit (http-body.ts).
  */
 import type { ChatMessage, ToolSchema } from '../../model/chat-messages';
 import type { ChatTemplateOptions } from '../../model/chat-template';
 import { invalidRequest } from './errors';
 import type { ChatRequest } from './request';
 
-/** What prompt building needs of a Tokenizer (src/lib/model/tokenizer.ts). */
+/** What prompt building needs of a Tokenizer (src/lib/model/tokenizer.ts); the two
+ * optional methods let encodePrompt work slice by slice. */
 export interface ChatEncoding {
 	encodeChat(messages: ChatMessage[], opts?: ChatTemplateOptions): number[];
+	applyChatTemplate?(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
+	encodeSlices?(text: string): Iterable<number[]>;
 }
+
+/** Longest stretch of tokenizing between yields to the event loop. */
+const SLICE_BUDGET_MS = 10;
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+type PromptRequest = Pick<ChatRequest, 'messages' | 'tools' | 'chatTemplateKwargs' | 'maxTokens'>;
 
 export interface Prompt {
 	ids: number[];
@@ -31,24 +48,57 @@ export function templateOptions(
 	return { tools, addGenerationPrompt: true, vars: chatTemplateKwargs };
 }
 
+function overContext(contextLength: number, tokens: string): Error {
+	return invalidRequest(
+		`This model's maximum context length is ${contextLength} tokens. However, your messages ` +
+			`resulted in ${tokens} tokens, which leaves no room for a reply. Please reduce ` +
+			'the length of the messages.',
+		'messages',
+		'context_length_exceeded'
+	);
+}
+
 export function buildPrompt(
 	tokenizer: ChatEncoding,
-	request: Pick<ChatRequest, 'messages' | 'tools' | 'chatTemplateKwargs' | 'maxTokens'>,
+	request: PromptRequest,
 	contextLength: number
 ): Prompt {
 	const ids = tokenizer.encodeChat(
 		request.messages,
 		templateOptions(request.tools, request.chatTemplateKwargs)
 	);
+	return fitPrompt(ids, request, contextLength);
+}
+
+/** buildPrompt's ids, tokenized slice by slice with yields, stopping once past the context. */
+export async function encodePrompt(
+	tokenizer: ChatEncoding,
+	request: PromptRequest,
+	contextLength: number
+): Promise<Prompt> {
+	if (!tokenizer.applyChatTemplate || !tokenizer.encodeSlices)
+		return buildPrompt(tokenizer, request, contextLength);
+	const text = tokenizer.applyChatTemplate(
+		request.messages,
+		templateOptions(request.tools, request.chatTemplateKwargs)
+	);
+	const ids: number[] = [];
+	let since = performance.now();
+	for (const slice of tokenizer.encodeSlices(text)) {
+		for (const id of slice) ids.push(id);
+		if (ids.length >= contextLength) throw overContext(contextLength, `at least ${ids.length}`);
+		if (performance.now() - since > SLICE_BUDGET_MS) {
+			await yieldToEventLoop();
+			since = performance.now();
+		}
+	}
+	return fitPrompt(ids, request, contextLength);
+}
+
+/** The context check: the prompt and one new token fit, and max_tokens fits what is left. */
+function fitPrompt(ids: number[], request: PromptRequest, contextLength: number): Prompt {
 	const room = contextLength - ids.length;
-	if (room < 1)
-		throw invalidRequest(
-			`This model's maximum context length is ${contextLength} tokens. However, your messages ` +
-				`resulted in ${ids.length} tokens, which leaves no room for a reply. Please reduce ` +
-				'the length of the messages.',
-			'messages',
-			'context_length_exceeded'
-		);
+	if (room < 1) throw overContext(contextLength, String(ids.length));
 	if (request.maxTokens !== undefined && request.maxTokens > room)
 		throw invalidRequest(
 			`This model's maximum context length is ${contextLength} tokens. However, you requested ` +

@@ -444,13 +444,16 @@ export function parseChatCompletionRequest(
 			'invalid_type'
 		);
 	for (const key of Object.keys(body)) {
-		if (key in UNSUPPORTED && body[key] !== undefined && body[key] !== null)
+		// Own keys only: `key in UNSUPPORTED` is true for 'constructor', 'toString' and
+		// '__proto__' (the prototype's), which must be plain unknown fields like any other.
+		const unsupported = Object.hasOwn(UNSUPPORTED, key);
+		if (unsupported && body[key] !== undefined && body[key] !== null)
 			throw invalidRequest(
 				`Unsupported parameter: '${key}': ${UNSUPPORTED[key]}.`,
 				key,
 				'unsupported_parameter'
 			);
-		if (!KNOWN.has(key) && !IGNORED.has(key) && !(key in UNSUPPORTED))
+		if (!KNOWN.has(key) && !IGNORED.has(key) && !unsupported)
 			throw invalidRequest(
 				`Unrecognized request argument supplied: ${key}`,
 				key,

@@ -12,14 +12,27 @@
  * with stream_options.include_usage, one chunk with no choices and the usage; the SSE
  * stream ends with `data: [DONE]`. Tool calls arrive whole, one delta each (OpenAI may
  * split arguments over several deltas; clients that accumulate deltas see the same).
+ *
+ * Limits a server sets (cli serve; the in-process client sets none): `admission` caps the
+ * requests held and their tokens (admission.ts: 429 with Retry-After beyond), `deadlineMs`
+ * stops a request that runs longer (504, or an error frame in a stream). Prompts are
+ * tokenized slice by slice with yields (prompt.ts encodePrompt), so one long prompt does not
+ * hold up the others' answers.
  */
 import type { ChatEngine, EngineSequence } from './engine';
 import type { VocabularySource } from '../../model/constrain/vocabulary';
 import type { TokenGrammar } from '../../model/constrain/token-mask';
 import { ChoiceDecoder, type ChoiceDelta, type TextDecoding } from './choice';
 import { RequestGrammars } from './constraint';
-import { OpenAIApiError, toApiError, invalidRequest } from './errors';
-import { buildPrompt, type ChatEncoding } from './prompt';
+import { Admission, type AdmissionLimits, type AdmissionTicket } from './admission';
+import {
+	DeadlineError,
+	OpenAIApiError,
+	OverloadedError,
+	toApiError,
+	invalidRequest
+} from './errors';
+import { encodePrompt, type ChatEncoding } from './prompt';
 import {
 	DEFAULT_LIMITS,
 	parseChatCompletionRequest,
@@ -56,6 +69,10 @@ export interface ChatServiceOptions {
 	contextLength?: number;
 	limits?: RequestLimits;
 	scheduler?: SchedulerOptions;
+	/** Caps on requests and tokens held at once (default: none). */
+	admission?: AdmissionLimits;
+	/** Longest a request may take, from arrival to its last token (default: none). */
+	deadlineMs?: number;
 }
 
 /** A transport-free request: method, path (e.g. '/v1/models'), body text. */
@@ -66,9 +83,34 @@ export interface ServiceRequest {
 	signal?: AbortSignal;
 }
 
-/** A JSON answer, or (200 only) a stream of SSE frames (`data: ...\n\n`). */
+/** A JSON answer (with extra headers, e.g. a 429's retry-after), or (200 only) a stream of
+ * SSE frames (`data: ...\n\n`). */
 export type ServiceResponse =
-	{ status: number; json: unknown } | { status: 200; sse: AsyncIterable<string> };
+	| { status: number; json: unknown; headers?: Record<string, string> }
+	| { status: 200; sse: AsyncIterable<string> };
+
+/** A request's signal with the service's deadline added (the outer one as is without). */
+interface Deadline {
+	signal: AbortSignal | undefined;
+	/** Stops the timer (the request ended). */
+	clear(): void;
+}
+
+function withDeadline(outer: AbortSignal | undefined, ms: number | undefined): Deadline {
+	if (ms === undefined) return { signal: outer, clear: () => {} };
+	const controller = new AbortController();
+	const timer = setTimeout(() => controller.abort(new DeadlineError(ms)), ms);
+	const onOuter = () => controller.abort(outer!.reason);
+	if (outer?.aborted) onOuter();
+	else outer?.addEventListener('abort', onOuter, { once: true });
+	return {
+		signal: controller.signal,
+		clear: () => {
+			clearTimeout(timer);
+			outer?.removeEventListener('abort', onOuter);
+		}
+	};
+}
 
 /** A validated request ready to decode. */
 interface Prepared {
@@ -122,6 +164,8 @@ export class ChatService {
 
 	/** Prompt + new tokens at most. */
 	readonly contextLength: number;
+	/** The caps on requests and tokens held, when set. */
+	readonly admission: Admission | null;
 
 	constructor(private readonly options: ChatServiceOptions) {
 		this.model = options.model;
@@ -137,6 +181,7 @@ export class ChatService {
 		this.contextLength = context;
 		this.scheduler = new BatchScheduler(options.engine, options.scheduler);
 		this.grammars = new RequestGrammars(options.tokenizer);
+		this.admission = options.admission ? new Admission(options.admission) : null;
 	}
 
 	listModels() {
@@ -144,7 +189,7 @@ export class ChatService {
 	}
 
 	/** Validation, model check, prompt: everything that can fail before decoding. */
-	private prepare(body: unknown): Prepared {
+	private async prepare(body: unknown): Promise<Prepared> {
 		const request = parseChatCompletionRequest(body, this.options.limits ?? DEFAULT_LIMITS);
 		if (request.model !== this.model)
 			throw new OpenAIApiError(
@@ -154,7 +199,7 @@ export class ChatService {
 				'model',
 				'model_not_found'
 			);
-		const prompt = buildPrompt(this.options.tokenizer, request, this.contextLength);
+		const prompt = await encodePrompt(this.options.tokenizer, request, this.contextLength);
 		return {
 			request,
 			promptIds: prompt.ids,
@@ -236,7 +281,7 @@ export class ChatService {
 
 	/** A whole chat.completion (request.stream is ignored). */
 	async createCompletion(body: unknown, signal?: AbortSignal): Promise<TabrlChatCompletion> {
-		return this.complete(this.prepare(body), signal);
+		return this.complete(await this.prepare(body), signal);
 	}
 
 	private async complete(p: Prepared, signal?: AbortSignal): Promise<TabrlChatCompletion> {
@@ -260,11 +305,19 @@ export class ChatService {
 	 * The chunks of a streamed completion. Validation errors throw here, before the first
 	 * chunk; an engine error after that ends the iteration with that error.
 	 */
-	streamCompletion(body: unknown, signal?: AbortSignal): AsyncIterable<TabrlChatCompletionChunk> {
-		return this.stream(this.prepare(body), signal);
+	async streamCompletion(
+		body: unknown,
+		signal?: AbortSignal
+	): Promise<AsyncIterable<TabrlChatCompletionChunk>> {
+		return this.stream(await this.prepare(body), signal);
 	}
 
-	private stream(p: Prepared, signal?: AbortSignal): AsyncIterable<TabrlChatCompletionChunk> {
+	/** `ended` runs once decoding has ended (done, failed or aborted). */
+	private stream(
+		p: Prepared,
+		signal?: AbortSignal,
+		ended: () => void = () => {}
+	): AsyncIterable<TabrlChatCompletionChunk> {
 		const decoders = this.decoders(p);
 		const queue = new ChunkQueue<TabrlChatCompletionChunk>();
 		const { meta, request } = p;
@@ -303,8 +356,12 @@ export class ChatService {
 				);
 				if (request.includeUsage) queue.push(buildChunk(meta, [], this.usage(p, results)));
 				queue.close();
+				ended();
 			},
-			(error) => queue.close(error ?? new Error('generation failed'))
+			(error) => {
+				queue.close(error ?? new Error('generation failed'));
+				ended();
+			}
 		);
 		return queue.drain();
 	}
@@ -315,7 +372,45 @@ export class ChatService {
 			return await this.route(req);
 		} catch (error) {
 			const e = toApiError(error);
+			if (e instanceof OverloadedError)
+				return {
+					status: e.status,
+					json: e.toBody(),
+					headers: { 'retry-after': String(e.retryAfterSeconds) }
+				};
 			return { status: e.status, json: e.toBody() };
+		}
+	}
+
+	/**
+	 * One decoding request under the service's limits: a request slot, then the prompt,
+	 * then its tokens booked, then `run`, all within the deadline; the slot is freed when
+	 * the answer is whole (for a stream: when decoding ends).
+	 */
+	private async admitted(
+		req: ServiceRequest,
+		run: (
+			p: Prepared,
+			signal: AbortSignal | undefined,
+			ended: () => void
+		) => Promise<ServiceResponse>
+	): Promise<ServiceResponse> {
+		const ticket: AdmissionTicket | undefined = this.admission?.enter();
+		const deadline = withDeadline(req.signal, this.options.deadlineMs);
+		let once = false;
+		const ended = () => {
+			if (once) return;
+			once = true;
+			ticket?.release();
+			deadline.clear();
+		};
+		try {
+			const p = await this.prepare(parseJsonBody(req.body));
+			ticket?.book(p.request.n * (p.promptIds.length + p.maxTokens));
+			return await run(p, deadline.signal, ended);
+		} catch (error) {
+			ended();
+			throw error;
 		}
 	}
 
@@ -334,9 +429,14 @@ export class ChatService {
 		};
 		if (path === '/v1/chat/completions') {
 			allow('POST');
-			const p = this.prepare(parseJsonBody(req.body));
-			if (!p.request.stream) return { status: 200, json: await this.complete(p, req.signal) };
-			return { status: 200, sse: sseFrames(this.stream(p, req.signal)) };
+			return this.admitted(req, async (p, signal, ended) => {
+				if (p.request.stream) return { status: 200, sse: sseFrames(this.stream(p, signal, ended)) };
+				try {
+					return { status: 200, json: await this.complete(p, signal) };
+				} finally {
+					ended();
+				}
+			});
 		}
 		if (path === '/v1/models') {
 			allow('GET');
@@ -344,7 +444,7 @@ export class ChatService {
 		}
 		if (path.startsWith('/v1/models/')) {
 			allow('GET');
-			const id = decodeURIComponent(path.slice('/v1/models/'.length));
+			const id = decodePathPart(path.slice('/v1/models/'.length));
 			const model = this.listModels().data.find((m) => m.id === id);
 			if (!model)
 				throw new OpenAIApiError(
@@ -362,6 +462,19 @@ export class ChatService {
 			'invalid_request_error',
 			null,
 			'unknown_url'
+		);
+	}
+}
+
+/** A percent-encoded path segment; malformed encoding (`%ZZ`) is the caller's 400. */
+function decodePathPart(part: string): string {
+	try {
+		return decodeURIComponent(part);
+	} catch {
+		throw invalidRequest(
+			`Invalid URL: '${part}' is not valid percent-encoding.`,
+			null,
+			'invalid_url'
 		);
 	}
 }
