@@ -1,7 +1,7 @@
 /**
  * @file Node only (imports node:http): the ChatService as an OpenAI-compatible HTTP
- * server, `POST /v1/chat/completions` (streamed as server-sent events when asked),
- * `POST /v1/responses` and `GET /v1/models`, with node:http alone. Every route and error is
+ * server, `POST /v1/chat/completions` (streamed as server-sent events when asked) and
+ * `GET /v1/models`, with node:http alone. Every route and error is
  * the service's (service.ts), so this server and the in-process client answer alike. A
  * client that disconnects mid-stream has its sequences stopped. The browser never imports
  * this file.
