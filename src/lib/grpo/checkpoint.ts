@@ -317,10 +317,6 @@ export async function decodeTrainingCheckpoint(
 			throw new CheckpointCorruptError(where, `${ADAPTER_WEIGHTS_FILE}: ${error.message}`);
 		throw error;
 	}
-	for (const [name, values] of params)
-		if (!values.every(Number.isFinite))
-			throw new CheckpointCorruptError(where, `${name} holds NaN or infinite values`);
-
 	const optimizerBytes = files.get(OPTIMIZER_FILE);
 	const optimizer = optimizerBytes ? await readOptimizer(optimizerBytes, params, where) : undefined;
 	const step = state?.step ?? 0;

@@ -26,7 +26,8 @@ export type ModelErrorKind =
 	| 'incomplete-download'
 	| 'context-length'
 	| 'generation-options'
-	| 'warm-start-mismatch';
+	| 'warm-start-mismatch'
+	| 'non-finite-weights';
 
 export class ModelError extends Error {
 	constructor(
@@ -308,5 +309,26 @@ export class GenerationOptionsError extends ModelError {
 	constructor(message: string) {
 		super('generation-options', message);
 		this.name = 'GenerationOptionsError';
+	}
+}
+
+/**
+ * A weight file holds NaN or an infinity (an adapter saved after training diverged, or a
+ * damaged file): every output computed through it would be NaN, so it is refused on reading.
+ */
+export class NonFiniteWeightsError extends ModelError {
+	constructor(
+		readonly file: string,
+		readonly tensor: string,
+		readonly count: number,
+		readonly firstIndex: number
+	) {
+		super(
+			'non-finite-weights',
+			`'${file}': tensor ${tensor} holds ${count} non-finite value(s) (NaN or infinite; the ` +
+				`first at index ${firstIndex}). The weights are unusable: training diverged or the ` +
+				'file is damaged. Use an earlier checkpoint.'
+		);
+		this.name = 'NonFiniteWeightsError';
 	}
 }

@@ -15,7 +15,7 @@
  * side (issue 5).
  */
 import type { ByteSource } from './byte-source';
-import { InvalidConfigError, LoraConfigError } from './errors';
+import { InvalidConfigError, LoraConfigError, NonFiniteWeightsError } from './errors';
 import { peftName, resolveLoraConfig, type LoraConfig } from './lora';
 import { decodeToF32, readableDType, readSafetensorsHeader } from './safetensors';
 import type { ModelConfig } from './types';
@@ -140,7 +140,8 @@ export function parsePeftAdapterConfig(
 
 /**
  * Reads an adapter for `model`: its config, then every A and B, checked against the
- * model's shapes (LoraConfigError on a missing, extra or misshapen tensor).
+ * model's shapes (LoraConfigError on a missing, extra or misshapen tensor) and for NaN or
+ * infinite values (NonFiniteWeightsError: scoring or sampling through them gives NaN).
  */
 export async function readPeftAdapter(
 	model: ModelConfig,
@@ -181,7 +182,19 @@ export async function readPeftAdapter(
 	for (const name of expected.keys()) {
 		const t = header.tensors.get(name)!;
 		const dtype = readableDType(header, t);
-		params.set(name, decodeToF32(await weights.read(t.begin, t.end - t.begin), dtype));
+		const values = decodeToF32(await weights.read(t.begin, t.end - t.begin), dtype);
+		refuseNonFinite(name, values);
+		params.set(name, values);
 	}
 	return { config, params };
+}
+
+function refuseNonFinite(name: string, values: Float32Array): void {
+	let count = 0;
+	let first = -1;
+	for (let i = 0; i < values.length; i++)
+		if (!Number.isFinite(values[i])) {
+			if (count++ === 0) first = i;
+		}
+	if (count) throw new NonFiniteWeightsError(ADAPTER_WEIGHTS_FILE, name, count, first);
 }

@@ -10,7 +10,7 @@
  * in this process the numbers must be equal: same code, same device type, and JSON
  * prints an f32 value's double exactly.
  */
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +25,11 @@ import {
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { TransformerModel } from '../../../src/lib/model/transformer';
+import { peftAdapterConfig } from '../../../src/lib/grpo/checkpoint';
+import { peftName, resolveLoraConfig } from '../../../src/lib/model/lora';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/peft-adapter';
+import { encodeSafetensors, type TensorToWrite } from '../../../src/lib/model/safetensors-writer';
+import { projectionShape } from '../../../src/lib/model/weight-spec';
 import { useGpu } from '../../helpers/gpu';
 import { runCli, runCommand, type CliRun } from './run-cli';
 
@@ -245,6 +250,38 @@ describe('cli score', () => {
 				/^tabrl: chat-messages: Unknown key\(s\) .*temp/
 			);
 			await fails(await cli(...m, '--text', ''), 1, /no tokens/);
+		});
+
+		it('--adapter with a NaN weight: a typed error, not null logprobs', async () => {
+			const f = fixtures.get('llama')!;
+			const adapterDir = join(dir, 'nan-adapter');
+			const lora = resolveLoraConfig({ rank: 2, alpha: 4, targetModules: ['q_proj'] });
+			const tensors: TensorToWrite[] = [];
+			for (let layer = 0; layer < f.config.numLayers; layer++) {
+				const [out, inF] = projectionShape(f.config, 'q_proj');
+				const b = new Float32Array(out * 2).fill(0.01);
+				if (layer === 1) b[3] = NaN;
+				tensors.push(
+					{
+						name: peftName(layer, 'q_proj', 'A'),
+						dtype: 'F32',
+						shape: [2, inF],
+						data: new Float32Array(2 * inF).fill(0.01)
+					},
+					{ name: peftName(layer, 'q_proj', 'B'), dtype: 'F32', shape: [out, 2], data: b }
+				);
+			}
+			await mkdir(adapterDir, { recursive: true });
+			await writeFile(
+				join(adapterDir, ADAPTER_CONFIG_FILE),
+				JSON.stringify(peftAdapterConfig(lora, 'llama'))
+			);
+			await writeFile(join(adapterDir, ADAPTER_WEIGHTS_FILE), encodeSafetensors(tensors));
+			await fails(
+				await cli('score', '--model', modelDir('llama'), '--adapter', adapterDir, '--ids', '1,2,3'),
+				1,
+				/^tabrl: non-finite-weights: .*layers\.1\.self_attn\.q_proj\.lora_B/
+			);
 		});
 	});
 

@@ -6,7 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';
-import { InvalidConfigError, LoraConfigError } from '../../../src/lib/model/errors';
+import {
+	InvalidConfigError,
+	LoraConfigError,
+	NonFiniteWeightsError
+} from '../../../src/lib/model/errors';
 import { peftName } from '../../../src/lib/model/lora';
 import { parsePeftAdapterConfig, readPeftAdapter } from '../../../src/lib/model/peft-adapter';
 import {
@@ -193,5 +197,23 @@ describe('PEFT adapter tensors', () => {
 		await expect(read(all, { r: 4 })).rejects.toThrow(LoraConfigError);
 		// A config with fewer modules than the file holds.
 		await expect(read(all, { target_modules: ['q_proj'] })).rejects.toThrow(/unexpected/);
+	});
+
+	it('refuses a NaN or an infinity in a weight, naming the tensor (typed, before any use)', async () => {
+		for (const bad of [NaN, -Infinity]) {
+			const tensors = adapterTensors(config, 2, ['v_proj'], 'F32');
+			const poisoned = Float32Array.from(tensors[3].data);
+			poisoned[7] = bad;
+			tensors[3] = { ...tensors[3], data: poisoned };
+			const read = readPeftAdapter(
+				config,
+				peftConfig({ r: 2, lora_alpha: 4, target_modules: ['v_proj'] }),
+				memoryByteSource(encodeSafetensors(tensors))
+			);
+			await expect(read).rejects.toThrow(NonFiniteWeightsError);
+			await expect(read).rejects.toThrow(
+				new RegExp(`${tensors[3].name.replaceAll('.', '\\.')} .*1 non-finite value.*index 7`)
+			);
+		}
 	});
 });
