@@ -40,6 +40,12 @@ export interface TicTacToeModelOptions {
 	outputScale?: number;
 	/** Added tokens no merge crosses (tiny-tokenizer.ts). */
 	splitTokens?: readonly string[];
+	/**
+	 * Embedding rows of these added tokens multiplied by `by` (tied: their logits' spread too),
+	 * so a random model samples them often: a test's stand-in for a warm start that taught
+	 * the reply format, which SwiftShader cannot afford to train (ruler-learning.test.ts).
+	 */
+	scaleTokens?: { tokens: readonly string[]; by: number };
 }
 
 /** The largest logit the frozen LM head allows, by the default outputScale. */
@@ -71,6 +77,17 @@ export function renderCorpus(trajectories: readonly Trajectory[]): string {
 /** Tic-tac-toe conversations rendered with the template: the tokenizer's training text. */
 export function ticTacToeCorpus(): string {
 	return renderCorpus(legalPlayTranscripts(400, 424242));
+}
+
+/** Multiplies the embedding rows of `o.scaleTokens.tokens` (added tokens) in place. */
+function scaleRows(embeddings: Float32Array, o: TicTacToeModelOptions, tokenizerJson: string) {
+	const added = (JSON.parse(tokenizerJson) as { added_tokens: { id: number; content: string }[] })
+		.added_tokens;
+	for (const token of o.scaleTokens!.tokens) {
+		const id = added.find((t) => t.content === token)?.id;
+		if (id === undefined) throw new Error(`scaleTokens: '${token}' is not an added token`);
+		for (let i = id * o.hidden; i < (id + 1) * o.hidden; i++) embeddings[i] *= o.scaleTokens!.by;
+	}
 }
 
 /** Writes the model folder into `dir`; returns its parameter count and vocabulary size. */
@@ -125,6 +142,8 @@ export async function writeTicTacToeModel(
 				: name.endsWith('norm.weight')
 					? new Float32Array(n).fill(1)
 					: rng.normals(n, 0.02);
+		if (name === 'model.embed_tokens.weight' && o.scaleTokens)
+			scaleRows(data, o, tok.tokenizerJson);
 		return { name, dtype: 'F32' as const, shape, data };
 	});
 	const files = new Map<string, string | Uint8Array>([

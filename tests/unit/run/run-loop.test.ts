@@ -13,7 +13,12 @@
  *   event follows 'end';
  * - an SFT phase (4 demonstrations, batches of 2, one step per chunk: 2 SFT steps) stopped
  *   after its first step resumes, with a new TrainableModel over the same run folder, at SFT
- *   step 1 (not skipping to GRPO).
+ *   step 1 (not skipping to GRPO);
+ * - RULER, through a scripted judge on loopback HTTP: trained on its scores (the opposite of
+ *   the letters reward, told apart), a judge answering garbage ends stuck, and a judge that
+ *   reads how each tic-tac-toe game ended (the game-over message) trains exactly as the
+ *   game's reward does, on a tic-tac-toe model whose moves are single tokens (their
+ *   embeddings scaled so the random model answers with moves: a reward spread).
  * One backend serves the file (a new one would compile every kernel again: minutes here).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +33,7 @@ import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, runRecipe, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { lettersReward } from '../../../src/lib/agent/letters';
+import { illegalMoveReward, readBoard, squareName } from '../../../src/lib/agent/tictactoe';
 import { DEFAULT_RUBRIC, judgeSystemPrompt, RESPONSE_FORMAT } from '../../../src/lib/agent/ruler';
 import {
 	ok,
@@ -39,6 +45,7 @@ import {
 let root: string;
 let lettersBase: string;
 let ticTacToeBase: string;
+let movesBase: string;
 let backend: LocalBackend;
 
 /** A judge that scores each letters trajectory by `rule` of its last reply. */
@@ -57,8 +64,27 @@ const byRule =
  * scores is told apart from one that trains on the game's.
  */
 const opposite = byRule((reply) => 1 - lettersReward(reply));
-/** The game's rule, rescaled: 0.2 + 0.6 x the share of a-m. */
-const rescaled = byRule((reply) => 0.2 + 0.6 * lettersReward(reply));
+/**
+ * Tic-tac-toe's reward as a judge can read it from the trajectory alone, mapped to [0, 1] as
+ * (reward + 1) / 2: the outcome from the game-over message, and for an illegal move the
+ * agent's legal moves before it (its marks on the final board; its mark from the system
+ * prompt, in the trajectory or, when the group shares it, in the context).
+ */
+const ticTacToeRule: Behaviour = (seen) => {
+	const prompt = seen.body.messages[1].content;
+	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
+		const messages = JSON.parse(text) as { role: string; content: string }[];
+		const over = messages.at(-1)!.content;
+		const mark = (/tic-tac-toe as ([xo]) /.exec(text) ?? /tic-tac-toe as ([xo]) /.exec(prompt))![1];
+		const outcome = /Game over: (you win|a draw|you lose)/.exec(over)![1];
+		const moves = readBoard(over)!.filter((c) => c === mark).length;
+		const reward = over.includes('illegal move')
+			? illegalMoveReward(moves)
+			: { 'you win': 1, 'a draw': 0.5, 'you lose': 0 }[outcome]!;
+		return { trajectory_id: id, explanation: 'by rule', score: (reward + 1) / 2 };
+	});
+	return ok(JSON.stringify({ scores }));
+};
 const judge = new ScriptedJudge(opposite);
 
 beforeAll(async () => {
@@ -67,6 +93,14 @@ beforeAll(async () => {
 	ticTacToeBase = join(root, 'tictactoe-base');
 	await writeModelFiles(lettersBase, makeFixture('llama', { seed: 11 }).files);
 	await writeTicTacToeModel(ticTacToeBase, MODEL_SIZES.tiny);
+	// each move one token, their embeddings scaled: a random model that answers with moves
+	movesBase = join(root, 'tictactoe-moves-base');
+	const moves = Array.from({ length: 9 }, (_, i) => `<move>${squareName(i)}</move>`);
+	await writeTicTacToeModel(movesBase, {
+		...MODEL_SIZES.tiny,
+		splitTokens: moves,
+		scaleTokens: { tokens: moves, by: 8 }
+	});
 	backend = new LocalBackend({ path: join(root, 'runs') });
 	await judge.start();
 }, 60_000);
@@ -88,7 +122,7 @@ function recipe(over: RecipeOverrides = {}): Recipe {
 	return {
 		...base,
 		...over,
-		baseModel: environment === 'letters' ? lettersBase : ticTacToeBase,
+		baseModel: over.baseModel ?? (environment === 'letters' ? lettersBase : ticTacToeBase),
 		warmStart: null,
 		grpo: {
 			...base.grpo,
@@ -406,27 +440,37 @@ describe('runRecipe', () => {
 		expect(JSON.stringify(events)).not.toContain('sk-test-secret');
 	}, 600_000);
 
-	it('RULER with a judge that follows the game (rescaled) trains step for step as the game reward does', async () => {
-		// GRPO normalises rewards within each group, so scores a + b x reward (b > 0) give the
-		// same advantages: the two runs must sample the same games and make the same updates
-		judge.reset(rescaled);
-		const base = recipe({ grpo: { steps: 2, maxTokens: 8, learningRate: 1e-2 }, maxNoSignal: 8 });
+	it('RULER with a judge that reads how each tic-tac-toe game ended trains step for step as the game reward does', async () => {
+		// The judge sees only ART's prompt: it reads each game's outcome from the game-over
+		// message and scores (reward + 1) / 2. GRPO normalises rewards within each group, so
+		// scores a + b x reward (b > 0) give the same advantages: the two runs must sample the
+		// same games and make the same updates
+		judge.reset(ticTacToeRule);
+		const base = recipe({
+			environment: 'tictactoe',
+			baseModel: movesBase,
+			grpo: { steps: 2, groups: 1, groupSize: 4, maxTokens: 1, learningRate: 2e-4 },
+			maxNoSignal: 8
+		});
 		const judged: Recipe = {
 			...base,
 			reward: { source: 'ruler', judge: { baseURL: judge.url, model: 'scripted' } }
 		};
 		const runs = [];
 		for (const [name, r] of [
-			['letters-env-twin', base],
-			['letters-ruler-twin', judged]
+			['tictactoe-env-twin', base],
+			['tictactoe-ruler-twin', judged]
 		] as const) {
 			const model = await register(name, r);
-			expect((await runRecipe(model, r)).status).toBe('done');
+			const summary = await runRecipe(model, r);
+			expect(summary.status, `${name}: ${summary.reason}`).toBe('done');
 			runs.push((await model.history()).filter((h) => typeof h['train/loss'] === 'number'));
 		}
 		const [env, ruler] = runs;
 		expect(ruler.map((h) => h.step)).toEqual(env.map((h) => h.step));
 		expect(env).toHaveLength(2); // the second step samples from the updated weights
+		// games that ended differently: legal moves, losses and illegal moves (a reward spread)
+		expect(env.some((h) => (h['train/num_moves'] as number) > 0)).toBe(true);
 		for (let i = 0; i < env.length; i++) {
 			// the game's reward of the games played, and what was learnt from them (the loss to
 			// float rounding: the advantages are normalised from rescaled rewards, ~1e-5 apart)
@@ -435,7 +479,7 @@ describe('runRecipe', () => {
 				12
 			);
 			expect(ruler[i]['train/reward']).toBeCloseTo(
-				0.2 + 0.6 * (env[i]['train/reward'] as number),
+				((env[i]['train/reward'] as number) + 1) / 2,
 				12
 			);
 			expect(ruler[i]['train/loss']).toBeCloseTo(env[i]['train/loss'] as number, 3);
