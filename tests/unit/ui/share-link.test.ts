@@ -1,0 +1,201 @@
+/**
+ * Share links (src/lib/ui/share-link.ts):
+ * - a bare page holds nothing; a link of a preset's defaults is that preset alone;
+ * - 2000 random settings (every field, valid values) survive writing and reading exactly, with
+ *   nothing ignored, and each link carries only the fields that differ from its preset's;
+ * - no key is ever written (a judge URL with credentials is dropped) nor read;
+ * - a future, unreadable or missing version opens the defaults and says why (a missing one
+ *   still reads the model, as links did before versions);
+ * - fuzz: 3000 links made of random parameters and values, and 3000 valid links mangled one
+ *   character at a time, never throw and always give settings whose recipe validates.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+	PRESET_NAMES,
+	REWARD_SOURCES,
+	preset,
+	validateRecipe,
+	type Recipe
+} from '../../../src/lib/run';
+import {
+	presetSettings,
+	readShareQuery,
+	shareQuery,
+	SHARE_VERSION,
+	type ShareSettings
+} from '../../../src/lib/ui/share-link';
+import { Rng } from '../../../src/lib/util/random';
+
+/** The recipe settings describe (as the Train form builds it). */
+function recipeOf(s: ShareSettings): Recipe {
+	const base = preset(s.preset);
+	return {
+		...base,
+		baseModel: s.model,
+		seed: s.seed,
+		grpo: {
+			...base.grpo,
+			steps: s.steps,
+			groups: s.groups,
+			groupSize: s.groupSize,
+			learningRate: s.learningRate
+		}
+	};
+}
+
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)];
+
+function randomSettings(rng: Rng): ShareSettings {
+	const s = presetSettings(pick(rng, PRESET_NAMES));
+	const maybe = () => rng.next() < 0.5;
+	if (maybe()) s.model = pick(rng, ['/models/other/', 'https://huggingface.co/x/y/resolve/main/']);
+	if (maybe()) s.steps = 1 + rng.int(5000);
+	if (maybe()) s.groups = 1 + rng.int(64);
+	if (maybe()) s.groupSize = 2 + rng.int(64);
+	if (maybe()) s.learningRate = pick(rng, [1e-5, 3e-4, 0.001, 2.5e-3, 0.1, 1]);
+	if (maybe()) s.seed = rng.int(2 ** 31);
+	if (maybe()) {
+		s.reward = pick(rng, REWARD_SOURCES);
+		s.judgeUrl = pick(rng, ['https://openrouter.ai/api/v1', 'http://127.0.0.1:8000/v1']);
+		s.judgeModel = pick(rng, ['openai/o4-mini', 'qwen3:8b', 'model with spaces & ü']);
+		if (maybe()) s.rubric = 'Prefer short games.\nPenalise illegal moves & waffle: "no".';
+	}
+	return s;
+}
+
+describe('share links', () => {
+	it('a bare page holds nothing; a preset of defaults is the preset alone', () => {
+		expect(readShareQuery('')).toEqual({
+			settings: presetSettings('tictactoe'),
+			ignored: [],
+			shared: false
+		});
+		expect(readShareQuery('selftest=on').shared).toBe(false);
+		expect(shareQuery(presetSettings('tictactoe'))).toBe('');
+		expect(shareQuery(presetSettings('2048'))).toBe(`v=${SHARE_VERSION}&preset=2048`);
+		const changed = { ...presetSettings('inbox'), learningRate: 0.001, seed: 9 };
+		expect(shareQuery(changed)).toBe(`v=1&preset=inbox&lr=0.001&seed=9`);
+	});
+
+	it('random settings survive a round trip exactly, each link holding only what differs', () => {
+		const rng = new Rng(1);
+		for (let i = 0; i < 2000; i++) {
+			const s = randomSettings(rng);
+			const query = shareQuery(s);
+			const read = readShareQuery(query);
+			expect(read.ignored, query).toEqual([]);
+			expect(read.settings, query).toEqual(s);
+			const defaults = presetSettings(s.preset);
+			const params = new URLSearchParams(query);
+			const differing = (Object.keys(s) as (keyof ShareSettings)[]).filter(
+				(k) => k !== 'preset' && s[k] !== defaults[k]
+			);
+			// v, the preset unless it is the first, and one parameter per differing field
+			expect([...params.keys()].length).toBe(
+				(query ? 1 : 0) + (s.preset === 'tictactoe' ? 0 : 1) + differing.length
+			);
+		}
+	});
+
+	it('never writes nor reads a key', () => {
+		const s = {
+			...presetSettings('tictactoe'),
+			reward: 'ruler' as const,
+			judgeUrl: 'https://user:sk-secret@judge.example/v1',
+			judgeModel: 'm'
+		};
+		const query = shareQuery(s);
+		expect(query).not.toContain('secret');
+		expect(readShareQuery(query).settings.judgeUrl).toBe('');
+		const read = readShareQuery('v=1&api_key=sk-1&reward=ruler');
+		expect(JSON.stringify(read.settings)).not.toContain('sk-1');
+		expect(read.settings.reward).toBe('ruler');
+		expect(read.ignored).toEqual([
+			'"api_key": links never carry API keys; enter the key in the form.'
+		]);
+		expect(
+			readShareQuery(`v=1&judge=${encodeURIComponent('https://a:b@x.example/v1')}`).ignored
+		).toEqual([
+			'judge "https://a:b@x.example/v1" is not an http(s) URL without a user or password in it.'
+		]);
+	});
+
+	it('a future, unreadable or missing version opens the defaults and says why', () => {
+		const future = readShareQuery('v=2&preset=2048&lr=0.5');
+		expect(future.settings).toEqual(presetSettings('tictactoe'));
+		expect(future.ignored).toEqual([
+			'This link was made by a newer TabRL (version 2; this page reads version 1): it opened with the defaults.'
+		]);
+		expect(readShareQuery('v=banana&steps=3').ignored[0]).toMatch(/version "banana" is not one/);
+		const old = readShareQuery('model=https%3A%2F%2Fhf.co%2Fm%2F&steps=3');
+		expect(old.settings).toEqual({ ...presetSettings('tictactoe'), model: 'https://hf.co/m/' });
+		expect(old.ignored).toEqual(['The link has no version (v=1), so its steps was not used.']);
+	});
+
+	it('bad values are dropped one by one, each named, the rest kept', () => {
+		const read = readShareQuery(
+			'v=1&preset=2048&steps=-4&groups=3&size=1&lr=1e9&seed=x&reward=judge&model=javascript%3Aalert(1)&x=1'
+		);
+		expect(read.settings).toEqual({ ...presetSettings('2048'), groups: 3 });
+		expect(read.ignored).toEqual([
+			'"x" is not a setting TabRL knows.',
+			'model "javascript:alert(1)" is not an http(s) URL or a path on this site.',
+			'steps "-4" is not an integer from 1 to 100000.',
+			'size "1" is not an integer from 2 to 1024.',
+			'lr "1e9" is not a number above 0 and at most 1.',
+			'seed "x" is not an integer from 0 to 2147483647.',
+			'reward "judge" is not one of env, ruler, ruler+env.'
+		]);
+		expect(readShareQuery('v=1&preset=chess').ignored).toEqual([
+			'preset "chess" is not one of tictactoe, 2048, inbox, letters: tictactoe was used.'
+		]);
+	});
+
+	it('fuzz: random and mangled links never throw and always give a valid recipe', () => {
+		const rng = new Rng(7);
+		const names = ['v', 'preset', 'model', 'steps', 'groups', 'size', 'lr', 'seed', 'reward'];
+		const junk = [
+			'',
+			'0',
+			'-1',
+			'1e400',
+			'NaN',
+			'%',
+			'\u0000',
+			'2048',
+			'ruler',
+			'/x',
+			'9'.repeat(40)
+		];
+		const check = (query: string) => {
+			let read: ReturnType<typeof readShareQuery> | undefined;
+			expect(() => (read = readShareQuery(query)), query).not.toThrow();
+			expect(() => validateRecipe(recipeOf(read!.settings)), query).not.toThrow();
+			const s = read!.settings;
+			expect(PRESET_NAMES).toContain(s.preset);
+			expect(REWARD_SOURCES).toContain(s.reward);
+			for (const text of [s.model, s.judgeUrl, s.judgeModel, s.rubric])
+				expect(typeof text).toBe('string');
+		};
+		for (let i = 0; i < 3000; i++) {
+			const params = Array.from({ length: rng.int(8) }, () => {
+				const name = rng.next() < 0.9 ? pick(rng, names) : String.fromCharCode(33 + rng.int(90));
+				const value =
+					rng.next() < 0.5
+						? pick(rng, junk)
+						: Array.from({ length: rng.int(12) }, () => String.fromCharCode(rng.int(0x3000))).join(
+								''
+							);
+				return `${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
+			});
+			check(params.join('&'));
+		}
+		for (let i = 0; i < 3000; i++) {
+			const query = shareQuery(randomSettings(rng)) || 'v=1';
+			const at = rng.int(query.length);
+			const mangled =
+				query.slice(0, at) + String.fromCharCode(32 + rng.int(95)) + query.slice(at + 1);
+			check(mangled);
+		}
+	});
+});
