@@ -31,6 +31,12 @@
  * "status", "reason", "reward", "eval_reward", "out"}. Exit status: 0 when the run is 'done'
  * or 'stopped' (SIGINT/SIGTERM stop it cleanly, within a rollout turn), 3 when it is
  * 'stuck' (no reward spread in --max-no-signal rounds in a row).
+ *
+ * One `train` per --out: OUT/run.lock names the writer's pid, and a second call while it
+ * lives fails with 'run-locked' (exit 1); after a crash (a kill, a power cut) the next call
+ * takes the dead process's lock over, removes a half-written checkpoint and restores a
+ * step's history line written with its checkpoint, each said on stderr as `warning: ...`
+ * (as is a torn history line, with its line number).
  */
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
@@ -451,7 +457,10 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 		);
 	}
 
-	const backend = new LocalBackend({ runDir: () => out });
+	const backend = new LocalBackend({
+		runDir: () => out,
+		onWarning: (message) => process.stderr.write(`warning: ${message}\n`)
+	});
 	const abort = new AbortController();
 	const signals = stopOnSignals(abort);
 	try {

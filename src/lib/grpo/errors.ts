@@ -13,7 +13,8 @@ export type GrpoErrorKind =
 	| 'invalid-batch'
 	| 'grpo-config'
 	| 'checkpoint-corrupt'
-	| 'adapter-mismatch';
+	| 'adapter-mismatch'
+	| 'run-locked';
 
 export class GrpoError extends Error {
 	constructor(
@@ -103,5 +104,24 @@ export class AdapterMismatchError extends GrpoError {
 	constructor(detail: string) {
 		super('adapter-mismatch', `Adapter mismatch: ${detail}`);
 		this.name = 'AdapterMismatchError';
+	}
+}
+
+/**
+ * Another writer holds the run: another live process (the lock file names it), another
+ * tab (the browser's Web Lock), or another store in this process. Two writers would
+ * interleave the run's history and checkpoints.
+ */
+export class RunLockedError extends GrpoError {
+	constructor(
+		/** The lock: a file on disk, a Web Lock's name in the browser. */
+		readonly lock: string,
+		/** Who holds it, in words (e.g. 'process 1234 on box since ...'). */
+		readonly owner: string,
+		remedy = 'Stop that writer or use another run; if no such process is training this run (a ' +
+			'reused process id), delete the lock file.'
+	) {
+		super('run-locked', `The run is being written by ${owner} (lock ${lock}). ${remedy}`);
+		this.name = 'RunLockedError';
 	}
 }

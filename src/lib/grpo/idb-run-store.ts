@@ -6,12 +6,16 @@
  *   checkpoints  key [run, step] -> { run, step, files: Map<name, Uint8Array> }
  *   history      auto key        -> { run, entry }   (index 'run')
  *
- * A checkpoint is one record written in one transaction, so it is there whole or not at
- * all: a tab closed mid-save leaves the run's earlier checkpoints as they were. IndexedDB
- * outlives the tab; the next page that opens the run id resumes it.
+ * A checkpoint is one record written in one transaction with its step's history line, so
+ * both are there whole or neither: a tab closed mid-save leaves the run's earlier
+ * checkpoints and history as they were (no torn lines, no temp records to clean). IndexedDB
+ * outlives the tab; the next page that opens the run id resumes it. A writer
+ * (`open(run, { write: true })`) holds the Web Lock `tabrl-run:<run>` until close(), so a
+ * second tab writing the same run is a RunLockedError; the browser frees the lock of a
+ * closed or crashed tab itself (nothing stale).
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
-import { CheckpointCorruptError } from './errors';
+import { CheckpointCorruptError, RunLockedError } from './errors';
 import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
 export const RUNS_DB_NAME = 'tabrl-runs';
@@ -50,11 +54,19 @@ function openRunsDb(): Promise<IDBPDatabase<RunsSchema>> {
 export class IdbRunStore implements RunStore {
 	private constructor(
 		readonly run: string,
-		readonly db: IDBPDatabase<RunsSchema>
+		readonly db: IDBPDatabase<RunsSchema>,
+		readonly releaseLock?: () => void
 	) {}
 
-	static async open(run: string): Promise<IdbRunStore> {
-		return new IdbRunStore(run, await openRunsDb());
+	/** A reader's store, or with `write` the run's writer (its Web Lock taken, or a RunLockedError). */
+	static async open(run: string, options: { write?: boolean } = {}): Promise<IdbRunStore> {
+		const release = options.write ? await takeWebLock(`tabrl-run:${run}`) : undefined;
+		try {
+			return new IdbRunStore(run, await openRunsDb(), release);
+		} catch (error) {
+			release?.();
+			throw error;
+		}
 	}
 
 	#range(): IDBKeyRange {
@@ -66,8 +78,16 @@ export class IdbRunStore implements RunStore {
 		return keys.map((k) => k[1]).sort((a, b) => a - b);
 	}
 
-	async saveCheckpoint(step: number, files: ReadonlyMap<string, Uint8Array>): Promise<void> {
-		await this.db.put('checkpoints', { run: this.run, step, files: new Map(files) });
+	async saveCheckpoint(
+		step: number,
+		files: ReadonlyMap<string, Uint8Array>,
+		historyEntry?: Record<string, unknown>
+	): Promise<void> {
+		// one transaction: the checkpoint and its history line commit together
+		const tx = this.db.transaction(['checkpoints', 'history'], 'readwrite');
+		await tx.objectStore('checkpoints').put({ run: this.run, step, files: new Map(files) });
+		if (historyEntry) await tx.objectStore('history').add({ run: this.run, entry: historyEntry });
+		await tx.done;
 	}
 
 	async loadCheckpoint(step: number): Promise<Map<string, Uint8Array>> {
@@ -131,5 +151,32 @@ export class IdbRunStore implements RunStore {
 
 	close(): void {
 		this.db.close();
+		this.releaseLock?.();
 	}
+}
+
+/**
+ * Takes the Web Lock `name` if no one holds it; returns its release. Without Web Locks (an
+ * old browser, Node) there is nothing to take: one writer is then the caller's care.
+ */
+async function takeWebLock(name: string): Promise<(() => void) | undefined> {
+	const locks = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+	if (!locks) return undefined;
+	let release!: () => void;
+	const held = new Promise<void>((resolve) => (release = resolve));
+	const got = await new Promise<boolean>((resolve, reject) => {
+		locks
+			.request(name, { ifAvailable: true }, async (lock) => {
+				resolve(lock !== null);
+				if (lock) await held;
+			})
+			.catch(reject);
+	});
+	if (!got)
+		throw new RunLockedError(
+			name,
+			'another tab of this site',
+			'Stop the run in that tab (or close it), then start again.'
+		);
+	return release;
 }

@@ -1,55 +1,151 @@
 /**
  * @file Node only (node:fs): a run on disk, laid out as ART lays out a model's folder:
  *
- *   DIR/history.jsonl                 one JSON line per step (appended)
- *   DIR/checkpoints/0003/...          the files of step 3's checkpoint (checkpoint.ts)
+ *   DIR/run.lock                          the writer's pid (run-lock.ts)
+ *   DIR/run.json                          the run's summary (RunMeta), replaced atomically
+ *   DIR/history.jsonl                     one JSON line per step and evaluation (appended)
+ *   DIR/checkpoints/0003/...              step 3's checkpoint (checkpoint.ts) and
+ *   DIR/checkpoints/0003/history-line.json   its history line, committed with it
  *
- * A checkpoint is written into `checkpoints/.tmp-<step>-<pid>-<n>/` and renamed into place
- * (rename is atomic on one file system), so a crash leaves at most a temp folder, which
- * listing ignores and the next save of that step clears. A torn last history line (a crash
- * mid-append) is skipped on reading with a warning.
+ * A checkpoint is written into `checkpoints/.tmp-<step>-<pid>-<n>/` with its history line
+ * and renamed into place (atomic on one file system); the line is appended to
+ * history.jsonl after the rename. A kill between any two writes thus leaves either no
+ * checkpoint of the step (a temp folder, removed at the next open) or the checkpoint with
+ * its line, which the next open appends to history.jsonl if the kill came before the append.
+ *
+ * Writers open the folder with `NodeRunStore.open`: it takes the lock (a second writer is
+ * a RunLockedError; a dead writer's lock is taken over), removes temp folders of a crashed
+ * save, and repairs history.jsonl: each line that is not JSON (a write torn by a crash) is
+ * reported with its line number through `onWarning` and skipped. `new NodeRunStore(dir)`
+ * is a reader's (run.json, history): no lock, no repair.
  */
-import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import {
+	appendFile,
+	mkdir,
+	readdir,
+	readFile,
+	rename,
+	rm,
+	rmdir,
+	writeFile
+} from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { CheckpointCorruptError } from './errors';
+import { pauseForever, pausePoint, pauseRequested } from './pause-point';
+import { RunLock } from './run-lock';
 import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
 const HISTORY_FILE = 'history.jsonl';
+/** A step's history line inside its checkpoint folder (committed with it). */
+export const HISTORY_LINE_FILE = 'history-line.json';
+const TEMP_PREFIX = '.tmp-';
 const isMissing = (error: unknown) => (error as { code?: string }).code === 'ENOENT';
 let tempCounter = 0;
 
+export interface NodeRunStoreOptions {
+	/** Problems found and repaired (torn lines, a stale lock, a restored line); default console.warn. */
+	onWarning?: (message: string) => void;
+}
+
 export class NodeRunStore implements RunStore {
 	readonly checkpointsDir: string;
-	/** Problems met while reading (torn history lines), for the caller to show. */
+	/** Every warning given (also sent to onWarning). */
 	readonly warnings: string[] = [];
+	readonly #onWarning: (message: string) => void;
+	/** history.jsonl lines already reported as torn (1-based). */
+	readonly #reported = new Set<number>();
 	#tailChecked = false;
+	#lock: RunLock | undefined;
+	/** The first folder open() created (mkdir's answer), when it created any. */
+	#created: string | undefined;
 
-	constructor(readonly dir: string) {
+	constructor(
+		readonly dir: string,
+		options: NodeRunStoreOptions = {}
+	) {
 		this.checkpointsDir = join(dir, 'checkpoints');
+		this.#onWarning = options.onWarning ?? ((m) => console.warn(`tabrl: ${m}`));
+	}
+
+	/** The run's writer: lock, temp folders removed, history repaired (see the file's comment). */
+	static async open(dir: string, options: NodeRunStoreOptions = {}): Promise<NodeRunStore> {
+		const created = await mkdir(dir, { recursive: true });
+		const lock = await RunLock.acquire(dir);
+		const store = new NodeRunStore(dir, options);
+		store.#lock = lock;
+		store.#created = created;
+		try {
+			if (lock.tookOver)
+				store.#warn(`took over the lock of ${lock.tookOver}: that process is gone`);
+			await store.#removeTemps();
+			await store.#repairHistory();
+		} catch (error) {
+			await lock.release();
+			throw error;
+		}
+		return store;
+	}
+
+	/**
+	 * Releases the lock (a writer's); the store may still be read. A folder this open made
+	 * and nothing was written into (a registration refused) is removed: refused, it leaves
+	 * nothing behind.
+	 */
+	async close(): Promise<void> {
+		await this.#lock?.release();
+		if (this.#created === undefined) return;
+		// rmdir fails on a folder that holds anything: only empty folders go, innermost first
+		for (let d = resolve(this.dir); ; d = dirname(d)) {
+			if (
+				!(await rmdir(d).then(
+					() => true,
+					() => false
+				))
+			)
+				break;
+			if (d === resolve(this.#created)) break;
+		}
+		this.#created = undefined;
+	}
+
+	#warn(message: string): void {
+		this.warnings.push(message);
+		this.#onWarning(message);
 	}
 
 	async listCheckpoints(): Promise<number[]> {
-		const names = await readdir(this.checkpointsDir).catch((error) => {
-			if (isMissing(error)) return [] as string[];
-			throw error;
-		});
-		return names
+		return (await this.#checkpointEntries())
 			.filter((n) => /^\d+$/.test(n))
 			.map(Number)
 			.sort((a, b) => a - b);
 	}
 
-	async saveCheckpoint(step: number, files: ReadonlyMap<string, Uint8Array>): Promise<void> {
+	async #checkpointEntries(): Promise<string[]> {
+		return readdir(this.checkpointsDir).catch((error) => {
+			if (isMissing(error)) return [] as string[];
+			throw error;
+		});
+	}
+
+	async saveCheckpoint(
+		step: number,
+		files: ReadonlyMap<string, Uint8Array>,
+		historyEntry?: Record<string, unknown>
+	): Promise<void> {
 		const final = join(this.checkpointsDir, checkpointName(step));
 		const temp = join(
 			this.checkpointsDir,
-			`.tmp-${checkpointName(step)}-${process.pid}-${tempCounter++}`
+			`${TEMP_PREFIX}${checkpointName(step)}-${process.pid}-${tempCounter++}`
 		);
+		const line = historyEntry === undefined ? undefined : JSON.stringify(historyEntry);
 		await mkdir(temp, { recursive: true });
 		try {
 			for (const [name, bytes] of files) await writeFile(join(temp, name), bytes);
+			if (line !== undefined) await writeFile(join(temp, HISTORY_LINE_FILE), line + '\n');
+			await pausePoint('checkpoint-files', step);
 			// Replacing a step's checkpoint: move the old one aside first (rename cannot
-			// replace a non-empty folder), then drop it once the new one is in place.
+			// replace a non-empty folder), then drop it once the new one is in place (a kill
+			// in between: the next open moves it back).
 			const old = `${temp}-old`;
 			const hadOld = await rename(final, old).then(
 				() => true,
@@ -64,6 +160,8 @@ export class NodeRunStore implements RunStore {
 			await rm(temp, { recursive: true, force: true });
 			throw error;
 		}
+		await pausePoint('checkpoint-renamed', step);
+		if (line !== undefined) await this.#appendLine(line, step);
 	}
 
 	async loadCheckpoint(step: number): Promise<Map<string, Uint8Array>> {
@@ -77,7 +175,9 @@ export class NodeRunStore implements RunStore {
 			throw error;
 		}
 		const files = new Map<string, Uint8Array>();
-		for (const name of names) files.set(name, new Uint8Array(await readFile(join(dir, name))));
+		for (const name of names)
+			if (name !== HISTORY_LINE_FILE)
+				files.set(name, new Uint8Array(await readFile(join(dir, name))));
 		return files;
 	}
 
@@ -86,6 +186,11 @@ export class NodeRunStore implements RunStore {
 	}
 
 	async appendHistory(entry: Record<string, unknown>): Promise<void> {
+		const step = typeof entry.step === 'number' ? entry.step : -1;
+		await this.#appendLine(JSON.stringify(entry), step);
+	}
+
+	async #appendLine(line: string, step: number): Promise<void> {
 		await mkdir(this.dir, { recursive: true });
 		const file = join(this.dir, HISTORY_FILE);
 		// After a torn write the file ends mid-line: start the new line on a line of its own.
@@ -95,27 +200,79 @@ export class NodeRunStore implements RunStore {
 			if (text && !text.endsWith('\n')) prefix = '\n';
 			this.#tailChecked = true;
 		}
-		await appendFile(file, prefix + JSON.stringify(entry) + '\n');
+		if (pauseRequested('history-append', step)) {
+			await appendFile(file, prefix + line.slice(0, line.length >> 1));
+			await pauseForever('history-append', step);
+		}
+		await appendFile(file, prefix + line + '\n');
 	}
 
 	async readHistory(): Promise<Record<string, unknown>[]> {
+		return (await this.#readLines()).entries;
+	}
+
+	/** history.jsonl's entries and raw lines; each torn line reported once, with its number. */
+	async #readLines(): Promise<{ entries: Record<string, unknown>[]; text: string }> {
 		let text: string;
 		try {
 			text = await readFile(join(this.dir, HISTORY_FILE), 'utf8');
 		} catch (error) {
-			if (isMissing(error)) return [];
+			if (isMissing(error)) return { entries: [], text: '' };
 			throw error;
 		}
-		const out: Record<string, unknown>[] = [];
+		const entries: Record<string, unknown>[] = [];
 		text.split('\n').forEach((line, i) => {
 			if (!line.trim()) return;
 			try {
-				out.push(JSON.parse(line) as Record<string, unknown>);
+				entries.push(JSON.parse(line) as Record<string, unknown>);
 			} catch {
-				this.warnings.push(`${HISTORY_FILE} line ${i + 1} is not JSON (a torn write?); skipped`);
+				if (this.#reported.has(i + 1)) return;
+				this.#reported.add(i + 1);
+				this.#warn(
+					`${join(this.dir, HISTORY_FILE)} line ${i + 1} is not JSON (a write cut by a crash?); ` +
+						`skipped: ${JSON.stringify(line.length > 60 ? line.slice(0, 60) + '...' : line)}`
+				);
 			}
 		});
-		return out;
+		return { entries, text };
+	}
+
+	/** Temp folders of a crashed save: removed, or (a replaced step's old copy) moved back. */
+	async #removeTemps(): Promise<void> {
+		for (const name of await this.#checkpointEntries()) {
+			if (!name.startsWith(TEMP_PREFIX)) continue;
+			const path = join(this.checkpointsDir, name);
+			const step = /^\.tmp-(\d+)-.*-old$/.exec(name)?.[1];
+			if (step !== undefined) {
+				const final = join(this.checkpointsDir, step);
+				const restored = await rename(path, final).then(
+					() => true,
+					() => false // the new copy made it into place: the old one goes
+				);
+				if (restored) {
+					this.#warn(`restored checkpoints/${step}, moved aside by a save that crashed`);
+					continue;
+				}
+			}
+			await rm(path, { recursive: true, force: true });
+			this.#warn(`removed checkpoints/${name}, left by a save that crashed`);
+		}
+	}
+
+	/** Torn lines reported; each checkpoint's committed line appended if history.jsonl lacks it. */
+	async #repairHistory(): Promise<void> {
+		const { text } = await this.#readLines();
+		const lines = new Set(text.split('\n'));
+		for (const step of await this.listCheckpoints()) {
+			const where = join(this.checkpointsDir, checkpointName(step), HISTORY_LINE_FILE);
+			const line = (await readFile(where, 'utf8').catch(() => '')).trim();
+			if (!line || lines.has(line)) continue;
+			await this.#appendLine(line, step);
+			this.#warn(
+				`${HISTORY_FILE} lacked step ${step}'s line (a crash after its checkpoint): restored ` +
+					`from checkpoints/${checkpointName(step)}`
+			);
+		}
 	}
 
 	async readMeta(): Promise<RunMeta | undefined> {

@@ -2,13 +2,23 @@
  * @file What a training run keeps: its checkpoints (each a set of named files,
  * checkpoint.ts) by step, and its history (one JSON object per line, ART's history.jsonl).
  * Two implementations: on disk in Node (node-run-store.ts) and in IndexedDB in the browser
- * (idb-run-store.ts). Both save a checkpoint atomically: after a crash mid-save the run has
- * its previous checkpoints and no half-written one.
+ * (idb-run-store.ts). Both save a checkpoint atomically, with its step's history line: after
+ * a crash at any point the run has its previous checkpoints and no half-written one, and
+ * every checkpoint's line is in the history (restored at the next open when the crash came
+ * between the two). One writer per run: a second one is a RunLockedError.
  */
 export interface RunStore {
 	/** Steps with a checkpoint, ascending. */
 	listCheckpoints(): Promise<number[]>;
-	saveCheckpoint(step: number, files: ReadonlyMap<string, Uint8Array>): Promise<void>;
+	/**
+	 * Saves a step's checkpoint and, when given, the step's history line, committed together
+	 * (both or neither survive a crash).
+	 */
+	saveCheckpoint(
+		step: number,
+		files: ReadonlyMap<string, Uint8Array>,
+		historyEntry?: Record<string, unknown>
+	): Promise<void>;
 	/** The files of a step's checkpoint; throws CheckpointCorruptError when there is none. */
 	loadCheckpoint(step: number): Promise<Map<string, Uint8Array>>;
 	deleteCheckpoint(step: number): Promise<void>;
@@ -18,6 +28,8 @@ export interface RunStore {
 	readMeta(): Promise<RunMeta | undefined>;
 	/** Replaces the summary record atomically. */
 	writeMeta(meta: RunMeta): Promise<void>;
+	/** Gives up the writer's lock (when it holds one); the run's owner calls it once, last. */
+	close?(): void | Promise<void>;
 }
 
 /**

@@ -40,7 +40,7 @@ const agent = createLocalBackend({
 			cache: await defaultModelCache()
 		});
 	},
-	openStore: (spec) => IdbRunStore.open(`${spec.project}/${spec.name}`),
+	openStore: (spec) => IdbRunStore.open(`${spec.project}/${spec.name}`, { write: true }),
 	openWarmStart: (location) => {
 		const url = resolveUrl(location, 'warm start');
 		return readWarmStartFiles(url, async (name) => {

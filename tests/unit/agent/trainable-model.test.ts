@@ -128,13 +128,21 @@ describe('TrainableModel with the Node LocalBackend', () => {
 				expect(Number.isFinite(h['train/reward'])).toBe(true);
 				expect(Number.isFinite(h['train/loss'])).toBe(true);
 				expect(h['train/grad_norm']).toBeGreaterThan(0);
-				// The checkpoint save (capture + encode + store) is timed into the step's line.
+				// The checkpoint's capture and encoding are timed into the step's line.
 				expect(Number.isFinite(h['train/checkpoint_ms'])).toBe(true);
 				expect(h['train/checkpoint_ms']).toBeGreaterThanOrEqual(0);
 			}
 			const adapter = await model.exportAdapter();
 
-			// A new backend (a restarted process) resumes at step 2 with the same weights.
+			// A second writer of the run is refused while the first holds it (run.lock)...
+			const second = new LocalBackend({ path: join(root, 'runs') });
+			await expect(new TrainableModel({ ...model.spec }).register(second)).rejects.toMatchObject({
+				kind: 'run-locked'
+			});
+			await second.close();
+			await backend.close();
+
+			// ...and a new backend (a restarted process) resumes at step 2 with the same weights.
 			const again = new LocalBackend({ path: join(root, 'runs') });
 			try {
 				const resumed = new TrainableModel({ ...model.spec });

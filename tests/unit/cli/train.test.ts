@@ -233,6 +233,8 @@ describe('cli train: runs', () => {
 		for (const h of trained) expect(Number.isFinite(h['train/loss'])).toBe(true);
 		// the latest checkpoint is kept (and the best by val/reward: none here)
 		expect(await readdir(join(out, 'checkpoints'))).toEqual(['0002']);
+		// the writer's lock is given back at exit
+		expect(await readdir(out)).not.toContain('run.lock');
 		const config = JSON.parse(
 			await readFile(join(out, 'checkpoints', '0002', 'adapter_config.json'), 'utf8')
 		);

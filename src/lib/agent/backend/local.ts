@@ -19,7 +19,8 @@ export interface BackendHost {
 	ownsGpu?: boolean;
 	/** Opens the base model named by `spec.baseModel` (a folder, a URL prefix). */
 	openBaseModel(spec: ModelSpec): Promise<Checkpoint>;
-	/** The store of the run `spec.project` / `spec.name`. */
+	/** The store of the run `spec.project` / `spec.name`, opened as its one writer (closed by
+	 * the run's release). */
 	openStore(spec: ModelSpec): Promise<RunStore>;
 	/** The files of a warm-start adapter (a folder, a URL prefix): PEFT's two, and the
 	 * manifest when there is one. */
@@ -68,13 +69,20 @@ export function createLocalBackend(host: BackendHost): Backend {
 					);
 				return existing.registration();
 			}
-			const [base, store, g, warmStart] = await Promise.all([
-				host.openBaseModel(spec),
-				host.openStore(spec),
-				device(),
-				spec.warmStart ? host.openWarmStart(spec.warmStart.adapter) : undefined
-			]);
-			const opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart });
+			// The store first: a run another writer holds is refused before anything loads.
+			const store = await host.openStore(spec);
+			let opened: ModelRun;
+			try {
+				const [base, g, warmStart] = await Promise.all([
+					host.openBaseModel(spec),
+					device(),
+					spec.warmStart ? host.openWarmStart(spec.warmStart.adapter) : undefined
+				]);
+				opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart });
+			} catch (error) {
+				await store.close?.();
+				throw error;
+			}
 			runs.set(spec.name, opened);
 			return opened.registration();
 		},

@@ -4,9 +4,9 @@
  * rollouts talk to, and the run's store (checkpoints and history).
  *
  * Lifecycle, as ART's LocalBackend: register() resumes from the latest checkpoint (or saves
- * step 0 for a new run); every optimizer step is followed by a checkpoint of that step and a
- * history line, written before the call returns, so a crash loses at most the step in
- * flight (the store writes a checkpoint atomically). Rollouts and training share the GPU
+ * step 0 for a new run); every optimizer step is followed by a checkpoint of that step with
+ * its history line, committed together before the call returns, so a crash loses at most the
+ * step in flight (run-store.ts). release() gives the store's writer lock back. Rollouts and training share the GPU
  * through a TrainGate: a step waits for the generations in flight and new ones wait for it.
  */
 import type { Gpu } from '../../gpu/device';
@@ -27,6 +27,7 @@ import {
 import { sameLora } from '../../grpo/checkpoint';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
+import { pausePoint } from '../../grpo/pause-point';
 import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../../grpo/train-step';
 import { frameStream } from '../openai/client';
 import { ChatService } from '../openai/service';
@@ -225,7 +226,7 @@ export class ModelRun {
 						metrics: {},
 						created: nowIso()
 					});
-				await run.#saveCheckpoint({});
+				await store.saveCheckpoint(run.step, (await run.#encodeCheckpoint({})).files);
 			}
 			const time = nowIso();
 			run.#meta = {
@@ -281,6 +282,7 @@ export class ModelRun {
 		return this.gate.exclusive(async () => {
 			this.#checkLive();
 			// (scaleRewards acted in the frontend, where the advantages were computed.)
+			await pausePoint('grpo-step', this.step + 1);
 			const result = await grpoStep(this.model, this.optimizer, input.sequences, {
 				...config,
 				lr: config.learningRate
@@ -306,6 +308,7 @@ export class ModelRun {
 						? sequences
 						: shuffled(sequences, config.shuffleSeed + epoch);
 				for (let i = 0; i < order.length; i += batchSize) {
+					await pausePoint('sft-step', this.step + 1);
 					const result = await sftStep(this.model, this.optimizer, order.slice(i, i + batchSize), {
 						lr: config.learningRate,
 						tokenBudget: config.tokenBudget
@@ -364,6 +367,7 @@ export class ModelRun {
 			this.optimizer.release();
 			this.model.release();
 		});
+		await this.store.close?.();
 	}
 
 	/** The run summary's step (and last train reward, when given) brought up to date. */
@@ -396,12 +400,13 @@ export class ModelRun {
 		});
 	}
 
-	/** Captures, encodes and stores this step's checkpoint; returns how long that took (ms). */
-	async #saveCheckpoint(metrics: StepMetrics): Promise<number> {
+	/** This step's checkpoint files, captured and encoded, and how long that took (ms). */
+	async #encodeCheckpoint(
+		metrics: StepMetrics
+	): Promise<{ files: Map<string, Uint8Array>; ms: number }> {
 		const start = performance.now();
 		const files = encodeTrainingCheckpoint(await this.#capture(metrics));
-		await this.store.saveCheckpoint(this.step, files);
-		return performance.now() - start;
+		return { files, ms: performance.now() - start };
 	}
 
 	async #finishStep(
@@ -413,13 +418,19 @@ export class ModelRun {
 		if (result.skipped) {
 			metrics[`${split}/skipped`] = 1;
 			Object.assign(metrics, countMetrics(split, result.counts));
+			await this.log(metrics);
 		} else {
 			Object.assign(metrics, stepMetrics(split, result));
-			// Measured, so the history line and the report carry it (the checkpoint's own
-			// trainer_state.json cannot: it is written inside the time measured).
-			metrics[`${split}/checkpoint_ms`] = await this.#saveCheckpoint(metrics);
+			// The line is committed with the checkpoint (run-store.ts), so its time covers the
+			// capture and encoding, not the store's write that carries the line itself.
+			const { files, ms } = await this.#encodeCheckpoint({ ...metrics });
+			metrics[`${split}/checkpoint_ms`] = ms;
+			await this.store.saveCheckpoint(this.step, files, {
+				step: this.step,
+				recorded_at: nowIso(),
+				...metrics
+			});
 		}
-		await this.log(metrics);
 		return { step: this.step, skipped: result.skipped, metrics, warnings: result.warnings };
 	}
 }

@@ -21,6 +21,9 @@ export interface LocalBackendOptions {
 	runDir?: (spec: ModelSpec) => string;
 	/** Where the GPU comes from (default: acquireGpu()). */
 	acquireGpu?: () => Promise<Gpu>;
+	/** What a run's store found and repaired on opening (torn history lines, a stale lock,
+	 * a crashed save's leftovers); default console.warn. */
+	onWarning?: (message: string) => void;
 }
 
 export class LocalBackend extends DelegatingBackend {
@@ -31,7 +34,7 @@ export class LocalBackend extends DelegatingBackend {
 			createLocalBackend({
 				acquireGpu: options.acquireGpu ?? (() => acquireGpu()),
 				openBaseModel: (spec) => openCheckpointFromDirectory(spec.baseModel),
-				openStore: async (spec) => new NodeRunStore(runDir(spec)),
+				openStore: (spec) => NodeRunStore.open(runDir(spec), { onWarning: options.onWarning }),
 				openWarmStart: (location) =>
 					readWarmStartFiles(location, async (name) => {
 						try {
