@@ -15,7 +15,10 @@
  *      and deleted with buttons only; bad input refused with typed errors;
  *   6. RULER from the Train panel (ruler.ts): a scripted judge on loopback with CORS scores
  *      letters steps (the judge's score beside the game's reward, failures shown), the API
- *      key never stored; unreachable and CORS-less judges give a typed error at once.
+ *      key never stored; unreachable and CORS-less judges give a typed error at once;
+ *   7. share links (share.ts): a link's settings restored exactly, the address following
+ *      the form, Copy link, malformed and future-version links opening the defaults with a
+ *      notice of what was ignored, and no sideways scroll at phone width.
  * Each assertion is one check; the last line is `N passed, N failed`; the exit code is
  * non-zero on any failure. Screenshots go to test-results/.
  *
@@ -24,7 +27,8 @@
  *   E2E_TIMEOUT_S        how long the self-test may take (default 600: SwiftShader is slow)
  * The build must hold the bundled model (npm run test:e2e writes it first).
  *   E2E_HEADED=1         show the browser window
- *   E2E_ONLY=a,b         only these parts: selftest, no-webgpu, device-lost, model, train, ruler
+ *   E2E_ONLY=a,b         only these parts: selftest, no-webgpu, device-lost, model, train, ruler,
+ *                        share
  */
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -33,6 +37,7 @@ import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
 import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
 import { serveStatic, type StaticServer } from './serve';
 import { rulerChecks } from './ruler';
+import { shareLinkChecks } from './share';
 import { trainPanelChecks } from './train';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -292,6 +297,7 @@ async function main(): Promise<void> {
 		if (want('model')) await modelPanelChecks(check, browser, server, models);
 		if (want('train')) await trainPanelChecks(check, browser, server);
 		if (want('ruler')) await rulerChecks(check, browser, server);
+		if (want('share')) await shareLinkChecks(check, browser, server);
 	} catch (error) {
 		check('the e2e run completes', false, String(error));
 	} finally {

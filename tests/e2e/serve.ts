@@ -127,7 +127,13 @@ export async function serveStatic(
 	const log: ServedRequest[] = [];
 	const faults = new Map<string, Fault>();
 	const server: Server = createServer(async (req, res) => {
-		const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+		let pathname: string;
+		try {
+			pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+		} catch {
+			res.writeHead(400).end(); // '//x' or a malformed escape: not a path (and not a crash)
+			return;
+		}
 		const mount = mounts.find(([prefix]) => pathname.startsWith(prefix));
 		if (mount) {
 			const [prefix, dir] = mount;

@@ -204,6 +204,12 @@ export function shareQuery(settings: ShareSettings, root = '/'): string {
 	return `v=${SHARE_VERSION}&${params}`;
 }
 
+/** Whether `settings` differ from their preset's anywhere but the preset itself. */
+export function changesPreset(settings: ShareSettings, root = '/'): boolean {
+	const defaults = presetSettings(settings.preset, root);
+	return FIELDS.some((f) => settings[f] !== defaults[f]);
+}
+
 export interface ReadLink {
 	settings: ShareSettings;
 	/** One sentence per thing of the link that was not used; empty when all of it was. */

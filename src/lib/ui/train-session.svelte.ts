@@ -32,6 +32,7 @@ import { policyClient } from '../agent/policy-client';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
+import { changesPreset, type ReadLink, type ShareSettings } from './share-link';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -143,6 +144,9 @@ export class TrainSession {
 	groups = $state(0);
 	groupSize = $state(0);
 	learningRate = $state('');
+	seed = $state(1);
+	/** Sentences on what of the share link the page opened with was not used; [] if all was. */
+	linkNotice = $state<string[]>([]);
 
 	/** The reward trained on: the game's (default) or RULER's judge. */
 	reward = $state<RewardSource>('env');
@@ -179,6 +183,11 @@ export class TrainSession {
 	softwareGpu = $state(false);
 
 	#backend: () => BackendHandle | null;
+	/**
+	 * The form holds a share link's own sizes and rates (not just a preset): the GPU probe must
+	 * not rescale them for a software GPU (a link means the same numbers everywhere).
+	 */
+	linked = $state(false);
 	#rowKey = 0;
 	/** Games per round of the run going (known before the first one finishes). */
 	#groupGames = 0;
@@ -190,10 +199,9 @@ export class TrainSession {
 	#exampleSeed = Math.floor(Math.random() * 1e6);
 
 	/** `backend` returns the page's worker, or null if it has none. */
-	constructor(backend: () => BackendHandle | null, url = '') {
+	constructor(backend: () => BackendHandle | null) {
 		this.#backend = backend;
 		this.choosePreset(DEFAULT_PRESET);
-		if (url) this.url = url;
 		const kept = tabStorage()?.getItem(JUDGE_KEY_STORAGE);
 		if (kept) {
 			this.judgeKey = kept;
@@ -236,6 +244,7 @@ export class TrainSession {
 
 	/** Fills the form with a preset's values (a fresh run name for it). */
 	choosePreset(name: PresetName): void {
+		this.linked = false;
 		this.preset = name;
 		// (also called when the GPU probe answers: an example of this preset stays)
 		if (this.example?.env !== name) this.example = null;
@@ -246,6 +255,43 @@ export class TrainSession {
 		this.groups = r.grpo.groups;
 		this.groupSize = r.grpo.groupSize;
 		this.learningRate = String(r.grpo.learningRate);
+		this.seed = r.seed;
+	}
+
+	/** The form's settings, as a share link holds them (share-link.ts; never the API key). */
+	shareSettings(): ShareSettings {
+		return {
+			preset: this.preset,
+			model: this.url.trim(),
+			steps: Number(this.steps),
+			groups: Number(this.groups),
+			groupSize: Number(this.groupSize),
+			learningRate: Number(this.learningRate),
+			seed: Number(this.seed),
+			reward: this.reward,
+			judgeUrl: this.judgeUrl.trim(),
+			judgeModel: this.judgeModel.trim(),
+			rubric: this.rubric.trim()
+		};
+	}
+
+	/** Fills the form from a share link, exactly (not rescaled for a software GPU). */
+	openLink(link: ReadLink): void {
+		const s = link.settings;
+		this.choosePreset(s.preset);
+		this.linkNotice = link.ignored;
+		this.linked = changesPreset(s);
+		if (!this.linked) return; // the preset alone: as this GPU runs it
+		this.url = s.model;
+		this.steps = s.steps;
+		this.groups = s.groups;
+		this.groupSize = s.groupSize;
+		this.learningRate = String(s.learningRate);
+		this.seed = s.seed;
+		this.reward = s.reward;
+		this.judgeUrl = s.judgeUrl;
+		this.judgeModel = s.judgeModel;
+		this.rubric = s.rubric;
 	}
 
 	/**
@@ -273,7 +319,7 @@ export class TrainSession {
 	setSoftwareGpu(software: boolean): void {
 		if (software === this.softwareGpu) return;
 		this.softwareGpu = software;
-		if (!this.busy) this.choosePreset(this.preset);
+		if (!this.busy && !this.linked) this.choosePreset(this.preset);
 	}
 
 	/** The recipe the form describes. */
@@ -289,6 +335,7 @@ export class TrainSession {
 			...base,
 			...(reward ? { reward } : {}),
 			baseModel: this.url.trim(),
+			seed: Number(this.seed),
 			grpo: {
 				...base.grpo,
 				steps: Number(this.steps),

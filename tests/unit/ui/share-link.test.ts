@@ -18,6 +18,7 @@ import {
 	type Recipe
 } from '../../../src/lib/run';
 import {
+	changesPreset,
 	presetSettings,
 	readShareQuery,
 	shareQuery,
@@ -75,6 +76,9 @@ describe('share links', () => {
 		expect(shareQuery(presetSettings('2048'))).toBe(`v=${SHARE_VERSION}&preset=2048`);
 		const changed = { ...presetSettings('inbox'), learningRate: 0.001, seed: 9 };
 		expect(shareQuery(changed)).toBe(`v=1&preset=inbox&lr=0.001&seed=9`);
+		// a link that only picks a preset leaves its sizes to this GPU (changesPreset false)
+		expect(changesPreset(presetSettings('2048'))).toBe(false);
+		expect(changesPreset(changed)).toBe(true);
 	});
 
 	it('random settings survive a round trip exactly, each link holding only what differs', () => {

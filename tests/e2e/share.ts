@@ -1,0 +1,183 @@
+/**
+ * @file Share links in real Chromium (src/lib/ui/share-link.ts), called from run.ts. Pages
+ * only: nothing trains.
+ *   1. A link with a preset, hyperparameters, a seed and a RULER judge opens with exactly
+ *      those settings, also after the GPU probe (a software GPU scales bare presets down,
+ *      never a link's), and no notice.
+ *   2. Changing a field rewrites the address bar; "Copy link" gives that address (copied, or
+ *      shown to copy by hand where the clipboard is refused).
+ *   3. A malformed link (unknown preset, a negative step count, a key parameter, a bad
+ *      learning rate) opens the page as the bare address does and says what was ignored; the key's value is on
+ *      neither the page nor the rewritten address. A future version opens the defaults and
+ *      says why.
+ *   4. At phone width (375 px) the page has no sideways scroll, with the judge's fields and
+ *      the diagnostics (GPU limits, the self-test's table) open.
+ * Screenshots: test-results/share-{restored,malformed,future,phone}.png.
+ */
+import type { Browser, Page } from 'playwright-core';
+import type { CheckFn } from './model';
+import type { StaticServer } from './serve';
+import { since, testid } from './train-page';
+
+const RESULTS = 'test-results';
+
+/** Opens `url` and waits for the Train panel and for the GPU probe (the status 'ready'). */
+async function open(page: Page, url: string): Promise<void> {
+	await page.goto(url);
+	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+	await page.waitForFunction(
+		() =>
+			['done', 'running'].includes(
+				document.querySelector('[data-testid="webgpu-status"]')?.getAttribute('data-state') ?? ''
+			),
+		undefined,
+		{ timeout: 120_000 }
+	);
+}
+
+const FIELDS = {
+	preset: 'train-preset',
+	url: 'train-url',
+	steps: 'train-steps',
+	groups: 'train-groups',
+	size: 'train-group-size',
+	lr: 'train-lr',
+	seed: 'train-seed',
+	reward: 'train-reward-source',
+	judge: 'train-judge-url',
+	judgeModel: 'train-judge-model'
+};
+
+/** The Train form's fields as the page shows them (null: not on the page). */
+const fields = (page: Page) =>
+	page.evaluate(
+		// (no named functions inside: tsx would wrap them in a helper the page does not have)
+		(ids) =>
+			Object.fromEntries(
+				Object.entries(ids).map(([k, id]) => [
+					k,
+					(document.querySelector(`[data-testid="${id}"]`) as HTMLInputElement | null)?.value ??
+						null
+				])
+			),
+		FIELDS
+	);
+
+export async function shareLinkChecks(
+	check: CheckFn,
+	browser: Browser,
+	server: StaticServer
+): Promise<void> {
+	const t0 = Date.now();
+	const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+	try {
+		// 1. a link opens its settings exactly
+		const judge = 'http://127.0.0.1:9/v1';
+		const link =
+			`?v=1&preset=2048&steps=7&lr=0.0005&seed=3&reward=ruler` +
+			`&judge=${encodeURIComponent(judge)}&judge_model=scripted-judge`;
+		await open(page, server.url + link);
+		const restored = await fields(page);
+		check(
+			'share link: its settings are restored exactly, after the GPU probe too',
+			JSON.stringify(restored) ===
+				JSON.stringify({
+					preset: '2048',
+					url: '/models/tabrl-tiny-2048/',
+					steps: '7',
+					groups: '4', // the preset's own (not scaled for the software GPU)
+					size: '8',
+					lr: '0.0005',
+					seed: '3',
+					reward: 'ruler',
+					judge,
+					judgeModel: 'scripted-judge'
+				}),
+			JSON.stringify(restored)
+		);
+		check(
+			'share link: a whole link opens with no notice',
+			!(await page.$(testid('train-link-notice')))
+		);
+		await page.screenshot({ path: `${RESULTS}/share-restored.png`, fullPage: true });
+
+		// 2. the address follows the form; Copy link gives it
+		await page.fill(testid('train-lr'), '0.001');
+		const followed = await page
+			.waitForFunction(
+				() => new URLSearchParams(location.search).get('lr') === '0.001',
+				undefined,
+				{
+					timeout: 10_000
+				}
+			)
+			.then(
+				() => true,
+				() => false
+			);
+		check('share link: the address bar follows the form', followed, page.url());
+		await page.click(testid('train-copy-link'));
+		await page.waitForSelector(testid('train-link'), { timeout: 10_000 });
+		const shown = await page.inputValue(testid('train-link-text'));
+		const copied = await page.getAttribute(testid('train-link'), 'data-copied');
+		check(
+			'share link: Copy link gives the address of these settings',
+			shown === page.url() && shown.includes('preset=2048') && shown.includes('lr=0.001'),
+			`${copied}: ${shown}`
+		);
+
+		// 3. a malformed link opens the defaults and says what was ignored; a future one too
+		await open(page, server.url);
+		const bare = await fields(page);
+		await open(page, `${server.url}?v=1&preset=chess&steps=-1&api_key=sk-e2e-leak&lr=abc`);
+		const notice = (await page.textContent(testid('train-link-notice'))) ?? '';
+		const defaults = await fields(page);
+		check(
+			'share link: a malformed link names each thing ignored',
+			/chess/.test(notice) &&
+				/steps "-1"/.test(notice) &&
+				/never carry API keys/.test(notice) &&
+				/lr "abc"/.test(notice),
+			notice.replace(/\s+/g, ' ')
+		);
+		check(
+			'share link: a malformed link opens the page as a bare address does',
+			JSON.stringify(defaults) === JSON.stringify(bare) && defaults.preset === 'tictactoe',
+			JSON.stringify(defaults)
+		);
+		const body = (await page.textContent('body')) ?? '';
+		check(
+			'share link: a key in a link is on neither the page nor the rewritten address',
+			!body.includes('sk-e2e-leak') && !page.url().includes('sk-e2e-leak'),
+			page.url()
+		);
+		await page.screenshot({ path: `${RESULTS}/share-malformed.png`, fullPage: true });
+		await open(page, `${server.url}?v=2&preset=2048&steps=5`);
+		const future = (await page.textContent(testid('train-link-notice'))) ?? '';
+		check(
+			'share link: a future version opens the defaults and says so',
+			/newer TabRL \(version 2/.test(future) && (await fields(page)).preset === 'tictactoe',
+			future.replace(/\s+/g, ' ')
+		);
+		await page.screenshot({ path: `${RESULTS}/share-future.png` });
+
+		// 4. phone width: nothing scrolls sideways
+		// (the judge's fields and the diagnostics open: the widest things the page shows)
+		await page.setViewportSize({ width: 375, height: 800 });
+		await open(page, `${server.url}?v=1&reward=ruler`);
+		await page.click(`${testid('diagnostics')} summary`);
+		const widths = await page.evaluate(() => ({
+			scroll: document.documentElement.scrollWidth,
+			view: window.innerWidth
+		}));
+		check(
+			'phone width (375 px): no sideways scroll',
+			widths.scroll <= widths.view,
+			JSON.stringify(widths)
+		);
+		await page.screenshot({ path: `${RESULTS}/share-phone.png`, fullPage: true });
+		console.log(`share links: ${since(t0)}`);
+	} finally {
+		await page.close();
+	}
+}
