@@ -55,6 +55,13 @@ import {
 	type TabrlChunkChoice
 } from './response';
 import { BatchScheduler, type SchedulerOptions } from './scheduler';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import {
+	toResponsesError,
+	translateResponsesRequest,
+	type ResponsesExtras
+} from './responses-request';
+import { ResponseAssembler, responsesUsage, type TabrlResponse } from './responses-output';
 
 /** What the service needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it); the
  * vocabulary is needed only for constrained requests (response_format, tool_choice). */
@@ -366,7 +373,52 @@ export class ChatService {
 		return queue.drain();
 	}
 
-	/** Routes one request: POST /v1/chat/completions, GET /v1/models[/{id}]. */
+	/** A whole Responses API answer (responses-output.ts) of one choice. */
+	private async respond(
+		p: Prepared,
+		extras: ResponsesExtras,
+		signal?: AbortSignal
+	): Promise<TabrlResponse> {
+		const assembler = new ResponseAssembler(this.model, p.request, extras);
+		const decoders = this.decoders(p);
+		const [r] = await this.decode(p, decoders, signal, (_, delta) => assembler.push(delta));
+		return assembler.finish(
+			this.finishReason(decoders[0], r),
+			responsesUsage(p.promptIds.length, r.ids.length),
+			ChatService.tokens(r, p)
+		);
+	}
+
+	/** The Responses API's stream events of one choice; `ended` as for `stream`. */
+	private streamResponse(
+		p: Prepared,
+		extras: ResponsesExtras,
+		signal?: AbortSignal,
+		ended: () => void = () => {}
+	): AsyncIterable<ResponseStreamEvent> {
+		const queue = new ChunkQueue<ResponseStreamEvent>();
+		const assembler = new ResponseAssembler(this.model, p.request, extras, (e) => queue.push(e));
+		assembler.start();
+		const decoders = this.decoders(p);
+		this.decode(p, decoders, signal, (_, delta) => assembler.push(delta)).then(
+			([r]) => {
+				assembler.finish(
+					this.finishReason(decoders[0], r),
+					responsesUsage(p.promptIds.length, r.ids.length),
+					ChatService.tokens(r, p)
+				);
+				queue.close();
+				ended();
+			},
+			(error) => {
+				queue.close(error ?? new Error('generation failed'));
+				ended();
+			}
+		);
+		return queue.drain();
+	}
+
+	/** Routes one request: POST /v1/chat/completions, POST /v1/responses, GET /v1/models[/{id}]. */
 	async handle(req: ServiceRequest): Promise<ServiceResponse> {
 		try {
 			return await this.route(req);
@@ -385,10 +437,12 @@ export class ChatService {
 	/**
 	 * One decoding request under the service's limits: a request slot, then the prompt,
 	 * then its tokens booked, then `run`, all within the deadline; the slot is freed when
-	 * the answer is whole (for a stream: when decoding ends).
+	 * the answer is whole (for a stream: when decoding ends). `toChat` turns another
+	 * route's body into a chat-completions body (the Responses API: responses-request.ts).
 	 */
 	private async admitted(
 		req: ServiceRequest,
+		toChat: (body: unknown) => unknown,
 		run: (
 			p: Prepared,
 			signal: AbortSignal | undefined,
@@ -405,7 +459,7 @@ export class ChatService {
 			deadline.clear();
 		};
 		try {
-			const p = await this.prepare(parseJsonBody(req.body));
+			const p = await this.prepare(toChat(parseJsonBody(req.body)));
 			ticket?.book(p.request.n * (p.promptIds.length + p.maxTokens));
 			return await run(p, deadline.signal, ended);
 		} catch (error) {
@@ -429,13 +483,41 @@ export class ChatService {
 		};
 		if (path === '/v1/chat/completions') {
 			allow('POST');
-			return this.admitted(req, async (p, signal, ended) => {
-				if (p.request.stream) return { status: 200, sse: sseFrames(this.stream(p, signal, ended)) };
+			return this.admitted(
+				req,
+				(body) => body,
+				async (p, signal, ended) => {
+					if (p.request.stream)
+						return { status: 200, sse: sseFrames(this.stream(p, signal, ended)) };
+					try {
+						return { status: 200, json: await this.complete(p, signal) };
+					} finally {
+						ended();
+					}
+				}
+			);
+		}
+		if (path === '/v1/responses') {
+			allow('POST');
+			let extras: ResponsesExtras;
+			const toChat = (body: unknown) => {
+				const t = translateResponsesRequest(body);
+				extras = t.extras;
+				return t.chat;
+			};
+			return this.admitted(req, toChat, async (p, signal, ended) => {
+				if (p.request.stream)
+					return {
+						status: 200,
+						sse: responseEventFrames(this.streamResponse(p, extras, signal, ended))
+					};
 				try {
-					return { status: 200, json: await this.complete(p, signal) };
+					return { status: 200, json: await this.respond(p, extras, signal) };
 				} finally {
 					ended();
 				}
+			}).catch((error: unknown) => {
+				throw toResponsesError(error);
 			});
 		}
 		if (path === '/v1/models') {
@@ -458,7 +540,7 @@ export class ChatService {
 		}
 		throw new OpenAIApiError(
 			404,
-			`Invalid URL (${method} ${req.path}): this server answers POST /v1/chat/completions and GET /v1/models.`,
+			`Invalid URL (${method} ${req.path}): this server answers POST /v1/chat/completions, POST /v1/responses and GET /v1/models.`,
 			'invalid_request_error',
 			null,
 			'unknown_url'
@@ -491,6 +573,26 @@ function parseJsonBody(body: string | undefined): unknown {
 			null,
 			'invalid_json'
 		);
+	}
+}
+
+/**
+ * Responses API events as SSE frames (`event: TYPE` + `data: JSON`; no `[DONE]`: OpenAI
+ * ends the stream after response.completed), or an `error` event on failure.
+ */
+export async function* responseEventFrames(
+	events: AsyncIterable<ResponseStreamEvent>
+): AsyncGenerator<string> {
+	let sequence = 0;
+	try {
+		for await (const event of events) {
+			sequence = event.sequence_number + 1;
+			yield `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+		}
+	} catch (error) {
+		const { message, code, param } = toApiError(error);
+		const event = { type: 'error', code, message, param, sequence_number: sequence };
+		yield `event: error\ndata: ${JSON.stringify(event)}\n\n`;
 	}
 }
 
