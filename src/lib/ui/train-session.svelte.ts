@@ -33,6 +33,7 @@ import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
 import { changesPreset, type ReadLink, type ShareSettings } from './share-link';
+import { chartData } from './chart-series';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -171,6 +172,9 @@ export class TrainSession {
 	/** The run shown: its model step and rows. */
 	step = $state(0);
 	rows = $state<StepRow[]>([]);
+	/** The run's history lines (stored, then each step's and evaluation's event): the charts. */
+	history = $state<HistoryEntry[]>([]);
+	readonly charts = $derived(chartData(this.history));
 	games = $state<GameView[]>([]);
 	evaluations = $state<EvaluationReport[]>([]);
 	rolloutsDone = $state(0);
@@ -397,6 +401,7 @@ export class TrainSession {
 		if (!result.ok) this.error = result.error;
 		if (this.run === name && !this.busy) {
 			this.rows = [];
+			this.history = [];
 			this.step = 0;
 			this.summary = null;
 		}
@@ -421,6 +426,7 @@ export class TrainSession {
 
 	#show(name: string, history: HistoryEntry[]): void {
 		this.run = name;
+		this.history = history;
 		this.rows = rowsOf(history);
 		this.#rowKey = this.rows.length;
 		this.judgeTotals = { ...NO_JUDGE };
@@ -508,13 +514,18 @@ export class TrainSession {
 					dropped: judged ? judged.dropped : null,
 					judgeFailure: event.judgeFailure ?? null
 				});
+				this.history.push({ step: event.step, recorded_at: '', ...event.metrics });
 				if (event.judgeFailure) this.judgeFailure = event.judgeFailure;
 				if (event.split === 'train') this.#addJudge(event.metrics);
 				break;
 			}
-			case 'eval':
+			case 'eval': {
+				const { step, temperature, reward } = event.report;
+				const key = temperature === 0 ? 'val/reward' : `val/reward_t${temperature}`;
+				this.history.push({ step, recorded_at: '', [key]: reward });
 				this.evaluations.push(event.report);
 				break;
+			}
 			case 'end':
 				this.summary = event.summary;
 				break;
