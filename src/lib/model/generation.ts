@@ -32,6 +32,12 @@
  * before's token, so a call with a constraint gives up the look-ahead; a call with none
  * runs exactly the unconstrained path (same head, no upload).
  *
+ * Top logprobs (GenerateOptions.topLogprobs, OpenAI's top_logprobs): a call that asks
+ * records a third command list after the head (gpu/kernels/top-logprobs.ts: the 20 most
+ * likely tokens of each row and their log_softmax(logits / T)) and reads them back beside
+ * the ids, 160 B more per sequence per step; a call that does not ask runs exactly the
+ * step above.
+ *
  * Reproducibility: sequence i of a call (its index in `prompts`) samples with the Philox
  * key derived from (seed, i) at counter = the token's index, so a call repeats exactly
  * and a sequence's draws do not depend on its neighbours (its logits may still differ in
@@ -52,6 +58,7 @@ import { matmul } from '../gpu/kernels/matmul';
 import { skinnyMatmul } from '../gpu/kernels/skinny';
 import { rmsNormForward } from '../gpu/kernels/rmsnorm';
 import { sampleTokens, type SampleTokensArgs } from '../gpu/kernels/sampling';
+import { MAX_TOP_LOGPROBS, topLogprobs } from '../gpu/kernels/top-logprobs';
 import { BufferPool } from '../gpu/pool';
 import { createTensor, Tensor, writeTensor } from '../gpu/tensor';
 import { CapturedCommands } from './captured-commands';
@@ -99,7 +106,16 @@ export interface GenerateOptions {
 	/** Constrained decoding: prompt i's sequence samples only the tokens constraints[i]
 	 * allows (undefined: any token). See TokenConstraint. */
 	constraints?: readonly (TokenConstraint | undefined)[];
+	/** The k (0..20) most likely tokens of every step with their logprobs
+	 * (log_softmax(logits / T), as `logprob`); default 0: none, and no extra GPU work. */
+	topLogprobs?: number;
 	signal?: AbortSignal;
+}
+
+/** One of a step's most likely tokens. */
+export interface TopLogprob {
+	id: number;
+	logprob: number;
 }
 
 /**
@@ -123,6 +139,8 @@ export interface StepToken {
 	index: number;
 	id: number;
 	logprob: number;
+	/** With topLogprobs: the step's k most likely tokens, most likely first. */
+	top?: TopLogprob[];
 }
 
 export interface GeneratedSequence {
@@ -131,6 +149,8 @@ export interface GeneratedSequence {
 	ids: number[];
 	/** The sampling policy's logprob of each new token (log_softmax(logits / T)[id]). */
 	logprobs: number[];
+	/** With topLogprobs: per new token, the k most likely tokens at that step. */
+	topLogprobs?: TopLogprob[][];
 	finishReason: 'stop' | 'length';
 }
 
@@ -184,6 +204,8 @@ interface Resolved {
 	temperature: number;
 	topP: number;
 	topK: number;
+	/** Top logprobs per step (0: none). */
+	top: number;
 	seed: number;
 	keys: readonly number[] | undefined;
 	stop: Set<number>;
@@ -202,6 +224,9 @@ function resolveOptions(o: GenerateOptions, eos: readonly number[], vocab: numbe
 	const topK = o.topK ?? 0;
 	if (!(Number.isInteger(topK) && topK >= 0 && topK < 2 ** 32))
 		bad(`topK must be a non-negative integer (0: off), got ${topK}`);
+	const top = o.topLogprobs ?? 0;
+	if (!(Number.isInteger(top) && top >= 0 && top <= Math.min(MAX_TOP_LOGPROBS, vocab)))
+		bad(`topLogprobs must be an integer in [0, ${Math.min(MAX_TOP_LOGPROBS, vocab)}], got ${top}`);
 	const seed = o.seed ?? randomSeed();
 	if (!Number.isSafeInteger(seed)) bad(`seed must be an integer, got ${seed}`);
 	const stopIds = o.ignoreEos ? [] : (o.stopTokenIds ?? eos);
@@ -211,7 +236,16 @@ function resolveOptions(o: GenerateOptions, eos: readonly number[], vocab: numbe
 	const keys = o.sequenceKeys;
 	if (keys && !keys.every((k) => Number.isInteger(k) && k >= 0 && k < 2 ** 32))
 		bad('sequenceKeys must be u32 integers, one per prompt');
-	return { maxTokens: o.maxTokens, temperature, topP, topK, seed, keys, stop: new Set(stopIds) };
+	return {
+		maxTokens: o.maxTokens,
+		temperature,
+		topP,
+		topK,
+		top,
+		seed,
+		keys,
+		stop: new Set(stopIds)
+	};
 }
 
 /** Groups of consecutive prompts whose padded size stays within PREFILL_TOKENS. */
@@ -255,6 +289,8 @@ class DecodeSession {
 	#maskedHead?: Head;
 	/** u32 [B, ceil(V / 32)]: each row's allowed tokens (constrained calls only). */
 	#mask?: Tensor;
+	/** The top-logprobs pass and its outputs [B, 20] (made on the first call that asks). */
+	#top?: { commands: CapturedCommands; ids: Tensor; logprobs: Tensor; staging: GPUBuffer[] };
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	#headInputs?: { hf: Tensor; rstdF: Tensor; logits: Tensor; chunkLogits?: Tensor };
 
@@ -395,10 +431,38 @@ class DecodeSession {
 		return this.#mask;
 	}
 
+	/** The top-logprobs pass (recorded on first use). */
+	#topPass() {
+		if (!this.#top) {
+			const { gpu } = this.model;
+			const ids = this.#tensor([this.B, MAX_TOP_LOGPROBS], 'u32');
+			const logprobs = this.#tensor([this.B, MAX_TOP_LOGPROBS], 'f32');
+			const commands = new CapturedCommands(gpu);
+			try {
+				topLogprobs(commands.recorder, {
+					logits: this.#headInputs!.logits,
+					temperature: this.temperature,
+					ids,
+					logprobs
+				});
+				commands.finish();
+			} catch (error) {
+				commands.release();
+				throw error;
+			}
+			const size = 8 * this.B * MAX_TOP_LOGPROBS;
+			const staging = [0, 1].map(() =>
+				gpu.device.createBuffer({ size, usage: MAP_READ | COPY_DST })
+			);
+			this.#top = { commands, ids, logprobs, staging };
+		}
+		return this.#top;
+	}
+
 	/** Encodes and submits step `step` (0: the head only, after a prefill) with the
 	 * readback of its ids and logprobs into staging buffer step % 2; `masked`: sampling
-	 * only the tokens `mask` allows. */
-	submitStep(step: number, masked = false): void {
+	 * only the tokens `mask` allows; `top`: the top-logprobs pass and its readback too. */
+	submitStep(step: number, masked = false, top = false): void {
 		const gpu = this.model.gpu;
 		const head = masked ? this.#maskedHead! : this.#head!;
 		let params: Params | undefined;
@@ -414,7 +478,24 @@ class DecodeSession {
 		const staging = this.#staging[step % 2];
 		encoder.copyBufferToBuffer(this.tokens.buffer, 0, staging, 0, 4 * this.B);
 		encoder.copyBufferToBuffer(this.sampled.buffer, 0, staging, 4 * this.B, 4 * this.B);
+		if (top) {
+			const t = this.#topPass();
+			t.commands.encode(encoder);
+			const bytes = 4 * this.B * MAX_TOP_LOGPROBS;
+			encoder.copyBufferToBuffer(t.ids.buffer, 0, t.staging[step % 2], 0, bytes);
+			encoder.copyBufferToBuffer(t.logprobs.buffer, 0, t.staging[step % 2], bytes, bytes);
+		}
 		gpu.device.queue.submit([encoder.finish()]);
+	}
+
+	/** Waits for step `step`'s top logprobs: ids and logprobs [B, 20], row-major. */
+	async readTop(step: number): Promise<{ ids: Uint32Array; logprobs: Float32Array }> {
+		const staging = this.#topPass().staging[step % 2];
+		await staging.mapAsync(MAP_READ);
+		const data = staging.getMappedRange().slice(0);
+		staging.unmap();
+		const n = this.B * MAX_TOP_LOGPROBS;
+		return { ids: new Uint32Array(data, 0, n), logprobs: new Float32Array(data, 4 * n, n) };
 	}
 
 	/** Waits for step `step` and returns its ids and logprobs [B]. */
@@ -438,6 +519,8 @@ class DecodeSession {
 		this.#body?.release();
 		this.#head?.commands.release();
 		this.#maskedHead?.commands.release();
+		this.#top?.commands.release();
+		for (const b of this.#top?.staging ?? []) b.destroy();
 		for (const t of this.#owned) t.release();
 		for (const b of this.#staging) b.destroy();
 		this.cache.release();
@@ -544,10 +627,12 @@ export class Generator {
 		const B = prompts.length;
 		const lengths = prompts.map((p) => p.length);
 		const budget = lengths.map((n) => Math.min(o.maxTokens, this.#context - n));
+		const top = o.top > 0;
 		const results: GeneratedSequence[] = prompts.map((p) => ({
 			promptIds: [...p],
 			ids: [],
 			logprobs: [],
+			...(top ? { topLogprobs: [] } : {}),
 			finishReason: 'length'
 		}));
 		const active = budget.map((n) => n > 0);
@@ -574,10 +659,11 @@ export class Generator {
 			return active.some(Boolean);
 		};
 		if (masks && !endEmpty()) return results;
-		session.submitStep(0, masks !== undefined);
+		session.submitStep(0, masks !== undefined, top);
 		for (let s = 0; s < steps; s++) {
-			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1);
+			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1, false, top);
 			const { ids, logprobs } = await session.readStep(s);
+			const best = top ? await session.readTop(s) : undefined;
 			this.#checkLive();
 			options.signal?.throwIfAborted();
 			const tokens: StepToken[] = [];
@@ -587,7 +673,15 @@ export class Generator {
 				masks?.accept(b, ids[b]);
 				r.ids.push(ids[b]);
 				r.logprobs.push(logprobs[b]);
-				tokens.push({ index: base + b, id: ids[b], logprob: logprobs[b] });
+				const token: StepToken = { index: base + b, id: ids[b], logprob: logprobs[b] };
+				if (best) {
+					token.top = Array.from({ length: o.top }, (_, j) => ({
+						id: best.ids[b * MAX_TOP_LOGPROBS + j],
+						logprob: best.logprobs[b * MAX_TOP_LOGPROBS + j]
+					}));
+					r.topLogprobs!.push(token.top);
+				}
+				tokens.push(token);
 				if (o.stop.has(ids[b])) [active[b], r.finishReason] = [false, 'stop'];
 				else if (r.ids.length >= budget[b]) [active[b], r.finishReason] = [false, 'length'];
 			}
@@ -601,7 +695,7 @@ export class Generator {
 			if (!active.some(Boolean)) break;
 			if (masks && s + 1 < steps) {
 				if (!endEmpty()) break;
-				session.submitStep(s + 1, true);
+				session.submitStep(s + 1, true, top);
 			}
 		}
 		return results;

@@ -83,6 +83,36 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		expect(finish).toBe(whole.choices[0].finish_reason);
 	});
 
+	it('top_logprobs up to 20: the most likely tokens per position, the sampled one among them as itself', async () => {
+		const body = {
+			model: MODEL_NAME,
+			messages: USER,
+			max_tokens: 2,
+			temperature: 0,
+			logprobs: true,
+			top_logprobs: 20
+		};
+		const r = (await client.chat.completions.create(body)) as unknown as TabrlChatCompletion;
+		const entries = r.choices[0].logprobs!.content!;
+		expect(entries).toHaveLength(r.choices[0].tabrl.ids.length);
+		for (const e of entries) {
+			expect(e.top_logprobs).toHaveLength(20);
+			for (const t of e.top_logprobs)
+				expect(Object.keys(t).sort()).toEqual(['bytes', 'logprob', 'token']);
+			const values = e.top_logprobs.map((t) => t.logprob);
+			expect(values).toEqual([...values].sort((a, b) => b - a));
+			// greedy: the sampled token is the most likely one, its logprob the same within f32
+			expect(e.top_logprobs[0].token).toBe(e.token);
+			expect(Math.abs(e.top_logprobs[0].logprob - e.logprob)).toBeLessThan(1e-5);
+		}
+		// 3 asked: 3 given (a call may compute more for a neighbour that asked for more)
+		const three = await client.chat.completions.create({ ...body, top_logprobs: 3, max_tokens: 1 });
+		expect(three.choices[0].logprobs!.content![0].top_logprobs).toHaveLength(3);
+		await expect(client.chat.completions.create({ ...body, top_logprobs: 21 })).rejects.toThrow(
+			/top_logprobs is between 0 and 20/
+		);
+	});
+
 	it('sends server-sent events ending with data: [DONE]', async () => {
 		const res = await fetch(`${http.url}/v1/chat/completions`, {
 			method: 'POST',

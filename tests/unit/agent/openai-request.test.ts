@@ -77,7 +77,7 @@ describe('parseChatCompletionRequest', () => {
 			stop: 'X',
 			seed: -5,
 			logprobs: true,
-			top_logprobs: 0,
+			top_logprobs: 20,
 			stream: true,
 			stream_options: { include_usage: true },
 			frequency_penalty: 0,
@@ -98,6 +98,7 @@ describe('parseChatCompletionRequest', () => {
 			stop: ['X'],
 			seed: -5,
 			logprobs: true,
+			topLogprobs: 20,
 			stream: true,
 			includeUsage: true,
 			toolChoice: { name: 'get_weather' },
@@ -343,8 +344,8 @@ describe('parseChatCompletionRequest', () => {
 		['stop a number', { model: 'm', messages: USER, stop: 3 }, 'stop', 'invalid_type'],
 		['seed fractional', { model: 'm', messages: USER, seed: 1.5 }, 'seed', 'invalid_type'],
 		[
-			'top_logprobs > 0',
-			{ model: 'm', messages: USER, logprobs: true, top_logprobs: 2 },
+			'top_logprobs > 20',
+			{ model: 'm', messages: USER, logprobs: true, top_logprobs: 21 },
 			'top_logprobs',
 			'invalid_value'
 		],

@@ -14,6 +14,7 @@
  */
 import type { ChatCompletionTokenLogprob } from 'openai/resources/chat/completions';
 import type { DecodeStream } from '../../model/decode-stream';
+import type { TopLogprob } from '../../model/generation';
 import { bytesToUnicode } from '../../model/byte-level';
 import { StopStringMatcher } from './stop-strings';
 import { ToolCallStream, type ParsedToolCall } from './tool-calls';
@@ -31,6 +32,8 @@ export interface ChoiceOptions {
 	parseTools: boolean;
 	/** Build OpenAI logprob entries. */
 	logprobs: boolean;
+	/** Alternatives per entry (top_logprobs, 0..20; the engine reports at least as many). */
+	topLogprobs?: number;
 }
 
 /** What one step (or the end) adds to a choice. */
@@ -57,23 +60,27 @@ function byteLevelBytes(token: string): number[] | null {
 
 const utf8 = new TextEncoder();
 
-/** The OpenAI logprob entry of one sampled token. */
-export function tokenLogprob(
-	tokenizer: TextDecoding,
-	id: number,
-	logprob: number
-): ChatCompletionTokenLogprob {
+/** A token's text, bytes and logprob as OpenAI writes them (see the file comment). */
+function tokenEntry(tokenizer: TextDecoding, id: number, logprob: number) {
 	const token = tokenizer.decode([id]);
 	let bytes: number[] | null = Array.from(utf8.encode(token));
 	if (token.includes('\uFFFD')) {
 		const raw = tokenizer.idToToken(id);
 		bytes = raw === undefined ? null : byteLevelBytes(raw);
 	}
+	return { token, bytes, logprob: Number.isFinite(logprob) ? logprob : LOGPROB_FLOOR };
+}
+
+/** The OpenAI logprob entry of one sampled token, with its step's most likely tokens. */
+export function tokenLogprob(
+	tokenizer: TextDecoding,
+	id: number,
+	logprob: number,
+	top: readonly TopLogprob[] = []
+): ChatCompletionTokenLogprob {
 	return {
-		token,
-		bytes,
-		logprob: Number.isFinite(logprob) ? logprob : LOGPROB_FLOOR,
-		top_logprobs: []
+		...tokenEntry(tokenizer, id, logprob),
+		top_logprobs: top.map((t) => tokenEntry(tokenizer, t.id, t.logprob))
 	};
 }
 
@@ -120,12 +127,15 @@ export class ChoiceDecoder {
 		return delta;
 	}
 
-	/** Adds one sampled token. */
-	push(id: number, logprob: number): ChoiceDelta {
+	/** Adds one sampled token (`top`: its step's most likely tokens, when asked for). */
+	push(id: number, logprob: number, top?: readonly TopLogprob[]): ChoiceDelta {
 		const delta: ChoiceDelta = { content: '', calls: [], logprobs: [] };
 		this.ids.push(id);
 		this.logprobs.push(logprob);
-		if (this.options.logprobs) delta.logprobs.push(tokenLogprob(this.tokenizer, id, logprob));
+		if (this.options.logprobs) {
+			const k = this.options.topLogprobs ?? 0;
+			delta.logprobs.push(tokenLogprob(this.tokenizer, id, logprob, top?.slice(0, k)));
+		}
 		if (!this.stops.stopped) this.release(this.stops.push(this.text.push(id)).text, delta);
 		return this.record(delta);
 	}

@@ -3,8 +3,7 @@
  * OpenAI's error shape (400 invalid_request_error naming the `param`). Absent and null mean
  * the same (the openai package sends null for some unset fields). What the engine cannot do
  * is refused, not ignored: non-zero penalties, logit_bias, response formats other than
- * text / json_object / json_schema, top_logprobs > 0 (the engine gives only the sampled
- * token's logprob), non-text content parts, the deprecated `functions`. A json_schema's
+ * text / json_object / json_schema, non-text content parts, the deprecated `functions`. A json_schema's
  * schema is compiled later (constraint.ts), where its unsupported keywords are refused. Unknown fields are refused as OpenAI refuses them, so a
  * misspelt option does not silently do nothing. Two extensions (as vLLM spells them):
  * `top_k` and `chat_template_kwargs` (e.g. Qwen3's `{"enable_thinking": false}`).
@@ -52,6 +51,8 @@ export interface ChatRequest {
 	stop: string[];
 	seed: number | undefined;
 	logprobs: boolean;
+	/** With logprobs: the most likely tokens per position (0..20; the engine's top-k pass). */
+	topLogprobs: number;
 	stream: boolean;
 	/** stream_options.include_usage: a last chunk with usage and no choices. */
 	includeUsage: boolean;
@@ -513,11 +514,6 @@ export function parseChatCompletionRequest(
 	);
 	if (topLogprobs !== undefined && !logprobs)
 		throw invalidValue('top_logprobs', "it needs 'logprobs' to be true.");
-	if (topLogprobs !== undefined && topLogprobs > 0)
-		throw invalidValue(
-			'top_logprobs',
-			`${topLogprobs}; only 0 is supported: the engine returns the sampled token's logprob, not the most likely alternatives.`
-		);
 
 	const stream = optionalBoolean(body, 'stream') ?? false;
 	let includeUsage = false;
@@ -568,6 +564,7 @@ export function parseChatCompletionRequest(
 		stop,
 		seed,
 		logprobs,
+		topLogprobs: topLogprobs ?? 0,
 		stream,
 		includeUsage,
 		chatTemplateKwargs: (kwargs as Record<string, unknown> | undefined) ?? {}

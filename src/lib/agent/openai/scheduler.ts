@@ -23,7 +23,12 @@
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
  * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
  */
-import { randomSeed, sequenceSeed, type TokenConstraint } from '../../model/generation';
+import {
+	randomSeed,
+	sequenceSeed,
+	type TokenConstraint,
+	type TopLogprob
+} from '../../model/generation';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {
@@ -34,6 +39,8 @@ export interface SamplingParams {
 	seed?: number;
 	/** New tokens per sequence at most. */
 	maxTokens: number;
+	/** The most likely tokens per step to report (0..20; default 0: none). */
+	topLogprobs?: number;
 }
 
 export interface GenerationJob {
@@ -43,7 +50,7 @@ export interface GenerationJob {
 	/** Sequence i's constraint (constrained decoding), one per prompt; absent: none. */
 	constraints?: readonly (TokenConstraint | undefined)[];
 	/** Each sampled token of sequence i (0-based within the job); true stops it now. */
-	onToken?: (i: number, id: number, logprob: number) => boolean | void;
+	onToken?: (i: number, id: number, logprob: number, top?: readonly TopLogprob[]) => boolean | void;
 	signal?: AbortSignal;
 }
 
@@ -66,7 +73,9 @@ interface Pending {
 /** The key of the call a job may share. */
 function groupKey(job: GenerationJob): string {
 	const p = job.params;
-	const mode = job.constraints?.some(Boolean) ? 'constrained|' : '';
+	// jobs that want top logprobs share calls with each other only (the others skip the pass)
+	const mode =
+		(job.constraints?.some(Boolean) ? 'constrained|' : '') + (p.topLogprobs ? 'top|' : '');
 	if (p.temperature <= 0) return `${mode}greedy`;
 	return `${mode}sample|${p.temperature}|${p.topP}|${p.topK}`;
 }
@@ -161,7 +170,7 @@ export class BatchScheduler {
 				let stopNow = false;
 				if (!failed.has(s.job) && !p.job.signal?.aborted) {
 					try {
-						stopNow = p.job.onToken?.(s.i, t.id, t.logprob) === true;
+						stopNow = p.job.onToken?.(s.i, t.id, t.logprob, t.top) === true;
 					} catch (error) {
 						failed.set(s.job, error);
 					}
@@ -191,6 +200,8 @@ export class BatchScheduler {
 			topK: first.topK,
 			onStep
 		};
+		const top = Math.max(...live.map((p) => p.job.params.topLogprobs ?? 0));
+		if (top > 0) options.topLogprobs = top;
 		if (first.temperature > 0)
 			options.sequenceKeys = live.flatMap((p) =>
 				p.job.prompts.map((_, i) =>

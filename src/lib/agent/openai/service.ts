@@ -224,7 +224,8 @@ export class ChatService {
 				new ChoiceDecoder(this.options.tokenizer, {
 					stop: p.request.stop,
 					parseTools,
-					logprobs: p.request.logprobs
+					logprobs: p.request.logprobs,
+					topLogprobs: p.request.logprobs ? p.request.topLogprobs : 0
 				})
 		);
 	}
@@ -244,12 +245,13 @@ export class ChatService {
 				topP: request.topP,
 				topK: request.topK,
 				seed: request.seed,
-				maxTokens: p.maxTokens
+				maxTokens: p.maxTokens,
+				topLogprobs: request.logprobs ? request.topLogprobs : 0
 			},
 			constraints: p.grammar ? decoders.map(() => p.grammar!.start()) : undefined,
 			signal,
-			onToken: (i, id, logprob) => {
-				const delta = decoders[i].push(id, logprob);
+			onToken: (i, id, logprob, top) => {
+				const delta = decoders[i].push(id, logprob, top);
 				onDelta?.(i, delta);
 				return decoders[i].stoppedByString;
 			}
@@ -258,7 +260,9 @@ export class ChatService {
 		results.forEach((r, i) => {
 			const d = decoders[i];
 			const seen = d.ids.length;
-			const deltas = r.ids.slice(seen).map((id, k) => d.push(id, r.logprobs[seen + k]));
+			const deltas = r.ids
+				.slice(seen)
+				.map((id, k) => d.push(id, r.logprobs[seen + k], r.topLogprobs?.[seen + k]));
 			deltas.push(d.finish());
 			for (const delta of deltas) onDelta?.(i, delta);
 		});
