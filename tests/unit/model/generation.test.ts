@@ -4,7 +4,7 @@
  * and against the GPU's full forward (scoreTokens): greedy tokens are the reference's
  * argmax at every step, every returned logprob is the reference's log_softmax(logits / T)
  * of the token; batching, seeds, stop tokens, LoRA, a chunked vocabulary, the context and
- * memory checks, abort.
+ * memory checks, abort; the top logprobs of each step (OpenAI's top_logprobs).
  *
  * Tolerances: logprobs within 1e-4 of the f64 reference and of scoreTokens, as the brief
  * asks (seen: ~1e-6; the decode path rounds in another order than the prefill: split
@@ -420,5 +420,67 @@ describe('generation', () => {
 		).rejects.toMatchObject({ name: 'AbortError' });
 		for (const g of [gen, fresh]) g.release();
 		model.release();
+	});
+
+	// Top logprobs (GenerateOptions.topLogprobs, gpu/kernels/top-logprobs.ts): ranks compared
+	// by value (a near-tie may swap two ids); the sampled token's logprob (the sampler's own
+	// reduction of the same f32 row) equals its entry within 1e-5 when it is among the k.
+	it('top logprobs: the k most likely tokens of each step, as the f64 reference ranks them', async () => {
+		const config = TINY.llama;
+		const { model, weights } = await modelFor(config);
+		const generator = new Generator(model);
+		try {
+			const prompts = randomSequences(config.vocabSize, [5, 4], 7);
+			const V = config.vocabSize;
+			for (const [temperature, k] of [
+				[0.7, 20],
+				[0, 3]
+			]) {
+				const steps: StepToken[][] = [];
+				const out = await generator.generate(prompts, {
+					maxTokens: 3,
+					temperature,
+					seed: 3,
+					topLogprobs: k,
+					ignoreEos: true,
+					onStep: (tokens) => void steps.push([...tokens])
+				});
+				out.forEach((r, b) => {
+					expect(r.topLogprobs).toHaveLength(r.ids.length);
+					r.ids.forEach((id, s) => {
+						const top = r.topLogprobs![s];
+						expect(top).toHaveLength(k);
+						expect(steps[s].find((t) => t.index === b)!.top).toEqual(top);
+						const ids = [...prompts[b], ...r.ids.slice(0, s)];
+						const z = referenceLogits(config, weights, ids).subarray((ids.length - 1) * V);
+						const T = temperature > 0 ? temperature : 1;
+						const max = Math.max(...z);
+						let sum = 0;
+						for (let i = 0; i < V; i++) sum += Math.exp((z[i] - max) / T);
+						const ref = (i: number) => (z[i] - max) / T - Math.log(sum);
+						const best = Array.from({ length: V }, (_, i) => ref(i))
+							.sort((a, c) => c - a)
+							.slice(0, k);
+						top.forEach((t, j) => {
+							expect(Math.abs(t.logprob - best[j]), `step ${s} rank ${j}`).toBeLessThan(
+								LOGPROB_TOL.atol
+							);
+							expect(Math.abs(t.logprob - ref(t.id)), `step ${s} id ${t.id}`).toBeLessThan(
+								LOGPROB_TOL.atol
+							);
+						});
+						const mine = top.find((t) => t.id === id);
+						if (temperature === 0) expect(mine).toBe(top[0]);
+						if (mine) expect(Math.abs(mine.logprob - r.logprobs[s])).toBeLessThan(1e-5);
+					});
+				});
+			}
+			// not asked: nothing returned (and no pass recorded)
+			const plain = await generator.generate(prompts, { maxTokens: 1, temperature: 0 });
+			expect(plain[0].topLogprobs).toBeUndefined();
+		} finally {
+			generator.release();
+			model.release();
+		}
 	});
 });
