@@ -72,6 +72,23 @@ async function openPage(page: Page, url: string): Promise<void> {
 	});
 }
 
+/** Points each chart plots (its data-points) and the canvases drawn, once uPlot has drawn. */
+async function chartPoints(page: Page) {
+	await page.waitForFunction(
+		() => document.querySelectorAll('[data-testid="run-charts"] canvas').length === 6,
+		undefined,
+		{ timeout: 30_000 }
+	);
+	// (no named functions inside: tsx would wrap them in a helper the page does not have)
+	const [reward, loss, time, canvases] = await page.evaluate(() => [
+		...['reward', 'loss', 'time'].map((key) =>
+			Number(document.querySelector(`[data-testid="chart-${key}"]`)?.getAttribute('data-points'))
+		),
+		document.querySelectorAll('[data-testid="run-charts"] canvas').length
+	]);
+	return { reward, loss, time, canvases };
+}
+
 export async function trainPanelChecks(
 	check: CheckFn,
 	browser: Browser,
@@ -234,6 +251,15 @@ export async function trainPanelChecks(
 			lettersRows.every(([, reward, loss]) => Number.isFinite(Number(reward)) && loss !== ''),
 		`${trained} steps in ${since(t2)}: ${JSON.stringify(lettersRows)} ${await errorText(page)}`
 	);
+	const charted = await chartPoints(page);
+	check(
+		'the charts draw the run: reward, loss, KL, grad norm, tokens/s and time per phase',
+		charted.reward >= trained &&
+			charted.loss >= trained &&
+			charted.time >= 1 &&
+			charted.canvases === 6,
+		JSON.stringify(charted)
+	);
 	await page.screenshot({ path: 'test-results/train.png', fullPage: true });
 
 	// 3. After a reload: saved runs listed; resume, export, delete with buttons.
@@ -284,6 +310,15 @@ export async function trainPanelChecks(
 		'Delete removes a saved run (also after a reload)',
 		(await savedRuns(page)).map((r) => r.run).join() === 'letters-1'
 	);
+	await page.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-open')}`);
+	await page.waitForSelector(testid('run-charts'), { timeout: 30_000 });
+	const reloaded = await chartPoints(page);
+	check(
+		"after a reload, History draws the saved run's charts from its stored history (resumed steps too)",
+		reloaded.reward > charted.reward && reloaded.loss > charted.loss && reloaded.canvases === 6,
+		JSON.stringify(reloaded)
+	);
+	await page.screenshot({ path: 'test-results/train-history-charts.png', fullPage: true });
 
 	// 4. Bad input: typed errors, nothing saved touched.
 	const fixtures = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}`;
