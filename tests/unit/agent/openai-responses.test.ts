@@ -149,25 +149,30 @@ describe('POST /v1/responses through the openai client', () => {
 		).toEqual(['now', '{}']);
 
 		// the call and its result sent back as input items: read as the assistant's tool call
-		// and the tool's answer (a short free reply follows)
-		const next = await client.responses.create({
-			model: MODEL_NAME,
-			input: [
-				...body.input,
-				{
-					type: 'function_call',
-					call_id: call.call_id,
-					name: call.name,
-					arguments: call.arguments
-				},
-				{ type: 'function_call_output', call_id: call.call_id, output: '12:00' }
-			],
-			tools: [CLOCK],
-			max_output_tokens: 1,
-			temperature: 0
+		// and the tool's answer (a short free reply follows); the call sent whole or, as the AI
+		// SDK does with store on, by reference to the item this server made: the same prompt
+		const followUp = (callItem: Record<string, unknown>) =>
+			client.responses.create({
+				model: MODEL_NAME,
+				input: [
+					...body.input,
+					callItem,
+					{ type: 'function_call_output', call_id: call.call_id, output: '12:00' }
+				] as never,
+				tools: [CLOCK],
+				max_output_tokens: 1,
+				temperature: 0
+			}) as Promise<TabrlResponse>;
+		const next = await followUp({
+			type: 'function_call',
+			call_id: call.call_id,
+			name: call.name,
+			arguments: call.arguments
 		});
 		expect(next.usage!.input_tokens).toBeGreaterThan(whole.usage!.input_tokens);
 		expect(next.usage!.output_tokens).toBe(1);
+		const byReference = await followUp({ type: 'item_reference', id: call.id });
+		expect(byReference.tabrl!.prompt_ids).toEqual(next.tabrl!.prompt_ids);
 	});
 
 	it('what needs server state, built-in tools and non-text input: a 400 naming the field', async () => {
@@ -184,6 +189,7 @@ describe('POST /v1/responses through the openai client', () => {
 				/text only/
 			],
 			[{ input: [{ type: 'reasoning', summary: [] }] }, 'input[0].type', /not supported/],
+			[{ input: [{ type: 'item_reference', id: 'fc_x' }] }, 'input[0].id', /send the item itself/],
 			[{ frequency: 1 }, 'frequency', /Unrecognized/],
 			// found by the chat-completions validation, named as the Responses API names it
 			[{ max_output_tokens: 0 }, 'max_output_tokens', /'max_output_tokens'.*minimum of 1/],

@@ -7,7 +7,9 @@
  *   input               a string (one user message) or items: messages (role user, system,
  *                       developer, assistant; content a string or input_text / output_text
  *                       parts), `function_call` {call_id, name, arguments} (an assistant
- *                       turn's tool calls) and `function_call_output` {call_id, output}
+ *                       turn's tool calls), `function_call_output` {call_id, output}, and
+ *                       `item_reference` {id} to an item this server output lately
+ *                       (responses-items.ts)
  *   instructions        a system message before the input
  *   tools               `{type: 'function', name, description?, parameters?, strict?}`
  *   tool_choice         'none' | 'auto' | 'required' | {type: 'function', name}
@@ -121,18 +123,34 @@ function inputText(content: unknown, param: string): string {
 
 const MESSAGE_ROLES = new Set(['user', 'system', 'developer', 'assistant']);
 
+/** An earlier output item by id (item_reference), or undefined when not known. */
+export type ItemLookup = (id: string) => Record<string, unknown> | undefined;
+
 /** `input` items -> chat messages (function calls joined to their assistant turn). */
-function inputMessages(input: unknown): Record<string, unknown>[] {
+function inputMessages(input: unknown, lookup: ItemLookup): Record<string, unknown>[] {
 	if (typeof input === 'string') return [{ role: 'user', content: input }];
 	if (!Array.isArray(input))
 		throw invalidType('input', 'a string or an array of input items', input);
 	const messages: Record<string, unknown>[] = [];
 	/** The assistant turn that function_call items join (its text, then its calls). */
 	let turn: { role: 'assistant'; content: string | null; tool_calls?: unknown[] } | null = null;
-	input.forEach((item, i) => {
+	input.forEach((given, i) => {
 		const at = `input[${i}]`;
-		if (!isRecord(item))
-			throw invalidType(at, 'an input item (a message, function_call, ...)', item);
+		if (!isRecord(given))
+			throw invalidType(at, 'an input item (a message, function_call, ...)', given);
+		let item = given;
+		if (given.type === 'item_reference') {
+			if (typeof given.id !== 'string') throw invalidType(`${at}.id`, 'a string', given.id);
+			const found = lookup(given.id);
+			if (!found)
+				throw invalidRequest(
+					`Invalid value for '${at}.id': no item '${given.id}' is known to this server (it ` +
+						'keeps only its latest output items, in memory): send the item itself.',
+					`${at}.id`,
+					'invalid_value'
+				);
+			item = found;
+		}
 		const type = item.type ?? 'message';
 		if (type === 'message') {
 			if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role))
@@ -176,7 +194,7 @@ function inputMessages(input: unknown): Record<string, unknown>[] {
 		} else
 			throw invalidRequest(
 				`Invalid value for '${at}.type': input items of type ${describe(type)} are not supported ` +
-					"(supported: 'message', 'function_call', 'function_call_output').",
+					"(supported: 'message', 'function_call', 'function_call_output', 'item_reference').",
 				`${at}.type`,
 				'invalid_value'
 			);
@@ -258,7 +276,10 @@ function chatResponseFormat(text: unknown): unknown {
  * A Responses body -> the chat-completions body for parseChatCompletionRequest, and what
  * the answer echoes. Throws OpenAI-shaped 400s naming the Responses field.
  */
-export function translateResponsesRequest(body: unknown): {
+export function translateResponsesRequest(
+	body: unknown,
+	lookup: ItemLookup = () => undefined
+): {
 	chat: Record<string, unknown>;
 	extras: ResponsesExtras;
 } {
@@ -313,7 +334,7 @@ export function translateResponsesRequest(body: unknown): {
 	const instructions = (body.instructions as string | undefined) ?? null;
 	const messages = [
 		...(instructions === null ? [] : [{ role: 'system', content: instructions }]),
-		...inputMessages(body.input)
+		...inputMessages(body.input, lookup)
 	];
 	const topLogprobs = body.top_logprobs;
 	const chat: Record<string, unknown> = {

@@ -62,6 +62,7 @@ import {
 	type ResponsesExtras
 } from './responses-request';
 import { ResponseAssembler, responsesUsage, type TabrlResponse } from './responses-output';
+import { OutputItemMemory } from './responses-items';
 
 /** What the service needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it); the
  * vocabulary is needed only for constrained requests (response_format, tool_choice). */
@@ -166,6 +167,8 @@ export class ChatService {
 	readonly model: string;
 	/** Grammars of constrained requests, per request shape. */
 	private readonly grammars: RequestGrammars;
+	/** The latest Responses output items, for item_reference inputs. */
+	private readonly items = new OutputItemMemory();
 	/** When the service started (GET /v1/models' `created`). */
 	private readonly created = Math.floor(Date.now() / 1000);
 
@@ -386,11 +389,13 @@ export class ChatService {
 		const assembler = new ResponseAssembler(this.model, p.request, extras);
 		const decoders = this.decoders(p);
 		const [r] = await this.decode(p, decoders, signal, (_, delta) => assembler.push(delta));
-		return assembler.finish(
+		const response = assembler.finish(
 			this.finishReason(decoders[0], r),
 			responsesUsage(p.promptIds.length, r.ids.length),
 			ChatService.tokens(r, p)
 		);
+		this.items.remember(response.output);
+		return response;
 	}
 
 	/** The Responses API's stream events of one choice; `ended` as for `stream`. */
@@ -406,11 +411,12 @@ export class ChatService {
 		const decoders = this.decoders(p);
 		this.decode(p, decoders, signal, (_, delta) => assembler.push(delta)).then(
 			([r]) => {
-				assembler.finish(
+				const response = assembler.finish(
 					this.finishReason(decoders[0], r),
 					responsesUsage(p.promptIds.length, r.ids.length),
 					ChatService.tokens(r, p)
 				);
+				this.items.remember(response.output);
 				queue.close();
 				ended();
 			},
@@ -505,7 +511,7 @@ export class ChatService {
 			allow('POST');
 			let extras: ResponsesExtras;
 			const toChat = (body: unknown) => {
-				const t = translateResponsesRequest(body);
+				const t = translateResponsesRequest(body, (id) => this.items.get(id));
 				extras = t.extras;
 				return t.chat;
 			};
