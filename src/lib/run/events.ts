@@ -44,6 +44,8 @@ export type RunEvent =
 			type: 'rollout';
 			/** The GRPO step the rollout is for (the model's step before the update). */
 			step: number;
+			/** The round of games it belongs to (a step retried after no spread plays another). */
+			round: number;
 			group: number;
 			index: number;
 			/** Rollouts finished in this round, of `total`. */
@@ -63,5 +65,29 @@ export type RunEvent =
 			judgeFailure?: string;
 			metrics: StepMetrics;
 	  }
+	| {
+			/**
+			 * A group of games scored, before the update (as each completes; with RULER, once the
+			 * judge has scored it): what GRPO will train on, game by game.
+			 */
+			type: 'group';
+			/** The GRPO step the group is for, and its round (as the rollouts' events). */
+			step: number;
+			round: number;
+			group: number;
+			games: GroupGame[];
+	  }
 	| { type: 'eval'; report: EvaluationReport }
 	| { type: 'end'; summary: RunSummary };
+
+/** One game of a scored group, by its index in the group (its rollout event's `index`). */
+export interface GroupGame {
+	index: number;
+	/** The reward trained on (RULER's score, or its mix with the game's, when a judge scored). */
+	reward: number;
+	/** Its group-relative advantage, as GRPO computes it: (reward − mean) / (std + 1e-6). */
+	advantage: number;
+	/** RULER: the judge's score and explanation. */
+	judgeScore?: number;
+	explanation?: string;
+}

@@ -16,11 +16,13 @@ import { gatherTrajectoryGroups } from '../agent/gather';
 import {
 	judgeFor,
 	rulerScoreGroup,
+	RULER_EXPLANATION,
 	RULER_METRICS,
 	type Judge,
 	type JudgeOptions
 } from '../agent/ruler';
 import { trajectoryToJson } from '../agent/jsonl';
+import { groupAdvantages } from '../grpo/advantages';
 import type { TrainableModel } from '../agent/model';
 import type { Trajectory, TrajectoryGroup } from '../agent/trajectory';
 import { shuffled } from '../util/random';
@@ -293,10 +295,12 @@ async function playRound(
 				// A game that finishes after Stop (or after another failed) belongs to a dropped
 				// round: not reported, so no rollout event follows the run's 'end'.
 				if (inner.aborted) throw inner.reason;
+				t.metadata.rollout_index = index; // (a game that failed leaves a gap in its group)
 				done++;
 				emit({
 					type: 'rollout',
 					step,
+					round,
 					group,
 					index,
 					done,
@@ -309,8 +313,12 @@ async function playRound(
 		}),
 		{
 			signal,
+			afterEach: (group: TrajectoryGroup, index: number) => {
+				emit(groupEvent(step, round, index, group));
+				return undefined;
+			},
 			...(judge && {
-				afterEach: async (group: TrajectoryGroup) => {
+				afterEach: async (group: TrajectoryGroup, index: number) => {
 					const scored = await rulerScoreGroup(group, {
 						judge,
 						rubric: recipe.reward?.rubric,
@@ -321,7 +329,10 @@ async function playRound(
 							judgeFailure = error instanceof Error ? error.message : String(error);
 						}
 					});
-					if (scored) judgedGroups.push(scored);
+					if (scored) {
+						judgedGroups.push(scored);
+						emit(groupEvent(step, round, index, scored));
+					}
 					return scored;
 				},
 				onDrop: () => dropped++
@@ -329,6 +340,29 @@ async function playRound(
 		}
 	);
 	return { groups, judged: judge ? judgeMetrics(judgedGroups, dropped) : {}, judgeFailure };
+}
+
+/** A scored group's 'group' event: each game's reward, advantage and (RULER) judgement. */
+function groupEvent(step: number, round: number, group: number, scored: TrajectoryGroup): RunEvent {
+	const trajectories = scored.trajectories;
+	const { advantages } = groupAdvantages(trajectories.map((t) => t.reward));
+	return {
+		type: 'group',
+		step,
+		round,
+		group,
+		games: trajectories.map((t, i) => {
+			const score = t.metrics.ruler_score;
+			const explanation = t.logs.find((l) => l.startsWith(RULER_EXPLANATION));
+			return {
+				index: Number(t.metadata.rollout_index ?? i),
+				reward: t.reward,
+				advantage: advantages[i],
+				...(typeof score === 'number' ? { judgeScore: score } : {}),
+				...(explanation ? { explanation: explanation.slice(RULER_EXPLANATION.length) } : {})
+			};
+		})
+	};
 }
 
 /** The run's RULER judge (null when the recipe trains on the environment's reward). */

@@ -18,6 +18,7 @@ import {
 	RUN_ENVIRONMENTS,
 	type EnvironmentName,
 	type EvaluationReport,
+	type GroupGame,
 	type PresetName,
 	type Recipe,
 	type RunEvent,
@@ -80,12 +81,15 @@ const NO_JUDGE: JudgeTotals = { steps: 0, dropped: 0, tokens: 0, cost: 0, latenc
 /** A finished rollout, as the panel shows it: its environment's replay of it. */
 export interface GameView {
 	step: number;
+	round: number;
 	group: number;
 	index: number;
 	reward: number;
 	outcome: string;
 	/** What the environment draws of the game (boards, or a transcript of tool calls). */
 	items: ReplayItem[];
+	/** Once its group is scored ('group' event): what GRPO trains on, and the judge's view. */
+	scored?: GroupGame;
 }
 
 /** Games kept for display (the newest). */
@@ -128,6 +132,7 @@ function gameOf(event: Extract<RunEvent, { type: 'rollout' }>, env: EnvironmentN
 	}
 	return {
 		step: event.step,
+		round: event.round,
 		group: event.group,
 		index: event.index,
 		reward: event.reward,
@@ -498,6 +503,11 @@ export class TrainSession {
 				this.rolloutsDone = event.done;
 				this.rolloutsTotal = event.total;
 				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
+				break;
+			case 'group':
+				for (const game of this.games)
+					if (game.round === event.round && game.group === event.group)
+						game.scored = event.games.find((g) => g.index === game.index);
 				break;
 			case 'step': {
 				this.step = event.step;

@@ -153,15 +153,20 @@ async function register(name: string, r: Recipe): Promise<TrainableModel> {
 	return model;
 }
 
-/** Events as short tokens: 'p:rollouts@0', 'r@0' (repeats folded: 'r@0x4'), 's:train@1', ... */
+/**
+ * Events as short tokens: 'p:rollouts@0', 'r@0' (repeats folded: 'r@0x4'), 's:train@1', ...
+ * Group events (which interleave with the rollouts as groups complete) are checked apart.
+ */
 function trace(events: readonly RunEvent[]): string {
-	const tokens = events.map((e) => {
-		if (e.type === 'phase') return `p:${e.phase}@${e.step}`;
-		if (e.type === 'rollout') return `r@${e.step}`;
-		if (e.type === 'step') return `s:${e.split}@${e.step}${e.skipped ? '!' : ''}`;
-		if (e.type === 'eval') return `e@${e.report.step}`;
-		return 'end';
-	});
+	const tokens = events
+		.filter((e) => e.type !== 'group')
+		.map((e) => {
+			if (e.type === 'phase') return `p:${e.phase}@${e.step}`;
+			if (e.type === 'rollout') return `r@${e.step}`;
+			if (e.type === 'step') return `s:${e.split}@${e.step}${e.skipped ? '!' : ''}`;
+			if (e.type === 'eval') return `e@${e.report.step}`;
+			return 'end';
+		});
 	const out: string[] = [];
 	for (let i = 0; i < tokens.length;) {
 		let j = i;
@@ -171,6 +176,12 @@ function trace(events: readonly RunEvent[]): string {
 	}
 	return out.join(' ');
 }
+
+/** A group game's judge fields (undefined when the game's own reward is trained on). */
+const judgement = (game: { judgeScore?: number; explanation?: string }) => [
+	game.judgeScore,
+	game.explanation
+];
 
 describe('runRecipe', () => {
 	it('letters: 2 steps end done, events in order, evaluations in history, checkpoints pruned', async () => {
@@ -206,6 +217,23 @@ describe('runRecipe', () => {
 			expect(e.trajectory.reward).toBe(e.reward);
 			expect(e.trajectory.messages_and_choices).toHaveLength(2);
 			expect(e.trajectory.metadata.environment).toBe('letters');
+		}
+		// each group, once complete, says what GRPO trains on: its games' rewards (those of
+		// their rollout events) and advantages (GRPO's, within the group)
+		const groups = events.filter((e) => e.type === 'group');
+		expect(groups).toHaveLength(rollouts.length / 2);
+		for (const g of groups) {
+			const played = rollouts.filter((r) => r.round === g.round && r.group === g.group);
+			expect(played.every((r) => r.step === g.step)).toBe(true);
+			expect(g.games.map((x) => x.index).sort()).toEqual([0, 1]);
+			for (const x of g.games)
+				expect(x.reward).toBe(played.find((r) => r.index === x.index)!.reward);
+			const [a, b] = g.games;
+			const spread = a.reward !== b.reward;
+			// two games: +1 and -1 (std normalised) when they differ, 0 and 0 when alike
+			expect(a.advantage).toBeCloseTo(spread ? Math.sign(a.reward - b.reward) : 0, 4);
+			expect(a.advantage + b.advantage).toBeCloseTo(0, 10);
+			expect(judgement(a)).toEqual([undefined, undefined]);
 		}
 		const steps = events.filter((e) => e.type === 'step');
 		for (const e of steps) expect(e.metrics['train/reward']).toBeTypeOf('number');
@@ -390,6 +418,10 @@ describe('runRecipe', () => {
 			content: judgeSystemPrompt(DEFAULT_RUBRIC)
 		});
 		expect(judge.seen[0].body.response_format).toEqual(RESPONSE_FORMAT);
+		// each group event carries the judge's score (the reward trained on) and explanation
+		const judgedGames = events.flatMap((e) => (e.type === 'group' ? e.games : []));
+		expect(judgedGames).toHaveLength(rounds * r.grpo.groups * r.grpo.groupSize);
+		for (const game of judgedGames) expect(judgement(game)).toEqual([game.reward, 'by rule']);
 		for (const e of trained) {
 			if (e.type !== 'step') continue;
 			const m = e.metrics;

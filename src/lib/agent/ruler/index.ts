@@ -2,7 +2,14 @@
  * @file RULER: ART's relative LLM judge (see ruler.ts), through any OpenAI-compatible
  * endpoint or an OpenAI-like client (judge.ts).
  */
-export { checkJudgeable, ruler, rulerReport, rulerScoreGroup, RULER_METRICS } from './ruler';
+export {
+	checkJudgeable,
+	ruler,
+	rulerReport,
+	rulerScoreGroup,
+	RULER_EXPLANATION,
+	RULER_METRICS
+} from './ruler';
 export type { RulerCombine, RulerOptions, RulerReport, RulerScoreGroupOptions } from './ruler';
 export { Judge, judgeFor } from './judge';
 export type {

@@ -184,6 +184,9 @@ export function checkJudgeable(trajectories: readonly Trajectory[]): void {
 	});
 }
 
+/** How a trajectory's log line with the judge's explanation begins. */
+export const RULER_EXPLANATION = 'RULER explanation: ';
+
 /** How a trajectory's reward is made from its RULER score and its environment reward. */
 export type RulerCombine =
 	/** reward = the RULER score (ART). */
@@ -261,7 +264,7 @@ export async function rulerScoreGroup(
 				`gave ${reward} for trajectory ${i + 1}; it must give a finite number`
 			);
 		t.reward = reward;
-		t.log(`RULER explanation: ${explanation}`);
+		t.log(`${RULER_EXPLANATION}${explanation}`);
 	});
 	return new TrajectoryGroup(copies, {
 		exceptions: group.exceptions,
