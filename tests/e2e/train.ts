@@ -251,6 +251,15 @@ export async function trainPanelChecks(
 			lettersRows.every(([, reward, loss]) => Number.isFinite(Number(reward)) && loss !== ''),
 		`${trained} steps in ${since(t2)}: ${JSON.stringify(lettersRows)} ${await errorText(page)}`
 	);
+	// each shown game of a scored group carries its GRPO advantage; a group's sum to ~0
+	const advantages = await page.$$eval(`${testid('train-game-advantage')}`, (ps) =>
+		ps.map((p) => Number(p.getAttribute('data-advantage')))
+	);
+	check(
+		"the games' cards show each game's group-relative advantage",
+		advantages.length >= 1 && advantages.every(Number.isFinite),
+		JSON.stringify(advantages)
+	);
 	const charted = await chartPoints(page);
 	check(
 		'the charts draw the run: reward, loss, KL, grad norm, tokens/s and time per phase',
