@@ -327,6 +327,14 @@ export async function trainPanelChecks(
 		reloaded.reward > charted.reward && reloaded.loss > charted.loss && reloaded.canvases === 6,
 		JSON.stringify(reloaded)
 	);
+	const shownPreset = await page.inputValue(testid('train-preset'));
+	check(
+		"History fills the form, and so the address bar's link, with the run's settings",
+		shownPreset === 'letters' &&
+			new URL(page.url()).searchParams.get('preset') === 'letters' &&
+			(await page.inputValue(testid('train-run'))) === 'letters-1',
+		`${shownPreset} ${page.url()}`
+	);
 	await page.screenshot({ path: 'test-results/train-history-charts.png', fullPage: true });
 
 	// 4. Bad input: typed errors, nothing saved touched.

@@ -21,6 +21,7 @@ import {
 	preset,
 	REWARD_SOURCES,
 	type PresetName,
+	type Recipe,
 	type RewardSource
 } from '../run';
 
@@ -67,6 +68,24 @@ export function presetSettings(name: PresetName, root = '/'): ShareSettings {
 		judgeUrl: '',
 		judgeModel: '',
 		rubric: ''
+	};
+}
+
+/** The settings of a run's recipe (a saved run's, to show it in the form and its link). */
+export function recipeSettings(recipe: Recipe): ShareSettings {
+	const reward = recipe.reward;
+	return {
+		preset: recipe.environment,
+		model: recipe.baseModel,
+		steps: recipe.grpo.steps,
+		groups: recipe.grpo.groups,
+		groupSize: recipe.grpo.groupSize,
+		learningRate: recipe.grpo.learningRate,
+		seed: recipe.seed,
+		reward: reward?.source ?? 'env',
+		judgeUrl: reward?.judge?.baseURL ?? '',
+		judgeModel: reward?.judge?.model ?? '',
+		rubric: reward?.rubric ?? ''
 	};
 }
 

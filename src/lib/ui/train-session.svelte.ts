@@ -33,7 +33,7 @@ import { policyClient } from '../agent/policy-client';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
-import { changesPreset, type ReadLink, type ShareSettings } from './share-link';
+import { changesPreset, recipeSettings, type ReadLink, type ShareSettings } from './share-link';
 import { chartData } from './chart-series';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
@@ -193,8 +193,9 @@ export class TrainSession {
 
 	#backend: () => BackendHandle | null;
 	/**
-	 * The form holds a share link's own sizes and rates (not just a preset): the GPU probe must
-	 * not rescale them for a software GPU (a link means the same numbers everywhere).
+	 * The form holds a share link's or a saved run's own sizes and rates (not just a preset):
+	 * the GPU probe must not rescale them for a software GPU (a link means the same numbers
+	 * everywhere).
 	 */
 	linked = $state(false);
 	#rowKey = 0;
@@ -286,11 +287,15 @@ export class TrainSession {
 
 	/** Fills the form from a share link, exactly (not rescaled for a software GPU). */
 	openLink(link: ReadLink): void {
-		const s = link.settings;
-		this.choosePreset(s.preset);
+		this.#fill(link.settings);
 		this.linkNotice = link.ignored;
+	}
+
+	/** The form set to `s` (a preset alone, unchanged, is scaled as this GPU runs it). */
+	#fill(s: ShareSettings): void {
+		this.choosePreset(s.preset);
 		this.linked = changesPreset(s);
-		if (!this.linked) return; // the preset alone: as this GPU runs it
+		if (!this.linked) return;
 		this.url = s.model;
 		this.steps = s.steps;
 		this.groups = s.groups;
@@ -396,6 +401,9 @@ export class TrainSession {
 			this.error = history.error;
 			return;
 		}
+		// the form (and so the address bar's link) takes the run's settings
+		const recipe = this.saved?.find((r) => r.name === name)?.recipe as Recipe | undefined;
+		if (recipe) this.#fill(recipeSettings($state.snapshot(recipe) as Recipe));
 		this.#show(name, history.value);
 	}
 

@@ -21,6 +21,7 @@ import {
 	changesPreset,
 	presetSettings,
 	readShareQuery,
+	recipeSettings,
 	shareQuery,
 	SHARE_VERSION,
 	type ShareSettings
@@ -97,6 +98,29 @@ describe('share links', () => {
 			// v, the preset unless it is the first, and one parameter per differing field
 			expect([...params.keys()].length).toBe(
 				(query ? 1 : 0) + (s.preset === 'tictactoe' ? 0 : 1) + differing.length
+			);
+		}
+	});
+
+	it("a run's recipe gives back the settings it was made from", () => {
+		const rng = new Rng(3);
+		for (let i = 0; i < 200; i++) {
+			const s = randomSettings(rng);
+			const recipe = recipeOf(s);
+			const judged =
+				s.reward === 'env'
+					? recipe
+					: {
+							...recipe,
+							reward: {
+								source: s.reward,
+								judge: { baseURL: s.judgeUrl, model: s.judgeModel },
+								...(s.rubric ? { rubric: s.rubric } : {})
+							}
+						};
+			const back = recipeSettings(judged);
+			expect(back).toEqual(
+				s.reward === 'env' ? { ...s, judgeUrl: '', judgeModel: '', rubric: '' } : s
 			);
 		}
 	});
