@@ -118,17 +118,18 @@ const UNSUPPORTED: Record<string, string> = {
 	verbosity: 'verbosity is not supported'
 };
 
-function isRecord(x: unknown): x is Record<string, unknown> {
+export function isRecord(x: unknown): x is Record<string, unknown> {
 	return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-function describe(x: unknown): string {
+/** A JSON value's kind, as OpenAI's type errors word it. */
+export function describe(x: unknown): string {
 	if (x === null) return 'null';
 	if (Array.isArray(x)) return 'an array';
 	return typeof x === 'object' ? 'an object' : `${typeof x} ${JSON.stringify(x)}`;
 }
 
-const invalidType = (param: string, want: string, got: unknown) =>
+export const invalidType = (param: string, want: string, got: unknown) =>
 	invalidRequest(
 		`Invalid type for '${param}': expected ${want}, but got ${describe(got)}.`,
 		param,

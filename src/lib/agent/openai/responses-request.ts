@@ -24,6 +24,7 @@
  * safety_identifier, prompt_cache_key, `truncation: 'disabled'`, `store: false`.
  */
 import { invalidRequest, OpenAIApiError } from './errors';
+import { describe, invalidType, isRecord } from './request';
 
 /** What the Responses body asks beyond the chat request (the answer's echo fields). */
 export interface ResponsesExtras {
@@ -76,25 +77,6 @@ const KNOWN = new Set([
 	'truncation'
 ]);
 
-function isRecord(x: unknown): x is Record<string, unknown> {
-	return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-
-const describe = (x: unknown) =>
-	x === null
-		? 'null'
-		: Array.isArray(x)
-			? 'an array'
-			: typeof x === 'object'
-				? 'an object'
-				: `${typeof x} ${JSON.stringify(x)}`;
-
-const invalidType = (param: string, want: string, got: unknown) =>
-	invalidRequest(
-		`Invalid type for '${param}': expected ${want}, but got ${describe(got)}.`,
-		param,
-		'invalid_type'
-	);
 const unsupported = (param: string, why: string) =>
 	invalidRequest(`Unsupported parameter: '${param}': ${why}.`, param, 'unsupported_parameter');
 const present = (v: unknown) => v !== undefined && v !== null;
