@@ -54,6 +54,7 @@ import {
 	REWARD_SOURCES,
 	RUN_ENVIRONMENTS,
 	preset,
+	rootBundled,
 	runRecipe,
 	sftSteps,
 	validateRecipe,
@@ -326,18 +327,47 @@ function rewardConfig(args: TrainArgs, base: RewardConfig | undefined): RewardCo
 	return { source, judge: { baseURL, model }, ...(rubric !== undefined ? { rubric } : {}) };
 }
 
-/** The recipe OUT/run.json keeps (undefined for a new run, or one saved without a recipe). */
-async function savedRecipe(out: string): Promise<Recipe | undefined> {
-	const meta = await new NodeRunStore(out).readMeta();
+/**
+ * The recipe OUT/run.json keeps (undefined for a new run, or one saved without a recipe).
+ * A run made under another root (the page's export, unzipped: its bundled model is
+ * /models/tabrl-tiny/ on the site) is moved onto this checkout's static/ folder first, its
+ * run.json rewritten to say so (rootBundled), with a warning.
+ */
+export async function savedRecipe(
+	out: string,
+	staticRoot = STATIC_ROOT
+): Promise<Recipe | undefined> {
+	const store = new NodeRunStore(out);
+	const meta = await store.readMeta();
 	if (!meta?.recipe) return undefined;
+	let recipe: Recipe;
 	try {
-		return validateRecipe(meta.recipe as Recipe);
+		recipe = validateRecipe(meta.recipe as Recipe);
 	} catch (error) {
 		throw new CliInputError(
 			`--out: ${join(out, 'run.json')} holds a recipe this version cannot run ` +
 				`(${(error as Error).message}); give another --out`
 		);
 	}
+	const here = rootBundled(recipe, staticRoot);
+	const moved = (from: string | undefined, to: string | undefined) =>
+		from !== undefined && to !== undefined && from !== to && to.startsWith(staticRoot);
+	if (
+		!moved(meta.baseModel, here.baseModel) &&
+		!moved(meta.warmStart?.adapter, here.warmStart?.adapter)
+	)
+		return recipe;
+	const warm = here.warmStart;
+	await store.writeMeta({
+		...meta,
+		recipe: here,
+		baseModel: here.baseModel,
+		...(warm ? { warmStart: { adapter: warm.adapter, mode: warm.mode ?? 'merged' } } : {})
+	});
+	process.stderr.write(
+		`warning: ${out} was made with its bundled model at ${meta.baseModel}; it continues on ${here.baseModel}\n`
+	);
+	return here;
 }
 
 const isDirectory = async (path: string) =>

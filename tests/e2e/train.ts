@@ -9,13 +9,19 @@
  *    The 2048 and inbox presets start from their warm starts (games begin), then Stop.
  * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
- *    the letters run from its saved step (never from 0); Export downloads PEFT's files and
- *    Delete removes a run, neither needing Train first.
+ *    the letters run from its saved step (never from 0); Export downloads the run as one zip
+ *    (checked in Node: summary, history, adapter, optimizer, trained games) and Delete removes
+ *    a run, neither needing Train first; Import brings the zip back as a new run beside it,
+ *    and a file that is not a run is refused with nothing changed.
  * 4. Bad input, typed: a base URL with no model behind it, a run name reused with another
  *    base model, an empty run name.
  * On SwiftShader the presets run scaled down (the page says so), so a step takes ~1 min.
  */
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { unpackRunArchive } from '../../src/lib/grpo/run-archive';
 import { FIXTURES_PATH, type CheckFn } from './model';
 import type { StaticServer } from './serve';
 import { errorText, since, status, testid, waitIdle as waitIdleFor } from './train-page';
@@ -286,8 +292,25 @@ export async function trainPanelChecks(
 	await page.screenshot({ path: 'test-results/train-saved.png', fullPage: true });
 	const download = page.waitForEvent('download', { timeout: 30_000 });
 	await page.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-export')}`);
-	const file = await download.then((d) => d.suggestedFilename()).catch(() => '');
-	check('Export downloads the adapter without pressing Train', /adapter_/.test(file), file);
+	const exported = join(await mkdtemp(join(tmpdir(), 'tabrl-e2e-')), 'export.zip');
+	const file = await download
+		.then(async (d) => (await d.saveAs(exported), d.suggestedFilename()))
+		.catch(() => '');
+	const archive = await readFile(exported).then(
+		(bytes) => unpackRunArchive(new Uint8Array(bytes)),
+		(error: Error) => error
+	);
+	check(
+		"Export downloads the run as one zip without pressing Train: its summary, history, and the latest step's adapter, optimizer and trained games",
+		file === 'letters-1.tabrl-run.zip' &&
+			!(archive instanceof Error) &&
+			archive.meta.step === trained &&
+			archive.history.some((h) => h.step === trained) &&
+			['adapter_model.safetensors', 'optimizer.safetensors', 'trajectories.jsonl'].every((f) =>
+				archive.checkpoints.get(trained)?.has(f)
+			),
+		archive instanceof Error ? `${file}: ${archive.message}` : file
+	);
 
 	const idleStep = await status(page, 'data-step'); // (the fresh page's, before Resume)
 	await watchSteps(page);
@@ -336,6 +359,43 @@ export async function trainPanelChecks(
 		`${shownPreset} ${page.url()}`
 	);
 	await page.screenshot({ path: 'test-results/train-history-charts.png', fullPage: true });
+
+	// Import: the exported zip comes back beside the run (never over it), charts and all
+	await page.setInputFiles(testid('run-import-file'), exported);
+	await page.waitForSelector(testid('import-notice'), { timeout: 60_000 });
+	await page.waitForSelector(testid('run-charts'), { timeout: 30_000 });
+	const imported = await savedRuns(page);
+	const copy = imported.find((r) => r.run === 'letters-1-2');
+	check(
+		'Import a run… saves the exported zip as a new run (letters-1-2) at its step, the original untouched, and shows its charts',
+		!!copy &&
+			copy.step === String(trained) &&
+			imported.find((r) => r.run === 'letters-1')?.step === String(trained + 1) &&
+			(await page.inputValue(testid('train-run'))) === 'letters-1-2' &&
+			(await chartPoints(page)).reward >= trained,
+		`${JSON.stringify(imported)} ${await page.textContent(testid('import-notice'))}`
+	);
+	await page.screenshot({ path: 'test-results/train-import.png', fullPage: true });
+	await page.setInputFiles(testid('run-import-file'), {
+		name: 'holiday-photos.zip',
+		mimeType: 'application/zip',
+		buffer: Buffer.from('PK\u0003\u0004 this is not really a zip')
+	});
+	await page.waitForSelector(`${testid('train-error')}[data-kind="invalid-run-archive"]`, {
+		timeout: 30_000
+	});
+	check(
+		'a file that is not a run is refused with a plain error, nothing saved changed',
+		(await savedRuns(page)).length === imported.length,
+		await errorText(page)
+	);
+	await page.screenshot({ path: 'test-results/train-import-refused.png', fullPage: true });
+	await page.click(`${testid('saved-runs')} tr[data-run="letters-1-2"] ${testid('run-delete')}`);
+	await page.waitForFunction(
+		() => !document.querySelector('[data-testid="saved-runs"] tr[data-run="letters-1-2"]'),
+		undefined,
+		{ timeout: 30_000 }
+	);
 
 	// 4. Bad input: typed errors, nothing saved touched.
 	const fixtures = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}`;

@@ -19,6 +19,7 @@ import type OpenAI from 'openai';
 import { groupAdvantages } from '../grpo/advantages';
 import { AgentError } from './errors';
 import { openaiClient, type LocalClientOptions, type LocalHandler } from './openai/client';
+import { groupsToJsonl } from './jsonl';
 import { groupMetrics, trajectoryMetrics } from './rollout-metrics';
 import { groupsToSequences } from './to-train';
 import { historyMessages, Trajectory, type TrajectoryGroup } from './trajectory';
@@ -102,7 +103,8 @@ export class TrainableModel {
 		);
 		const sequences = groupsToSequences(groups, advantages);
 		const metrics = { ...groupMetrics(groups, 'train'), ...extraMetrics };
-		return backend.train(this.name, { sequences, metrics }, config);
+		const trajectories = groupsToJsonl(groups);
+		return backend.train(this.name, { sequences, metrics, trajectories }, config);
 	}
 
 	/** SFT on conversations (their assistant turns), one optimizer step per batch. */

@@ -30,6 +30,8 @@ import type { LoraOptimizer } from './optimizer';
 
 export const OPTIMIZER_FILE = 'optimizer.safetensors';
 export const TRAINER_STATE_FILE = 'trainer_state.json';
+/** The step's trained trajectory groups, in ART's JSONL (agent/jsonl.ts), when given. */
+export const TRAJECTORIES_FILE = 'trajectories.jsonl';
 export const CHECKPOINT_FORMAT = 'tabrl-checkpoint';
 export const CHECKPOINT_VERSION = 1;
 

@@ -14,7 +14,8 @@ export type GrpoErrorKind =
 	| 'grpo-config'
 	| 'checkpoint-corrupt'
 	| 'adapter-mismatch'
-	| 'run-locked';
+	| 'run-locked'
+	| 'invalid-run-archive';
 
 export class GrpoError extends Error {
 	constructor(
@@ -123,5 +124,16 @@ export class RunLockedError extends GrpoError {
 	) {
 		super('run-locked', `The run is being written by ${owner} (lock ${lock}). ${remedy}`);
 		this.name = 'RunLockedError';
+	}
+}
+
+/**
+ * A file given to import as a run is not one TabRL can take: not a zip, not a run's zip
+ * (run-archive.ts), made by a newer TabRL, damaged, or too large. Nothing is written.
+ */
+export class RunArchiveError extends GrpoError {
+	constructor(problem: string) {
+		super('invalid-run-archive', `This file cannot be imported as a run: ${problem}`);
+		this.name = 'RunArchiveError';
 	}
 }

@@ -14,3 +14,4 @@ export * from './train-step';
 export * from './checkpoint';
 export * from './retention';
 export * from './run-store';
+export * from './run-archive';

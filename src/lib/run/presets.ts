@@ -42,6 +42,28 @@ export const PRESET_TITLES: Record<PresetName, string> = {
 const join = (root: string, path: string) => (root.endsWith('/') ? root : `${root}/`) + path;
 
 /**
+ * The recipe with each location that is its environment's bundled model or shipped warm
+ * start (whatever root it was under: `cli train`'s static/ folder, another site) moved under
+ * `root`, so a run made elsewhere (an imported run) opens here. Other locations stay.
+ */
+export function rootBundled(recipe: Recipe, root: string): Recipe {
+	const move = (location: string, path: string) => {
+		const bare = (s: string) => s.replace(/\/+$/, '');
+		const [l, p] = [bare(location), bare(path)];
+		return l === p || l.endsWith(`/${p}`) ? join(root, path) : location;
+	};
+	const env = recipe.environment;
+	return {
+		...recipe,
+		baseModel: move(recipe.baseModel, bundledModelPath(env)),
+		warmStart: recipe.warmStart && {
+			...recipe.warmStart,
+			adapter: move(recipe.warmStart.adapter, warmStartPath(env))
+		}
+	};
+}
+
+/**
  * The preset's recipe with locations under `root`. Tic-tac-toe is learn-tictactoe's
  * measured setup (BENCHMARKS.md: SFT-merged base, fresh r 64 adapter, KL 0.05 to the SFT
  * policy, lr 2e-4, T 1, cispo) at a tab's size: 8 x 8 games per step instead of 32 x 16.

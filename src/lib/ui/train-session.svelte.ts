@@ -188,6 +188,8 @@ export class TrainSession {
 	error = $state<BackendError | null>(null);
 	/** Saved runs; null until the worker has listed them. */
 	saved = $state<SavedRun[] | null>(null);
+	/** What the last import saved, in words (null before one). */
+	importNotice = $state<string | null>(null);
 	/** Set when the GPU is a software one: presets run scaled down (forSoftwareGpu). */
 	softwareGpu = $state(false);
 
@@ -421,8 +423,8 @@ export class TrainSession {
 		await this.refresh();
 	}
 
-	/** A saved run's latest adapter, PEFT's two files. */
-	async exportAdapter(name = this.run.trim()): Promise<Record<string, Uint8Array> | null> {
+	/** A saved run as one zip file (grpo/run-archive.ts); null when refused (the error shown). */
+	async exportRun(name: string): Promise<Uint8Array | null> {
 		const backend = this.#backend();
 		if (!backend) return null;
 		const result = await backend.exportRun(name);
@@ -431,6 +433,26 @@ export class TrainSession {
 			return null;
 		}
 		return result.value;
+	}
+
+	/**
+	 * Saves the run of an exported zip (never over a saved one: a taken name becomes NAME-2,
+	 * ...), lists it and shows its history; a file that is not a run's zip is an error shown.
+	 */
+	async importRun(file: File): Promise<void> {
+		const backend = this.#backend();
+		if (!backend) return;
+		this.error = null;
+		this.importNotice = null;
+		const result = await backend.importRun(new Uint8Array(await file.arrayBuffer()));
+		if (!result.ok) {
+			this.error = result.error;
+			return;
+		}
+		const run = result.value;
+		this.importNotice = `Imported ${file.name} as '${run.name}' (step ${run.step}): press Resume to train it on.`;
+		await this.refresh();
+		await this.open(run.name);
 	}
 
 	#scaled(recipe: Recipe): Recipe {

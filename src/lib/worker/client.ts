@@ -4,7 +4,7 @@
  * that fails to load or crashes settles `failed`; `guard` races a call against it, so the
  * page gets a typed 'worker-failed' error instead of waiting forever.
  */
-import { proxy, wrap, type Remote } from 'comlink';
+import { proxy, transfer, wrap, type Remote } from 'comlink';
 import type { Recipe, RunEvent } from '../run';
 import type {
 	BackendApi,
@@ -85,7 +85,8 @@ export function spawnBackend(): BackendHandle {
 		listRuns: () => guard(api.listRuns()),
 		runHistory: (name) => guard(api.runHistory(name)),
 		deleteRun: (name) => guard(api.deleteRun(name)),
-		exportRun: (name, step) => guard(api.exportRun(name, step)),
+		exportRun: (name) => guard(api.exportRun(name)),
+		importRun: (archive, name) => guard(api.importRun(transfer(archive, [archive.buffer]), name)),
 		terminate: () => worker.terminate()
 	};
 }

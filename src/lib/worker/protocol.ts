@@ -259,8 +259,10 @@ export interface RunApi {
 	runHistory(name: string): Promise<Result<HistoryEntry[]>>;
 	/** Deletes a saved run whole; refused while it runs. */
 	deleteRun(name: string): Promise<Result<void>>;
-	/** The adapter of a saved run's latest (or given) checkpoint, PEFT's two files. */
-	exportRun(name: string, step?: number): Promise<Result<Record<string, Uint8Array>>>;
+	/** A saved run as one zip (grpo/run-archive.ts). */
+	exportRun(name: string): Promise<Result<Uint8Array>>;
+	/** Saves an exported run's zip as a new run (its name, or the first free NAME-2, ...). */
+	importRun(archive: Uint8Array, name?: string): Promise<Result<SavedRun>>;
 }
 
 /** ART's Backend contract (agent/backend/types.ts) with each call settled into a Result,

@@ -18,10 +18,16 @@
 import { TrainableModel } from '../agent/model';
 import { Judge } from '../agent/ruler/judge';
 import type { Backend, HistoryEntry } from '../agent/backend/types';
-import { checkpointName, type RunMeta, type RunStore } from '../grpo/run-store';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../model/peft-adapter';
+import {
+	packRunArchive,
+	readRunContents,
+	unpackRunArchive,
+	writeRunContents
+} from '../grpo/run-archive';
+import type { RunMeta, RunStore } from '../grpo/run-store';
 import {
 	RunError,
+	rootBundled,
 	runRecipe,
 	validateRecipe,
 	type Recipe,
@@ -36,12 +42,17 @@ export interface RunHostEnv {
 	/** A recipe's location (base model, warm start) as the backend opens it; throws a typed
 	 * error for one it cannot (a relative or malformed URL). */
 	resolveLocation(location: string, what: string): string;
-	/** The store of a run (existing or not). */
-	store(name: string): Promise<RunStore>;
+	/** The store of a run (existing or not); with `write`, its writer (the run's lock taken). */
+	store(name: string, options?: { write?: boolean }): Promise<RunStore>;
 	/** Every saved run's summary. */
 	listRuns(): Promise<RunMeta[]>;
 	/** Deletes a run's summary, history and checkpoints. */
 	deleteRun(name: string): Promise<void>;
+	/**
+	 * The root the bundled models and warm starts are under, as recipes name them here ('/'
+	 * in the page): an imported run's bundled locations are moved under it (rootBundled).
+	 */
+	bundledRoot?: string;
 }
 
 /** Names a store can keep: letters, digits, '-', '_', '.', 1-64 characters, not '.' first. */
@@ -95,7 +106,13 @@ export interface RunHost {
 	listRuns(): Promise<RunMeta[]>;
 	runHistory(name: string): Promise<HistoryEntry[]>;
 	deleteRun(name: string): Promise<void>;
-	exportRun(name: string, step?: number): Promise<Record<string, Uint8Array>>;
+	/** A saved run as one zip (grpo/run-archive.ts): summary, history, checkpoints, trajectories. */
+	exportRun(name: string): Promise<Uint8Array>;
+	/**
+	 * Saves the run of an exported zip under its name, or `name`, or the first free
+	 * `NAME-2`, `NAME-3`, ... (a saved run is never replaced); returns its summary.
+	 */
+	importRun(archive: Uint8Array, name?: string): Promise<RunMeta>;
 	/** The name of the run going now, if any. */
 	readonly active: string | null;
 }
@@ -216,20 +233,54 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			await env.deleteRun(name);
 		},
 
-		async exportRun(rawName, step) {
-			const name = checkRunName(rawName);
-			const store = await saved(name);
-			const steps = await store.listCheckpoints();
-			const at = step ?? steps.at(-1);
-			if (at === undefined || !steps.includes(at))
-				throw new RunError(
-					'no-such-run',
-					`'${name}' has no checkpoint${step === undefined ? '' : ` at step ${step}`} (saved: ${steps.map(checkpointName).join(', ') || 'none'}).`
+		async exportRun(rawName) {
+			const store = await saved(checkRunName(rawName));
+			return packRunArchive(await readRunContents(store));
+		},
+
+		async importRun(archive, rawName) {
+			const run = unpackRunArchive(archive);
+			const wanted = checkRunName(rawName ?? run.meta.name);
+			let recipe: Recipe | undefined;
+			if (run.meta.recipe !== undefined) {
+				const given = run.meta.recipe as Recipe;
+				recipe = validateRecipe(
+					env.bundledRoot === undefined ? given : rootBundled(given, env.bundledRoot)
 				);
-			const files = await store.loadCheckpoint(at);
-			const out: Record<string, Uint8Array> = {};
-			for (const file of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) out[file] = files.get(file)!;
-			return out;
+			}
+			const taken = new Set((await env.listRuns()).map((r) => r.name));
+			let name = wanted;
+			for (let i = 2; taken.has(name); i++) name = checkRunName(`${wanted.slice(0, 60)}-${i}`);
+			// the summary names the locations as this host resolves them (a resumed run is
+			// checked against it: model-run.ts checkSameRun)
+			const baseModel = recipe
+				? env.resolveLocation(recipe.baseModel, 'base model')
+				: run.meta.baseModel;
+			const warm = recipe ? recipe.warmStart : run.meta.warmStart;
+			const meta: RunMeta = {
+				...run.meta,
+				name,
+				project: env.project,
+				baseModel,
+				...(recipe ? { recipe } : {}),
+				updated: new Date().toISOString()
+			};
+			delete meta.warmStart;
+			if (warm)
+				meta.warmStart = {
+					adapter: recipe ? env.resolveLocation(warm.adapter, 'warm start') : warm.adapter,
+					mode: warm.mode ?? 'merged'
+				};
+			const store = await env.store(name, { write: true });
+			try {
+				await writeRunContents({ ...run, meta }, store);
+			} catch (error) {
+				await env.deleteRun(name); // nothing half-imported stays
+				throw error;
+			} finally {
+				await store.close?.();
+			}
+			return meta;
 		}
 	};
 }

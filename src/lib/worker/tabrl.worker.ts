@@ -58,7 +58,8 @@ const runs = createRunHost({
 	backend: agent,
 	project: PROJECT,
 	resolveLocation: resolveUrl,
-	store: (name) => IdbRunStore.open(`${PROJECT}/${name}`),
+	store: (name, options) => IdbRunStore.open(`${PROJECT}/${name}`, options),
+	bundledRoot: '/',
 	async listRuns() {
 		const all = await IdbRunStore.listRuns();
 		return all.filter((r) => r.run.startsWith(`${PROJECT}/`)).map((r) => r.meta);
@@ -94,7 +95,11 @@ const api: WorkerApi = {
 	listRuns: () => settle(() => runs.listRuns()),
 	runHistory: (name) => settle(() => runs.runHistory(name)),
 	deleteRun: (name) => settle(() => runs.deleteRun(name)),
-	exportRun: (name, step) => settle(() => runs.exportRun(name, step))
+	async exportRun(name) {
+		const result = await settle(() => runs.exportRun(name));
+		return result.ok ? transfer(result, [result.value.buffer]) : result;
+	},
+	importRun: (archive, name) => settle(() => runs.importRun(archive, name))
 };
 
 expose(api);

@@ -19,7 +19,7 @@ import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
-import { EXIT_STUCK, parseTrainArgs, trainRecipe } from '../../../scripts/cli/train';
+import { EXIT_STUCK, parseTrainArgs, savedRecipe, trainRecipe } from '../../../scripts/cli/train';
 import { runCli, type CliRun } from './run-cli';
 
 const ROOT = join(import.meta.dirname, '../../..');
@@ -128,6 +128,51 @@ describe('cli train: the recipe from flags', () => {
 			grpo: { ...saved.grpo, steps: 5 }
 		});
 		expect(() => recipe(['--env', 'tictactoe'], saved)).toThrow(CliInputError);
+	});
+
+	it("a run exported from the page and unzipped continues on this checkout's bundled model (run.json rewritten once)", async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'tabrl-moved-'));
+		try {
+			const page = preset('tictactoe', '/'); // the page's locations
+			const meta = (recipe: Recipe, baseModel: string, warm: string) => ({
+				name: 'ttt-1',
+				project: 'tabrl-page',
+				baseModel,
+				warmStart: { adapter: warm, mode: 'merged' },
+				recipe,
+				step: 3,
+				lastReward: 0.5,
+				created: '2026-12-05T00:00:00.000Z',
+				updated: '2026-12-05T00:00:00.000Z'
+			});
+			const site = 'http://127.0.0.1:4173';
+			await writeFile(
+				join(dir, 'run.json'),
+				JSON.stringify(
+					meta(page, `${site}/models/tabrl-tiny/`, `${site}/warm-starts/tabrl-tiny/tictactoe/`)
+				)
+			);
+			const here = preset('tictactoe', '/s');
+			expect(await savedRecipe(dir, '/s')).toEqual(here);
+			const written = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
+			expect(written).toMatchObject({
+				baseModel: here.baseModel,
+				warmStart: { adapter: here.warmStart!.adapter, mode: 'merged' },
+				recipe: here,
+				step: 3
+			});
+			expect(await savedRecipe(dir, '/s')).toEqual(here); // settled: nothing moves again
+			// a model of its own (a Hugging Face URL) is left where it is
+			const own = {
+				...page,
+				baseModel: 'https://huggingface.co/o/m/resolve/main/',
+				warmStart: null
+			};
+			await writeFile(join(dir, 'run.json'), JSON.stringify(meta(own, own.baseModel, '')));
+			expect(await savedRecipe(dir, '/s')).toEqual(own);
+		} finally {
+			await rm(dir, { recursive: true, force: true });
+		}
 	});
 
 	it('--reward ruler names the judge (URL, model, rubric), never its key', () => {

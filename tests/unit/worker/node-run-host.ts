@@ -14,7 +14,8 @@ export function nodeRunHost(backend: LocalBackend, runs: string, project: string
 		backend,
 		project,
 		resolveLocation: (location) => location,
-		store: async (name) => new NodeRunStore(join(runs, name)),
+		store: async (name, options) =>
+			options?.write ? NodeRunStore.open(join(runs, name)) : new NodeRunStore(join(runs, name)),
 		async listRuns() {
 			const names = await readdir(runs).catch(() => [] as string[]);
 			const out: RunMeta[] = [];

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
 import { lettersReward } from '../../../src/lib/agent/letters';
+import { unpackRunArchive } from '../../../src/lib/grpo/run-archive';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
@@ -139,8 +140,11 @@ describe('createRunHost with RULER: the judge API key', () => {
 			judge: { baseURL: judge.url, model: 'scripted' }
 		});
 		expect(JSON.stringify(await host.runHistory('ruler-1'))).not.toContain(KEY);
-		for (const bytes of Object.values(await host.exportRun('ruler-1')))
-			expect(Buffer.from(bytes).includes(KEY)).toBe(false);
+		const exported = unpackRunArchive(await host.exportRun('ruler-1'));
+		expect(JSON.stringify([exported.meta, exported.history])).not.toContain(KEY);
+		for (const [step, files] of exported.checkpoints)
+			for (const [name, bytes] of files)
+				expect(Buffer.from(bytes).includes(KEY), `${step}/${name}`).toBe(false);
 	}, 600_000);
 
 	it('a recipe holding a key is refused before anything is written, without echoing it', async () => {

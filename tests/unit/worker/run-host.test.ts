@@ -4,7 +4,8 @@
  * summary): a letters run started by name runs its recipe and is then listed with its step
  * and last reward and its recipe; one run at a time ('run-busy'), Stop ends it 'stopped';
  * names a store cannot keep are refused ('invalid-run-name'); a saved run's history and
- * adapter (PEFT's two files) are read by a fresh host without registering it; deleteRun
+ * zip (run-archive.ts) is read by a fresh host without registering it and imports as a new
+ * run that trains on; deleteRun
  * removes it; unknown runs are 'no-such-run'.
  */
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -12,7 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { groupsFromJsonl } from '../../../src/lib/agent/jsonl';
 import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import { unpackRunArchive } from '../../../src/lib/grpo/run-archive';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
@@ -167,28 +170,66 @@ describe('createRunHost', () => {
 		expect(await exists(join(runs, 'bad'))).toBe(false);
 	});
 
-	it('exports a saved run as PEFT files without registering it, then deletes it', async () => {
+	it('exports a saved run as one zip without registering it, imports it beside it (never over it) and trains the copy on, then deletes', async () => {
 		const fresh = host(); // as after a reload: nothing registered
-		const files = await fresh.exportRun('run-1');
-		expect(Object.keys(files).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+		const zip = await fresh.exportRun('run-1');
+		const run = unpackRunArchive(zip);
 		const store = new NodeRunStore(join(runs, 'run-1'));
+		expect(run.meta).toEqual(await store.readMeta());
+		expect(run.history).toEqual(await store.readHistory());
 		const steps = await store.listCheckpoints();
 		expect(steps.at(-1)).toBe(1);
+		expect([...run.checkpoints.keys()]).toEqual(steps);
 		const dir = join(runs, 'run-1', 'checkpoints', '0001');
-		for (const [name, bytes] of Object.entries(files))
-			expect(bytes).toEqual(new Uint8Array(await readFile(join(dir, name))));
-		expect(JSON.parse(new TextDecoder().decode(files['adapter_config.json'])).r).toBe(4);
-		const at = await fresh.exportRun('run-1', 1);
-		expect(at['adapter_model.safetensors']).toEqual(files['adapter_model.safetensors']);
-		const missing = await failure(fresh.exportRun('run-1', 7));
-		expect(missing.kind).toBe('no-such-run');
-		expect(missing.message).toContain('0001');
-		expect((await fresh.runHistory('run-1')).length).toBeGreaterThan(0);
+		const files = run.checkpoints.get(1)!;
+		expect([...files.keys()].sort()).toEqual([
+			'adapter_config.json',
+			'adapter_model.safetensors',
+			'optimizer.safetensors',
+			'trainer_state.json',
+			'trajectories.jsonl'
+		]);
+		for (const [name, bytes] of files)
+			expect(bytes, name).toEqual(new Uint8Array(await readFile(join(dir, name))));
+		expect(JSON.parse(new TextDecoder().decode(files.get('adapter_config.json'))).r).toBe(4);
+		// the step's trained games, in ART's JSONL: 2 groups of 2 letters replies
+		const groups = groupsFromJsonl(new TextDecoder().decode(files.get('trajectories.jsonl')));
+		expect(groups.map((g) => g.trajectories.length)).toEqual([2, 2]);
+		expect(groups[0].trajectories[0].messagesAndChoices.at(-1)).toHaveProperty('message');
 
-		await fresh.deleteRun('run-1');
+		// imported under its own name, which is taken: as run-1-2, the original untouched
+		const copy = await fresh.importRun(zip);
+		expect(copy.name).toBe('run-1-2');
+		expect(copy.step).toBe(1);
+		expect(await store.readHistory()).toEqual(run.history);
+		const again = unpackRunArchive(await fresh.exportRun('run-1-2'));
+		expect(again.history).toEqual(run.history);
+		expect(again.checkpoints).toEqual(run.checkpoints);
+		expect(again.meta.recipe).toEqual(run.meta.recipe);
+		expect((await fresh.importRun(zip, 'named')).name).toBe('named');
+		// a file that is not a run's zip is refused and writes nothing
+		const before = (await fresh.listRuns()).map((r) => r.name).sort();
+		const bad = await failure(fresh.importRun(new TextEncoder().encode('not a zip at all')));
+		expect(bad.kind).toBe('invalid-run-archive');
+		expect((await failure(fresh.importRun(zip, '../up'))).kind).toBe('invalid-run-name');
+		expect((await fresh.listRuns()).map((r) => r.name).sort()).toEqual(before);
+
+		// the copy is a working run: it resumes at step 1 from the imported checkpoint and optimizer
+		const recipe = copy.recipe as Recipe;
+		const summary = await fresh.startRun('run-1-2', {
+			...recipe,
+			grpo: { ...recipe.grpo, steps: 2 }
+		});
+		expect(summary.step).toBe(2);
+		expect((await fresh.runHistory('run-1-2')).filter((h) => h.step === 2).length).toBeGreaterThan(
+			0
+		);
+		expect(await store.listCheckpoints()).toEqual(steps); // the original did not move
+
+		for (const name of ['run-1', 'run-1-2', 'named']) await fresh.deleteRun(name);
 		expect(await exists(join(runs, 'run-1'))).toBe(false);
 		expect(await fresh.listRuns()).toEqual([]);
 		expect((await failure(fresh.runHistory('run-1'))).kind).toBe('no-such-run');
 		expect((await failure(fresh.exportRun('run-1'))).kind).toBe('no-such-run');
-	});
+	}, 600_000);
 });

@@ -24,7 +24,7 @@ import {
 	checkpointName,
 	type RunStore
 } from '../../grpo';
-import { sameLora } from '../../grpo/checkpoint';
+import { sameLora, TRAJECTORIES_FILE } from '../../grpo/checkpoint';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
 import { pausePoint } from '../../grpo/pause-point';
@@ -287,7 +287,7 @@ export class ModelRun {
 				...config,
 				lr: config.learningRate
 			});
-			const report = await this.#finishStep(result, input.metrics, 'train');
+			const report = await this.#finishStep(result, input.metrics, 'train', input.trajectories);
 			await this.#touchMeta(report.metrics['train/reward']);
 			return report;
 		});
@@ -412,7 +412,8 @@ export class ModelRun {
 	async #finishStep(
 		result: GrpoStepResult | SftStepResult,
 		extra: StepMetrics,
-		split: 'train' | 'sft'
+		split: 'train' | 'sft',
+		trajectories?: string
 	): Promise<TrainReport> {
 		const metrics: StepMetrics = { ...extra };
 		if (result.skipped) {
@@ -425,6 +426,7 @@ export class ModelRun {
 			// capture and encoding, not the store's write that carries the line itself.
 			const { files, ms } = await this.#encodeCheckpoint({ ...metrics });
 			metrics[`${split}/checkpoint_ms`] = ms;
+			if (trajectories) files.set(TRAJECTORIES_FILE, new TextEncoder().encode(trajectories));
 			await this.store.saveCheckpoint(this.step, files, {
 				step: this.step,
 				recorded_at: nowIso(),

@@ -94,6 +94,8 @@ export interface TrainInput {
 	sequences: TrainSequence[];
 	/** Rollout metrics computed by the frontend (rewards, exceptions, ...), logged with the step. */
 	metrics: StepMetrics;
+	/** The step's trajectory groups in ART's JSONL (agent/jsonl.ts), kept with its checkpoint. */
+	trajectories?: string;
 }
 
 /** One line of history.jsonl. */
