@@ -266,6 +266,15 @@ export async function trainPanelChecks(
 		advantages.length >= 1 && advantages.every(Number.isFinite),
 		JSON.stringify(advantages)
 	);
+	const tokenPs = await page.$$eval(
+		`${testid('train-game')} ${testid('reply-tokens')} [data-p]`,
+		(spans) => spans.map((s) => Number(s.getAttribute('data-p')))
+	);
+	check(
+		"the games' cards show each reply token coloured by the policy's probability of it",
+		tokenPs.length >= 1 && tokenPs.every((p) => p >= 0 && p <= 1),
+		JSON.stringify(tokenPs.slice(0, 12))
+	);
 	const charted = await chartPoints(page);
 	check(
 		'the charts draw the run: reward, loss, KL, grad norm, tokens/s and time per phase',

@@ -23,6 +23,8 @@ export interface LettersOptions {
 	/** Reply tokens at most (default 4). */
 	maxTokens?: number;
 	temperature?: number;
+	/** Ask for the reply's token texts and logprobs (the choice's `logprobs`). */
+	logprobs?: boolean;
 }
 
 export async function rollout(client: OpenAI, options: LettersOptions): Promise<Trajectory> {
@@ -32,7 +34,8 @@ export async function rollout(client: OpenAI, options: LettersOptions): Promise<
 		messages,
 		max_tokens: options.maxTokens ?? 4,
 		temperature: options.temperature ?? 1,
-		seed: options.seed
+		seed: options.seed,
+		...(options.logprobs ? { logprobs: true } : {})
 	});
 	const choice = completion.choices[0];
 	const reward = lettersReward(choice.message.content ?? '');

@@ -26,6 +26,11 @@ export interface RolloutRequest {
 	samplingSeed: number | null;
 	/** The environment's own settings (e.g. 2048's winning value). */
 	options: EnvOptions;
+	/**
+	 * Ask for each sampled token's text and logprob (OpenAI's `logprobs`), kept in the
+	 * choices: the page colours the replies by them. Off: the choices' logprobs are null.
+	 */
+	logprobs?: boolean;
 	signal?: AbortSignal;
 }
 
@@ -109,7 +114,7 @@ const ticTacToe: RunEnvironment = {
 			request: {
 				temperature: r.temperature,
 				// rollout adds the turn to the seed: 16 apart leaves room for every turn
-				...(r.samplingSeed === null ? {} : { seed: r.samplingSeed })
+				...sampling(r)
 			}
 		});
 	},
@@ -140,7 +145,8 @@ const lettersEnv: RunEnvironment = {
 			model: r.model,
 			seed: r.samplingSeed ?? undefined,
 			maxTokens: r.maxTokens,
-			temperature: r.temperature
+			temperature: r.temperature,
+			logprobs: r.logprobs
 		});
 	},
 	evalMetrics: () => ({}),
@@ -160,8 +166,16 @@ const lettersEnv: RunEnvironment = {
 	]
 };
 
-/** The sampling seed of a request's first turn (the rollouts add the turn), when seeded. */
-const sampling = (r: RolloutRequest) => (r.samplingSeed === null ? {} : { seed: r.samplingSeed });
+/**
+ * The sampling fields of a game's requests: the first turn's seed (the rollouts add the
+ * turn), when seeded, and token logprobs when asked for.
+ */
+function sampling(r: RolloutRequest): { seed?: number; logprobs?: true } {
+	return {
+		...(r.samplingSeed === null ? {} : { seed: r.samplingSeed }),
+		...(r.logprobs ? { logprobs: true } : {})
+	};
+}
 
 /** The game seed of a 2048 or inbox rollout: each game of a group its own (as tic-tac-toe). */
 const gameSeed = (r: RolloutRequest) =>

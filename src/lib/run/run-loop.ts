@@ -290,6 +290,8 @@ async function playRound(
 					maxTokens: g.maxTokens,
 					samplingSeed: ((scenario % 1_000_000) * 64 + index) * 16,
 					options: recipe.envOptions ?? {},
+					// each token's text and logprob, for the page's view of the replies
+					logprobs: true,
 					signal: inner // aborted by gather when `signal` is
 				});
 				// A game that finishes after Stop (or after another failed) belongs to a dropped

@@ -35,6 +35,7 @@ import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
 import { changesPreset, recipeSettings, type ReadLink, type ShareSettings } from './share-link';
 import { chartData } from './chart-series';
+import { replyTokens, type ReplyToken } from './reply-tokens';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -88,6 +89,8 @@ export interface GameView {
 	outcome: string;
 	/** What the environment draws of the game (boards, or a transcript of tool calls). */
 	items: ReplayItem[];
+	/** The model's replies, token by token with their sampling probabilities. */
+	replies: ReplyToken[][];
 	/** Once its group is scored ('group' event): what GRPO trains on, and the judge's view. */
 	scored?: GroupGame;
 }
@@ -137,7 +140,8 @@ function gameOf(event: Extract<RunEvent, { type: 'rollout' }>, env: EnvironmentN
 		index: event.index,
 		reward: event.reward,
 		outcome: String(event.trajectory.metadata?.outcome ?? ''),
-		items
+		items,
+		replies: replyTokens(event.trajectory)
 	};
 }
 
