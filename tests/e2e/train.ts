@@ -239,13 +239,65 @@ export async function trainPanelChecks(
 		);
 	}
 
-	// 2. The letters preset trains steps.
+	// 2. The letters preset trains steps, stepped through phase by phase: each pause says what
+	// the phase does; Next goes on (Enter on the focused button, as a keyboard user would).
 	await page.selectOption(testid('train-preset'), 'letters');
+	await page.check(testid('train-step-through'));
 	const t2 = Date.now();
 	await page.click(testid('train-start'));
-	await waitStep(page, 1);
+	const pauses: string[] = [];
+	let worked = ''; // the advantages pause's text: a group worked through
+	let done = ''; // the pause after the first update
+	let keyed = 0; // pauses gone on from with Enter (the Next button had the focus)
+	for (let i = 0; i < 40 && !done; i++) {
+		const paused = await page
+			.waitForSelector(testid('phase-guide'), { timeout: TRAIN_TIMEOUT_MS })
+			.then(() => true)
+			.catch(() => false);
+		if (!paused) break;
+		const title = (await page.textContent(`${testid('phase-guide')} h3`)) ?? '';
+		pauses.push(title);
+		const text = (await page.textContent(testid('phase-guide'))) ?? '';
+		if (title.startsWith('4')) done = text;
+		else {
+			if (title.startsWith('2') && !worked) {
+				worked = text;
+				await page.screenshot({ path: 'test-results/train-step-through.png', fullPage: true });
+			}
+			const focused = await page.evaluate(
+				() => document.activeElement?.getAttribute('data-testid') ?? ''
+			);
+			if (focused === 'phase-next') {
+				await page.keyboard.press('Enter');
+				keyed++;
+			} else await page.click(testid('phase-next'));
+			await page.waitForFunction(
+				(t) => document.querySelector('[data-testid="phase-guide"] h3')?.textContent !== t,
+				title,
+				{ timeout: TRAIN_TIMEOUT_MS }
+			);
+		}
+	}
+	check(
+		'step-through pauses at each phase in order (games and rewards, advantages, update, then the step done), Next and Enter go on',
+		pauses[0]?.startsWith('1 · Games played') &&
+			pauses[1]?.startsWith('2 · Group-relative advantages') &&
+			pauses[2]?.startsWith('3 · The update') &&
+			pauses.at(-1)!.startsWith('4 · Step 1 done') &&
+			/loss \d/.test(done) &&
+			/Group \d+: (rewards .* → mean .* → advantages|every game scored)/.test(worked) &&
+			keyed === pauses.length - 1,
+		`${pauses.join(' | ')}; ${keyed} by Enter; ${worked}`
+	);
+	const t2s = Date.now();
 	await page.click(testid('train-stop'));
 	await waitIdle(page);
+	check(
+		'Stop ends a paused run at once',
+		(await status(page, 'data-status')) === 'stopped' && Date.now() - t2s < 60_000,
+		since(t2s)
+	);
+	await page.uncheck(testid('train-step-through'));
 	const lettersRows = await page.$$eval(`${testid('train-history')} tbody tr`, (trs) =>
 		trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''))
 	);

@@ -77,8 +77,26 @@ export type RunEvent =
 			group: number;
 			games: GroupGame[];
 	  }
+	| {
+			/**
+			 * Step-through (RunOptions.pause): the run waits here until the pause resolves.
+			 * `step` is the GRPO step being made (the model's step before its update; after it
+			 * for 'updated').
+			 */
+			type: 'paused';
+			phase: PausePhase;
+			step: number;
+	  }
 	| { type: 'eval'; report: EvaluationReport }
 	| { type: 'end'; summary: RunSummary };
+
+/**
+ * Where a step-through run pauses, in the order of a GRPO step: the games played and scored
+ * ('rewards'), their group-relative advantages ('advantages'), just before the update
+ * ('update'), and after it ('updated'), before the next step's games.
+ */
+export type PausePhase = 'rewards' | 'advantages' | 'update' | 'updated';
+export const PAUSE_PHASES: readonly PausePhase[] = ['rewards', 'advantages', 'update', 'updated'];
 
 /** One game of a scored group, by its index in the group (its rollout event's `index`). */
 export interface GroupGame {

@@ -28,7 +28,7 @@ import type { Trajectory, TrajectoryGroup } from '../agent/trajectory';
 import { shuffled } from '../util/random';
 import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
 import { playGames } from './play';
-import type { EvaluationReport, RunEvent, RunStatus, RunSummary } from './events';
+import type { EvaluationReport, PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
 import { sftSteps, validateRecipe, type Recipe } from './recipe';
 
@@ -40,6 +40,12 @@ export interface RunOptions {
 	judgeApiKey?: string;
 	/** Another judge than the recipe's endpoint (e.g. a client in the same process). */
 	judge?: Judge | JudgeOptions;
+	/**
+	 * Step-through: called at each pause point of a GRPO step (events.ts PausePhase). A
+	 * promise pauses the run there ('paused' event) until it settles; undefined goes on at
+	 * once (stepping turned off mid-run). Stop ends a waiting run at once.
+	 */
+	pause?: (phase: PausePhase, step: number) => Promise<void> | undefined;
 }
 
 /** Retries of one GRPO step with new scenarios, at most (the round number's spacing). */
@@ -75,6 +81,22 @@ export async function runRecipe(
 	};
 	const checkStop = () => {
 		if (signal?.aborted) throw new Stopped();
+	};
+	/** A step-through pause: its event, then wait for the pause (or Stop). */
+	const pause = async (phase: PausePhase, step: number) => {
+		checkStop();
+		const waiting = options.pause?.(phase, step);
+		if (!waiting) return;
+		emit({ type: 'paused', phase, step });
+		let onAbort = () => {};
+		const stopped = new Promise<void>((resolve) => (onAbort = resolve));
+		signal?.addEventListener('abort', onAbort, { once: true });
+		try {
+			await Promise.race([waiting, stopped]);
+		} finally {
+			signal?.removeEventListener('abort', onAbort);
+		}
+		checkStop();
 	};
 	const sftTotal = sftSteps(recipe);
 	const client = model.openaiClient();
@@ -193,6 +215,10 @@ export async function runRecipe(
 			);
 			const rolloutMs = performance.now() - rolloutStart;
 			checkStop();
+			if (groups.length) {
+				await pause('rewards', step);
+				await pause('advantages', step);
+			}
 			if (judge && groups.length === 0) {
 				// the judge failed on every group: nothing it scored is trained on
 				emit({
@@ -211,6 +237,7 @@ export async function runRecipe(
 					);
 				continue;
 			}
+			await pause('update', step);
 			emit({ type: 'phase', phase: 'train', step });
 			const g = recipe.grpo;
 			const report = await model.train(
@@ -245,6 +272,7 @@ export async function runRecipe(
 			noSignal = 0;
 			// every step is checkpointed: keep the latest and the best by val/reward
 			await model.deleteCheckpoints({ bestBy: 'val/reward' });
+			if (report.step - sftTotal < recipe.grpo.steps) await pause('updated', report.step);
 		}
 		return summary('done', `reached GRPO step ${recipe.grpo.steps}`);
 	} catch (error) {

@@ -23,6 +23,7 @@ import {
 	type Recipe,
 	type RunEvent,
 	type RewardSource,
+	type PausePhase,
 	type RunPhase,
 	type RunSummary
 } from '../run';
@@ -36,6 +37,7 @@ import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-fo
 import { changesPreset, recipeSettings, type ReadLink, type ShareSettings } from './share-link';
 import { chartData } from './chart-series';
 import { replyTokens, type ReplyToken } from './reply-tokens';
+import { phaseGuide, type PhaseGuide } from './phase-guide';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -189,6 +191,14 @@ export class TrainSession {
 	rolloutsDone = $state(0);
 	rolloutsTotal = $state(0);
 	summary = $state<RunSummary | null>(null);
+	/** Step-through: the next run pauses between the phases of each GRPO step. */
+	stepThrough = $state(false);
+	/** Where a step-through run waits, and what the guide says there (null: not paused). */
+	paused = $state<{ phase: PausePhase; guide: PhaseGuide } | null>(null);
+	/** The run's recipe, the first scored group of the round and the last step's numbers, for the guide. */
+	#recipe: Recipe | null = null;
+	#guideGroup: { round: number; group: number; games: GroupGame[] } | null = null;
+	#lastMetrics: Record<string, number> = {};
 	error = $state<BackendError | null>(null);
 	/** Saved runs; null until the worker has listed them. */
 	saved = $state<SavedRun[] | null>(null);
@@ -391,6 +401,15 @@ export class TrainSession {
 		return this.#start(run.name, recipe);
 	}
 
+	/** A paused step-through run goes on to its next pause (or, `keepStepping` false, to its end). */
+	async continueRun(keepStepping = true): Promise<void> {
+		const backend = this.#backend();
+		if (!backend || !this.paused) return;
+		this.paused = null;
+		if (!keepStepping) this.stepThrough = false;
+		await backend.continueRun(keepStepping);
+	}
+
 	async stop(): Promise<void> {
 		const backend = this.#backend();
 		if (!backend || this.phase !== 'running') return;
@@ -493,12 +512,12 @@ export class TrainSession {
 			// the key goes beside the recipe (never in it), and only to a run RULER judges
 			const ruler = !!recipe.reward && recipe.reward.source !== 'env';
 			const judgeApiKey = ruler ? this.judgeKey.trim() : '';
-			const result = await backend.startRun(
-				name,
-				recipe,
-				(event) => this.#onEvent(event),
-				judgeApiKey ? { judgeApiKey } : undefined
-			);
+			this.#recipe = recipe;
+			this.paused = null;
+			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event), {
+				...(judgeApiKey ? { judgeApiKey } : {}),
+				stepThrough: this.stepThrough
+			});
 			if (result.ok) this.summary = result.value;
 			else this.error = result.error;
 		} catch (error) {
@@ -507,6 +526,7 @@ export class TrainSession {
 		} finally {
 			this.phase = 'idle';
 			this.runPhase = null;
+			this.paused = null;
 			await this.refresh();
 		}
 	}
@@ -539,6 +559,7 @@ export class TrainSession {
 				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
 				break;
 			case 'group':
+				if (!this.#guideGroup || this.#guideGroup.round !== event.round) this.#guideGroup = event;
 				for (const game of this.games)
 					if (game.round === event.round && game.group === event.group)
 						game.scored = event.games.find((g) => g.index === game.index);
@@ -560,9 +581,24 @@ export class TrainSession {
 				});
 				this.history.push({ step: event.step, recorded_at: '', ...event.metrics });
 				if (event.judgeFailure) this.judgeFailure = event.judgeFailure;
-				if (event.split === 'train') this.#addJudge(event.metrics);
+				if (event.split === 'train') {
+					this.#addJudge(event.metrics);
+					this.#lastMetrics = event.metrics;
+				}
 				break;
 			}
+			case 'paused':
+				if (this.#recipe)
+					this.paused = {
+						phase: event.phase,
+						guide: phaseGuide(event.phase, {
+							recipe: this.#recipe,
+							group: this.#guideGroup ?? undefined,
+							metrics: this.#lastMetrics,
+							step: event.step
+						})
+					};
+				break;
 			case 'eval': {
 				const { step, temperature, reward } = event.report;
 				const key = temperature === 0 ? 'val/reward' : `val/reward_t${temperature}`;

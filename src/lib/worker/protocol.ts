@@ -254,6 +254,8 @@ export interface RunApi {
 	): Promise<Result<RunSummary>>;
 	/** Asks the running run to stop (within one rollout turn); false when none runs. */
 	stopRun(): Promise<Result<boolean>>;
+	/** A paused step-through run goes on (to its next pause, or with false to the end). */
+	continueRun(keepStepping?: boolean): Promise<Result<boolean>>;
 	/** Saved runs, newest first. */
 	listRuns(): Promise<Result<SavedRun[]>>;
 	runHistory(name: string): Promise<Result<HistoryEntry[]>>;

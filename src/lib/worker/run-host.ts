@@ -78,6 +78,8 @@ export interface StartRunOptions {
 	 * trains on the environment's reward.
 	 */
 	judgeApiKey?: string;
+	/** Pause between the phases of each GRPO step until continueRun (run-loop.ts RunOptions.pause). */
+	stepThrough?: boolean;
 }
 
 /** The fields a recipe's judge may have (the key is not one of them). */
@@ -103,6 +105,11 @@ export interface RunHost {
 		options?: StartRunOptions
 	): Promise<RunSummary>;
 	stopRun(): Promise<boolean>;
+	/**
+	 * A step-through run paused between phases goes on to the next pause; with
+	 * `keepStepping` false it runs on without pausing again. False when no run is paused.
+	 */
+	continueRun(keepStepping?: boolean): Promise<boolean>;
 	listRuns(): Promise<RunMeta[]>;
 	runHistory(name: string): Promise<HistoryEntry[]>;
 	deleteRun(name: string): Promise<void>;
@@ -119,6 +126,13 @@ export interface RunHost {
 
 export function createRunHost(env: RunHostEnv): RunHost {
 	let active: { name: string; abort: AbortController } | null = null;
+	/** Step-through: whether the active run pauses, and the release of its pause, if paused. */
+	let stepping = false;
+	let release: (() => void) | null = null;
+	const pause = () => {
+		if (!stepping) return undefined;
+		return new Promise<void>((resolve) => (release = resolve));
+	};
 	const registered = new Map<string, TrainableModel>();
 
 	async function saved(name: string): Promise<RunStore> {
@@ -146,6 +160,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			const emit = onEvent && ((event: RunEvent) => onEvent(redact(event)));
 			const abort = new AbortController();
 			active = { name, abort };
+			stepping = !!options.stepThrough;
+			release = null;
 			try {
 				emit?.({ type: 'phase', phase: 'loading', step: 0 });
 				const extra = Object.keys(input.reward?.judge ?? {}).filter((k) => !JUDGE_FIELDS.has(k));
@@ -195,7 +211,12 @@ export function createRunHost(env: RunHostEnv): RunHost {
 					registered.set(name, model);
 				}
 				return redact(
-					await runRecipe(model, recipe, { signal: abort.signal, onEvent: emit, judgeApiKey })
+					await runRecipe(model, recipe, {
+						signal: abort.signal,
+						onEvent: emit,
+						judgeApiKey,
+						pause
+					})
 				);
 			} catch (error) {
 				if (judgeApiKey && error instanceof Error && error.message.includes(judgeApiKey))
@@ -203,12 +224,23 @@ export function createRunHost(env: RunHostEnv): RunHost {
 				throw error;
 			} finally {
 				active = null;
+				stepping = false;
+				release = null;
 			}
 		},
 
 		async stopRun() {
 			if (!active) return false;
 			active.abort.abort();
+			return true;
+		},
+
+		async continueRun(keepStepping = true) {
+			if (!release) return false;
+			stepping = keepStepping;
+			const go = release;
+			release = null;
+			go();
 			return true;
 		},
 

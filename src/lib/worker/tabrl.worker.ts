@@ -92,6 +92,7 @@ const api: WorkerApi = {
 	startRun: (name, recipe, onEvent, options) =>
 		settle(() => runs.startRun(name, recipe, onEvent, options)),
 	stopRun: () => settle(() => runs.stopRun()),
+	continueRun: (keepStepping) => settle(() => runs.continueRun(keepStepping)),
 	listRuns: () => settle(() => runs.listRuns()),
 	runHistory: (name) => settle(() => runs.runHistory(name)),
 	deleteRun: (name) => settle(() => runs.deleteRun(name)),

@@ -5,7 +5,7 @@
  * and last reward and its recipe; one run at a time ('run-busy'), Stop ends it 'stopped';
  * names a store cannot keep are refused ('invalid-run-name'); a saved run's history and
  * zip (run-archive.ts) is read by a fresh host without registering it and imports as a new
- * run that trains on; deleteRun
+ * run that trains on; step-through pauses between phases until told to go on; deleteRun
  * removes it; unknown runs are 'no-such-run'.
  */
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -231,5 +231,55 @@ describe('createRunHost', () => {
 		expect(await fresh.listRuns()).toEqual([]);
 		expect((await failure(fresh.runHistory('run-1'))).kind).toBe('no-such-run');
 		expect((await failure(fresh.exportRun('run-1'))).kind).toBe('no-such-run');
+	}, 600_000);
+
+	it('step-through: pauses at each phase until continueRun, runs on with continueRun(false), and a paused run stops at once', async () => {
+		const h = host();
+		const events: RunEvent[] = [];
+		const pauses = () =>
+			events.flatMap((e) => (e.type === 'paused' ? [`${e.phase}@${e.step}`] : []));
+		const until = async (ok: () => boolean) => {
+			for (let t = 0; t < 6000 && !ok(); t++) await new Promise((r) => setTimeout(r, 50));
+			expect(ok()).toBe(true);
+		};
+		expect(await h.continueRun()).toBe(false); // nothing paused
+		const going = h.startRun('steps', letters(2), (e) => events.push(e), { stepThrough: true });
+		await until(() => pauses().length === 1);
+		expect(pauses()).toEqual(['rewards@0']);
+		await new Promise((r) => setTimeout(r, 500));
+		expect(pauses()).toHaveLength(1); // it waits
+		expect(events.some((e) => e.type === 'phase' && e.phase === 'train')).toBe(false);
+		// through step 1 (a round without spread plays again: rewards, advantages, update anew)
+		while (!pauses().includes('updated@1')) {
+			const n = pauses().length;
+			expect(await h.continueRun()).toBe(true);
+			await until(() => pauses().length > n || events.at(-1)?.type === 'end');
+		}
+		const order = pauses();
+		const cycle = ['rewards@0', 'advantages@0', 'update@0'];
+		expect(order.slice(0, -1)).toEqual(order.slice(0, -1).map((_, i) => cycle[i % 3]));
+		expect(order.at(-1)).toBe('updated@1');
+		// the update came after the last 'update' pause, and before 'updated'
+		const at = (pred: (e: RunEvent) => boolean) => events.findIndex(pred);
+		const trained = at((e) => e.type === 'step' && e.step === 1);
+		expect(trained).toBeGreaterThan(
+			events.findLastIndex((e) => e.type === 'paused' && e.phase === 'update')
+		);
+		expect(trained).toBeLessThan(at((e) => e.type === 'paused' && e.phase === 'updated'));
+		expect(await h.continueRun(false)).toBe(true);
+		const summary = await going;
+		expect(summary).toMatchObject({ status: 'done', step: 2 });
+		expect(pauses()).toEqual(order); // no pause after stepping was turned off
+
+		events.length = 0;
+		const stopping = h.startRun('steps-stop', letters(1), (e) => events.push(e), {
+			stepThrough: true
+		});
+		await until(() => pauses().length === 1);
+		const t0 = performance.now();
+		expect(await h.stopRun()).toBe(true);
+		expect(await stopping).toMatchObject({ status: 'stopped', step: 0 });
+		expect(performance.now() - t0).toBeLessThan(10_000);
+		for (const name of ['steps', 'steps-stop']) await h.deleteRun(name);
 	}, 600_000);
 });

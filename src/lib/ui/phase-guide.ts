@@ -1,0 +1,111 @@
+/**
+ * @file What the step-through view says at each pause of a GRPO step (run/events.ts
+ * PausePhase), in plain words and with the run's own numbers: the rewards of the games, one
+ * group's advantages worked through, the loss that will be applied (CISPO or PPO, the KL
+ * penalty, the learning rate), and the step's result. Pure, so the page and its tests read
+ * the same text.
+ */
+import type { GroupGame, PausePhase, Recipe } from '../run';
+
+export interface PhaseGuide {
+	title: string;
+	paragraphs: string[];
+	/** The label of the button that goes on. */
+	next: string;
+}
+
+/** What the guide reads from the run (the recipe, the latest group and step). */
+export interface GuideContext {
+	recipe: Pick<Recipe, 'environment' | 'grpo' | 'reward'>;
+	/** The group shown worked through: its games' rewards and advantages. */
+	group?: { group: number; games: GroupGame[] };
+	/** The step just made ('updated'): its metrics. */
+	metrics?: Record<string, number>;
+	step: number;
+}
+
+const REWARD_RULES: Record<Recipe['environment'], string> = {
+	tictactoe: 'the game: a win 1, a draw 0.5, a loss 0, an illegal move less than 0',
+	'2048':
+		'the game: 2 for reaching the winning tile, otherwise a score of the largest tile and the board, −1 for a malformed reply',
+	inbox:
+		'the inbox: most for a right answer citing its email, less for "I don\'t know", less still for a wrong answer, least for a malformed tool call',
+	letters: "the share of the reply's characters that are letters a–m"
+};
+
+const num = (x: number | undefined, digits = 3) =>
+	x === undefined || !Number.isFinite(x) ? '—' : Number(x.toFixed(digits)).toString();
+const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${num(Math.abs(x), 2)}`;
+
+/** The group's numbers worked through: rewards -> mean and spread -> advantages. */
+function workedGroup(g: NonNullable<GuideContext['group']>): string {
+	const games = [...g.games].sort((a, b) => a.index - b.index);
+	const rewards = games.map((x) => x.reward);
+	const mean = rewards.reduce((s, r) => s + r, 0) / Math.max(1, rewards.length);
+	const std = Math.sqrt(
+		rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / Math.max(1, rewards.length)
+	);
+	const list = (xs: string[]) =>
+		xs.length > 8 ? `${xs.slice(0, 8).join(', ')}, …` : xs.join(', ');
+	if (std === 0)
+		return `Group ${g.group + 1}: every game scored ${num(mean)}, so every advantage is 0: this group teaches nothing this step.`;
+	return (
+		`Group ${g.group + 1}: rewards ${list(rewards.map((r) => num(r)))} → mean ${num(mean)}, ` +
+		`spread ${num(std)} → advantages ${list(games.map((x) => signed(x.advantage)))}.`
+	);
+}
+
+export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
+	const g = c.recipe.grpo;
+	const judged = !!c.recipe.reward && c.recipe.reward.source !== 'env';
+	switch (phase) {
+		case 'rewards':
+			return {
+				title: '1 · Games played, rewards given',
+				paragraphs: [
+					`The model played ${g.groups} group${g.groups === 1 ? '' : 's'} of ${g.groupSize} games; the games of a group start from the same position or question, so they can be compared. Each card below is one game, its replies coloured by how sure the model was of each token.`,
+					judged
+						? "Each game's reward comes from RULER: the judge read the games of a group side by side and scored each from 0 to 1 against the rubric (its explanation is on the card)."
+						: `Each game's reward comes from ${REWARD_RULES[c.recipe.environment]}.`,
+					'A reward alone does not say what to learn: the next phase compares each game with its group.'
+				],
+				next: 'Next: advantages'
+			};
+		case 'advantages':
+			return {
+				title: '2 · Group-relative advantages',
+				paragraphs: [
+					"GRPO scores each game against its own group: advantage = (reward − the group's mean) ÷ the group's spread. Games better than their siblings get a positive advantage (the green bar on the card), worse ones a negative one (red). No critic network is needed: the group is the baseline.",
+					...(c.group ? [workedGroup(c.group)] : []),
+					'A group whose games all scored the same has no spread, and no say in the update.'
+				],
+				next: 'Next: the update'
+			};
+		case 'update':
+			return {
+				title: '3 · The update',
+				paragraphs: [
+					"Every token the model sampled in a game carries that game's advantage. The loss raises the log-probability of tokens with a positive advantage and lowers those with a negative one, each weighted by the ratio of the current policy's probability to the one it was sampled with.",
+					g.loss === 'cispo'
+						? 'The loss is CISPO: the ratio is clipped as a weight (no gradient through it) rather than dropping tokens, so even rare tokens with a large ratio still learn, by a bounded amount.'
+						: 'The loss is PPO-clip: the ratio is clipped to [1 − ε, 1 + ε], so a token whose probability already moved far gets no further push from this step.',
+					g.klBeta > 0
+						? `A KL penalty (β = ${num(g.klBeta)}) pulls the policy back towards the reference (the model before training), so it improves without forgetting how to answer.`
+						: 'There is no KL penalty (β = 0): nothing holds the policy near where it started.',
+					`Only the LoRA adapter's weights change, by AdamW at learning rate ${num(g.learningRate, 6)}; the base model stays as it is.`
+				],
+				next: 'Next: apply the update'
+			};
+		case 'updated': {
+			const m = c.metrics ?? {};
+			return {
+				title: `4 · Step ${c.step} done`,
+				paragraphs: [
+					`Mean reward of these games ${num(m['train/reward'])}; loss ${num(m['train/loss'], 4)}, KL to the reference ${num(m['train/kl'], 4)}, gradient norm ${num(m['train/grad_norm'])} (the charts above have every step).`,
+					"The next games are sampled from the updated policy: compare the new cards' token colours with these — moves of games that beat their group should have become surer."
+				],
+				next: 'Next: play the next games'
+			};
+		}
+	}
+}
