@@ -3,7 +3,7 @@
  *
  *   play --env ENV --policy random|expert|model [--games N] [--seed S] [--winning-value W]
  *       [--history-turns K|all] [--max-turns N] [--model DIR] [--adapter DIR|none]
- *       [--run OUT] [--temperature T] [--max-tokens N]
+ *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]
  *
  * `random` and `expert` are the environment's scripted players (run/environments.ts: random
  * picks uniformly among the environment's actions; expert is the player whose games the
@@ -14,15 +14,20 @@
  * --temperature says otherwise. Game i plays scenario S + i (default S: the evaluation
  * seed, so the numbers compare with a run's val/reward).
  *
+ * --games-out writes every game played, in ART's trajectory JSONL (agent/jsonl.ts: messages,
+ * choices with their token logprobs, reward, metrics), one line a game in game order: to read
+ * what a policy does wrong (e.g. `jq 'select(.metrics.correct == 0)'`).
+ *
  * stdout: one JSON object {"env", "policy", "games", "win_rate" (games with wins),
  * "mean_reward", "mean_moves", "illegal_rate", "accuracy" and "mean_tool_calls" (inbox),
  * "seconds"}.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
+import { trajectoriesToJsonl } from '../../src/lib/agent/jsonl';
 import { TrainableModel } from '../../src/lib/agent/model';
 import { policyClient } from '../../src/lib/agent/policy-client';
 import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
@@ -44,7 +49,7 @@ import { STATIC_ROOT } from './train';
 export const PLAY_USAGE =
 	'usage: npm run -s cli -- play --env ENV --policy random|expert|model [--games N] [--seed S] ' +
 	'[--winning-value W] [--history-turns K|all] [--max-turns N] [--model DIR] ' +
-	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N]';
+	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]';
 
 export type PolicyName = 'random' | 'expert' | 'model';
 
@@ -59,6 +64,7 @@ export interface PlayArgs {
 	run?: string;
 	temperature: number;
 	maxTokens?: number;
+	gamesOut?: string;
 }
 
 const FLAGS = {
@@ -73,7 +79,8 @@ const FLAGS = {
 	adapter: {},
 	run: {},
 	temperature: {},
-	'max-tokens': {}
+	'max-tokens': {},
+	'games-out': {}
 };
 
 export function parsePlayArgs(argv: readonly string[]): PlayArgs {
@@ -141,7 +148,8 @@ export function parsePlayArgs(argv: readonly string[]): PlayArgs {
 				'a number >= 0',
 				PLAY_USAGE
 			) ?? 0,
-		maxTokens: count('max-tokens')
+		maxTokens: count('max-tokens'),
+		gamesOut: f['games-out']
 	};
 }
 
@@ -240,6 +248,7 @@ export async function runPlay(args: PlayArgs): Promise<PlayOutput> {
 		const kind = args.policy;
 		games = await playGames(env, (r) => policyClient(env.scripted(kind, r)), kind, options);
 	}
+	if (args.gamesOut) await writeFile(resolve(args.gamesOut), trajectoriesToJsonl(games));
 	return {
 		...summarizeGames(env, games),
 		policy: args.policy,

@@ -3,10 +3,15 @@
  * each environment's real rollout code (policyClient), so these are the baselines
  * BENCHMARKS.md reports; the model player is the engine's (exercised on the GPU machine and,
  * at one game, in run-loop tests). Checked: one JSON object with the issue's fields, the
- * expert above random where it must be, the same numbers for the same seed, bad flags.
+ * expert above random where it must be, the same numbers for the same seed, --games-out's
+ * games (ART's JSONL) agreeing with the numbers, bad flags.
  */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlayArgs, runPlay } from '../../../scripts/cli/play';
+import { trajectoriesFromJsonl } from '../../../src/lib/agent/jsonl';
 import { runCli } from './run-cli';
 
 describe('cli play', () => {
@@ -91,6 +96,30 @@ describe('cli play', () => {
 		expect(random.accuracy).toBeLessThan(0.05);
 		expect(random.mean_reward).toBeLessThan(0);
 		expect(random.mean_tool_calls).toBeGreaterThan(1);
+		// --games-out: every game, in order, as ART's JSONL, readable back with its outcome
+		const dir = await mkdtemp(join(tmpdir(), 'tabrl-play-'));
+		try {
+			const file = join(dir, 'games.jsonl');
+			const again = await runPlay(
+				parsePlayArgs([
+					'--env',
+					'inbox',
+					'--policy',
+					'random',
+					'--games',
+					'100',
+					'--games-out',
+					file
+				])
+			);
+			expect({ ...again, seconds: 0 }).toEqual({ ...random, seconds: 0 });
+			const games = trajectoriesFromJsonl(await readFile(file, 'utf8'));
+			expect(games).toHaveLength(100);
+			expect(games.filter((g) => g.metrics.correct === 1).length / 100).toBe(random.accuracy);
+			expect(games.reduce((s, g) => s + g.reward, 0) / 100).toBeCloseTo(random.mean_reward, 12);
+		} finally {
+			await rm(dir, { recursive: true, force: true });
+		}
 	}, 60_000);
 
 	it('tic-tac-toe: legal play only, wins and moves counted', async () => {
