@@ -125,6 +125,12 @@ function rowsOf(history: HistoryEntry[]): StepRow[] {
 		});
 }
 
+/** The spread (max - min) of a group's rewards. */
+const spread = (games: readonly GroupGame[]) =>
+	games.length
+		? Math.max(...games.map((g) => g.reward)) - Math.min(...games.map((g) => g.reward))
+		: 0;
+
 function gameOf(event: Extract<RunEvent, { type: 'rollout' }>, env: EnvironmentName): GameView {
 	let items: ReplayItem[];
 	try {
@@ -559,7 +565,13 @@ export class TrainSession {
 				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
 				break;
 			case 'group':
-				if (!this.#guideGroup || this.#guideGroup.round !== event.round) this.#guideGroup = event;
+				// the guide works through the round's group with the widest spread of rewards
+				if (
+					!this.#guideGroup ||
+					this.#guideGroup.round !== event.round ||
+					spread(event.games) > spread(this.#guideGroup.games)
+				)
+					this.#guideGroup = event;
 				for (const game of this.games)
 					if (game.round === event.round && game.group === event.group)
 						game.scored = event.games.find((g) => g.index === game.index);
