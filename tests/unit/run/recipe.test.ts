@@ -141,7 +141,7 @@ describe('presets', () => {
 		expect(sftSteps(r)).toBe(256);
 		// 2048's demonstrations are single moves, inbox's whole episodes
 		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(1024);
-		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(512);
+		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(2048);
 	});
 
 	it("2048's SFT may explore a share of moves in [0, 1)", () => {
