@@ -152,6 +152,12 @@ export async function trainPanelChecks(
 		games.filter((g) => g !== 'illegal').length >= games.length / 2 && games.length > 0,
 		games.join(', ')
 	);
+	const loadReports = Number(await status(page, 'data-load-reports'));
+	check(
+		"while the run loads its model, the status line follows the model's download and upload",
+		loadReports >= 2,
+		`${loadReports} load reports`
+	);
 	await page.screenshot({ path: 'test-results/train-defaults.png', fullPage: true });
 	const t1 = Date.now();
 	await page.click(testid('train-stop'));

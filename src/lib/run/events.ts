@@ -3,6 +3,7 @@
  * phase changes, each finished rollout with its trajectory (ART's JSON shape), each
  * step's metrics, each evaluation, and the end with its status.
  */
+import type { LoadProgress } from '../util/throttle-progress';
 import type { StepMetrics } from '../agent/backend/types';
 import type { TrajectoryJson } from '../agent/jsonl';
 
@@ -88,6 +89,8 @@ export type RunEvent =
 			step: number;
 	  }
 	| { type: 'eval'; report: EvaluationReport }
+	/** The run's model loading (phase 'loading'): its base's download, its weights' upload. */
+	| ({ type: 'load' } & LoadProgress)
 	| { type: 'end'; summary: RunSummary };
 
 /**

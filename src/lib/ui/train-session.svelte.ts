@@ -36,6 +36,7 @@ import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
 import { changesPreset, recipeSettings, type ReadLink, type ShareSettings } from './share-link';
 import { chartData } from './chart-series';
+import type { LoadProgress } from '../util/throttle-progress';
 import { replyTokens, type ReplyToken } from './reply-tokens';
 import { phaseGuide, type PhaseGuide } from './phase-guide';
 
@@ -197,6 +198,12 @@ export class TrainSession {
 	rolloutsDone = $state(0);
 	rolloutsTotal = $state(0);
 	summary = $state<RunSummary | null>(null);
+	/** The model's load while the run is 'loading': bytes so far, and the rate (bytes/s) of this file. */
+	load = $state<(LoadProgress & { rate: number | null }) | null>(null);
+	/** Where the current file's load began (for its rate). */
+	#loadStart: { key: string; t: number; loaded: number } | null = null;
+	/** Load reports seen in this run (a test reads it: a fast load shows for a moment only). */
+	loadReports = $state(0);
 	/** Step-through: the next run pauses between the phases of each GRPO step. */
 	stepThrough = $state(false);
 	/** Where a step-through run waits, and what the guide says there (null: not paused). */
@@ -520,6 +527,9 @@ export class TrainSession {
 			const judgeApiKey = ruler ? this.judgeKey.trim() : '';
 			this.#recipe = recipe;
 			this.paused = null;
+			this.load = null;
+			this.#loadStart = null;
+			this.loadReports = 0;
 			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event), {
 				...(judgeApiKey ? { judgeApiKey } : {}),
 				stepThrough: this.stepThrough
@@ -552,8 +562,25 @@ export class TrainSession {
 
 	#onEvent(event: RunEvent): void {
 		switch (event.type) {
+			case 'load': {
+				const key = `${event.phase}:${event.file ?? ''}`;
+				const now = performance.now();
+				if (this.#loadStart?.key !== key) this.#loadStart = { key, t: now, loaded: event.loaded };
+				const s = this.#loadStart;
+				const seconds = (now - s.t) / 1000;
+				this.load = {
+					phase: event.phase,
+					file: event.file,
+					loaded: event.loaded,
+					total: event.total,
+					rate: seconds > 0.25 ? (event.loaded - s.loaded) / seconds : null
+				};
+				this.loadReports++;
+				break;
+			}
 			case 'phase':
 				this.runPhase = event.phase;
+				if (event.phase !== 'loading') this.load = null;
 				if (event.phase === 'rollouts') {
 					this.rolloutsDone = 0;
 					this.rolloutsTotal = this.#groupGames;

@@ -13,6 +13,7 @@
 import type { Gpu } from '../gpu/device';
 import { DecodeStream } from '../model/decode-stream';
 import { checkModelMemory, estimateModelMemory } from '../model/memory';
+import { throttledProgress } from '../util/throttle-progress';
 import { Tokenizer } from '../model/tokenizer';
 import { TransformerModel } from '../model/transformer';
 import type { ModelConfig } from '../model/types';
@@ -35,7 +36,6 @@ import {
 } from './protocol';
 
 /** Progress messages at most this often (ms): enough for a smooth bar, few enough to be free. */
-export const PROGRESS_INTERVAL_MS = 100;
 
 export interface ModelHostOptions {
 	/** Defaults to globalThis.fetch. */
@@ -75,24 +75,6 @@ export function resolvePrefix(prefix: string): string | undefined {
 		return undefined;
 	}
 	return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : undefined;
-}
-
-/** Calls `report` at most every PROGRESS_INTERVAL_MS, always for the first and last step. */
-function throttled(report: (p: ModelLoadProgress) => void): (p: ModelLoadProgress) => void {
-	let last = -Infinity;
-	let phase = '';
-	return (p) => {
-		const now = performance.now();
-		if (p.phase !== phase || p.loaded >= p.total || now - last >= PROGRESS_INTERVAL_MS) {
-			phase = p.phase;
-			last = now;
-			try {
-				report(p);
-			} catch {
-				// The page stopped listening; the load goes on.
-			}
-		}
-	};
 }
 
 /** The model API over the backend's GPU (`gpu()` acquires it, or returns the current one). */
@@ -150,7 +132,7 @@ export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptio
 			return baseFetch(u, init);
 		};
 		const cache = options.cache !== undefined ? options.cache : await defaultModelCache();
-		const report = throttled((p) => onProgress?.(p));
+		const report = throttledProgress((p) => onProgress?.(p));
 		const checkpoint = await openCheckpointFromUrl(url, {
 			fetch: countingFetch,
 			cache,

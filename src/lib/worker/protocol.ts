@@ -6,6 +6,7 @@
  * not cross a worker boundary, `kind` does). Methods never throw across the boundary:
  * they return a `Result`, so the page switches on `ok` and `error.kind`.
  */
+import type { LoadProgress } from '../util/throttle-progress';
 import type { Backend, HistoryEntry } from '../agent/backend/types';
 import type { GpuAdapterSummary, GpuCapabilities } from '../gpu/device';
 import type { AgentErrorKind } from '../agent/errors';
@@ -111,13 +112,8 @@ export type BackendEvent = {
  * Progress of loadModel. 'download': weight-file bytes made available (downloaded, or read
  * from the cache), over all weight files; 'upload': weight bytes copied to the GPU.
  */
-export interface ModelLoadProgress {
-	phase: 'download' | 'upload';
-	/** The weight file being read ('download' only). */
-	file?: string;
-	loaded: number;
-	total: number;
-}
+/** A model load's progress (the Model panel's and a run's): util/throttle-progress.ts. */
+export type ModelLoadProgress = LoadProgress;
 
 export interface LoadModelOptions {
 	/**

@@ -25,6 +25,7 @@ import {
 	writeRunContents
 } from '../grpo/run-archive';
 import type { RunMeta, RunStore } from '../grpo/run-store';
+import { throttledProgress, type LoadProgress } from '../util/throttle-progress';
 import {
 	RunError,
 	rootBundled,
@@ -110,6 +111,11 @@ export interface RunHost {
 	 * `keepStepping` false it runs on without pausing again. False when no run is paused.
 	 */
 	continueRun(keepStepping?: boolean): Promise<boolean>;
+	/**
+	 * The backend's report of a model's load (BackendHost.onLoadProgress): sent as 'load'
+	 * events of the run going under that name, thinned (util/throttle-progress.ts).
+	 */
+	loadProgress(name: string, progress: LoadProgress): void;
 	listRuns(): Promise<RunMeta[]>;
 	runHistory(name: string): Promise<HistoryEntry[]>;
 	deleteRun(name: string): Promise<void>;
@@ -125,7 +131,11 @@ export interface RunHost {
 }
 
 export function createRunHost(env: RunHostEnv): RunHost {
-	let active: { name: string; abort: AbortController } | null = null;
+	let active: {
+		name: string;
+		abort: AbortController;
+		load?: (p: LoadProgress) => void;
+	} | null = null;
 	/** Step-through: whether the active run pauses, and the release of its pause, if paused. */
 	let stepping = false;
 	let release: (() => void) | null = null;
@@ -159,7 +169,11 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			const redact = redactor(judgeApiKey);
 			const emit = onEvent && ((event: RunEvent) => onEvent(redact(event)));
 			const abort = new AbortController();
-			active = { name, abort };
+			active = {
+				name,
+				abort,
+				load: emit && throttledProgress((p) => emit({ type: 'load', ...p }))
+			};
 			stepping = !!options.stepThrough;
 			release = null;
 			try {
@@ -233,6 +247,10 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			if (!active) return false;
 			active.abort.abort();
 			return true;
+		},
+
+		loadProgress(name, progress) {
+			if (active?.name === name) active.load?.(progress);
 		},
 
 		async continueRun(keepStepping = true) {

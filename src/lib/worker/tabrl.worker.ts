@@ -35,11 +35,15 @@ const core = createBackend();
 const agent = createLocalBackend({
 	acquireGpu: core.gpu,
 	ownsGpu: false,
-	async openBaseModel(spec) {
+	async openBaseModel(spec, onProgress) {
 		return openCheckpointFromUrl(resolveUrl(spec.baseModel, 'base model'), {
-			cache: await defaultModelCache()
+			cache: await defaultModelCache(),
+			onProgress: ({ file, loaded, total }) =>
+				onProgress?.({ phase: 'download', file, loaded, total })
 		});
 	},
+	// (runs is made below; a load reports only once a run registers its model)
+	onLoadProgress: (spec, progress) => runs.loadProgress(spec.name, progress),
 	openStore: (spec) => IdbRunStore.open(`${spec.project}/${spec.name}`, { write: true }),
 	openWarmStart: (location) => {
 		const url = resolveUrl(location, 'warm start');

@@ -46,9 +46,15 @@ const exists = (path: string) =>
 
 /** A host over a new backend, its runs in `runs/<name>`. */
 function host(): RunHost {
-	const backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name) });
+	// (the backend reports a model's load to the host made from it)
+	const made: { host?: RunHost } = {};
+	const backend = new LocalBackend({
+		runDir: (spec) => join(runs, spec.name),
+		onLoadProgress: (spec, progress) => made.host?.loadProgress(spec.name, progress)
+	});
 	backends.push(backend);
-	return nodeRunHost(backend, runs, 'host-test');
+	made.host = nodeRunHost(backend, runs, 'host-test');
+	return made.host;
 }
 
 /** Letters, one GRPO step of 2 x 2 games of up to 8 tokens (retried until a group has spread). */
@@ -101,6 +107,14 @@ describe('createRunHost', () => {
 		expect(summary.step).toBe(1);
 		expect(events[0]).toEqual({ type: 'phase', phase: 'loading', step: 0 });
 		expect(events.at(-1)).toEqual({ type: 'end', summary });
+		// the model's weights went up to the GPU with progress, all before the first game
+		const loads = events.flatMap((e) => (e.type === 'load' ? [e] : []));
+		expect(loads.length).toBeGreaterThan(0);
+		expect(loads.every((l) => l.phase === 'upload' && l.loaded <= l.total)).toBe(true);
+		expect(loads.at(-1)!.loaded).toBe(loads.at(-1)!.total);
+		expect(events.findLastIndex((e) => e.type === 'load')).toBeLessThan(
+			events.findIndex((e) => e.type === 'rollout')
+		);
 
 		const listed = await main.listRuns();
 		expect(listed).toHaveLength(1);

@@ -12,19 +12,23 @@ import { AgentError } from '../errors';
 import { ModelRun } from './model-run';
 import type { Backend, ModelSpec } from './types';
 import type { WarmStartFiles } from './warm-start-files';
+import type { LoadProgress } from '../../util/throttle-progress';
 
 export interface BackendHost {
 	acquireGpu(): Promise<Gpu>;
 	/** Whether close() destroys the device (default true); false when it is shared. */
 	ownsGpu?: boolean;
-	/** Opens the base model named by `spec.baseModel` (a folder, a URL prefix). */
-	openBaseModel(spec: ModelSpec): Promise<Checkpoint>;
+	/** Opens the base model named by `spec.baseModel` (a folder, a URL prefix), reporting its
+	 * download where there is one. */
+	openBaseModel(spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<Checkpoint>;
 	/** The store of the run `spec.project` / `spec.name`, opened as its one writer (closed by
 	 * the run's release). */
 	openStore(spec: ModelSpec): Promise<RunStore>;
 	/** The files of a warm-start adapter (a folder, a URL prefix): PEFT's two, and the
 	 * manifest when there is one. */
 	openWarmStart(location: string): Promise<WarmStartFiles>;
+	/** How a registering model's load goes: its base's download, its weights' upload. */
+	onLoadProgress?(spec: ModelSpec, progress: LoadProgress): void;
 }
 
 export function createLocalBackend(host: BackendHost): Backend {
@@ -71,14 +75,16 @@ export function createLocalBackend(host: BackendHost): Backend {
 			}
 			// The store first: a run another writer holds is refused before anything loads.
 			const store = await host.openStore(spec);
+			const onProgress =
+				host.onLoadProgress && ((p: LoadProgress) => host.onLoadProgress!(spec, p));
 			let opened: ModelRun;
 			try {
 				const [base, g, warmStart] = await Promise.all([
-					host.openBaseModel(spec),
+					host.openBaseModel(spec, onProgress),
 					device(),
 					spec.warmStart ? host.openWarmStart(spec.warmStart.adapter) : undefined
 				]);
-				opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart });
+				opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart, onProgress });
 			} catch (error) {
 				await store.close?.();
 				throw error;

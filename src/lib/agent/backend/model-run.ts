@@ -42,6 +42,7 @@ import type { WeightSource } from '../../model/types';
 import { checkWarmStart, MergedWeights, parseWarmStartManifest } from '../../model/warm-start';
 import type { RunMeta } from '../../grpo/run-store';
 import type { WarmStartFiles } from './warm-start-files';
+import type { LoadProgress } from '../../util/throttle-progress';
 import type {
 	AdapterFiles,
 	ChatReply,
@@ -65,6 +66,8 @@ export interface ModelRunEnv {
 	store: RunStore;
 	/** The warm-start adapter's files when the spec names one. */
 	warmStart?: WarmStartFiles;
+	/** The weights' upload to the GPU, as it goes. */
+	onProgress?: (p: LoadProgress) => void;
 }
 
 /**
@@ -177,7 +180,8 @@ export class ModelRun {
 		const lora = saved?.lora ?? warm.initial?.config ?? wanted ?? resolveLoraConfig();
 		const model = await TransformerModel.create(gpu, config, warm.weights, {
 			lora,
-			seed: spec.seed ?? 0
+			seed: spec.seed ?? 0,
+			onProgress: (loaded, total) => env.onProgress?.({ phase: 'upload', loaded, total })
 		});
 		const optimizer = new LoraOptimizer(gpu, model.lora!);
 		const generator = new Generator(model, {

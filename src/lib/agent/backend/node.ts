@@ -13,6 +13,7 @@ import { NodeRunStore } from '../../grpo/node-run-store';
 import { DelegatingBackend } from './delegate';
 import { createLocalBackend } from './local';
 import type { ModelSpec } from './types';
+import type { LoadProgress } from '../../util/throttle-progress';
 
 export interface LocalBackendOptions {
 	/** Where runs are kept (default '.tabrl', as ART's '.art'). */
@@ -24,6 +25,8 @@ export interface LocalBackendOptions {
 	/** What a run's store found and repaired on opening (torn history lines, a stale lock,
 	 * a crashed save's leftovers); default console.warn. */
 	onWarning?: (message: string) => void;
+	/** How a registering model's load goes (its weights' upload to the GPU). */
+	onLoadProgress?: (spec: ModelSpec, progress: LoadProgress) => void;
 }
 
 export class LocalBackend extends DelegatingBackend {
@@ -43,7 +46,8 @@ export class LocalBackend extends DelegatingBackend {
 							if ((error as { code?: string }).code === 'ENOENT') return undefined;
 							throw error;
 						}
-					})
+					}),
+				onLoadProgress: options.onLoadProgress
 			})
 		);
 	}
