@@ -14,7 +14,7 @@
  *    a run, neither needing Train first; Import brings the zip back as a new run beside it,
  *    and a file that is not a run is refused with nothing changed.
  * 4. Bad input, typed: a base URL with no model behind it, a run name reused with another
- *    base model, an empty run name.
+ *    base model, an empty run name, a browser storage too full for a new run.
  * On SwiftShader the presets run scaled down (the page says so), so a step takes ~1 min.
  */
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -499,6 +499,31 @@ export async function trainPanelChecks(
 		after.length === 1 && after[0].run === 'letters-1' && after[0].step === String(trained + 1),
 		JSON.stringify(after)
 	);
+
+	// A full browser storage (the origin's quota set just above its use, through the DevTools
+	// protocol): a new run cannot save its first checkpoint; a plain typed error, nothing lost.
+	const cdp = await context.newCDPSession(page);
+	const origin = new URL(server.url).origin;
+	const { usage } = await cdp.send('Storage.getUsageAndQuota', { origin });
+	await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 1024 });
+	await page.fill(testid('train-run'), 'e2e-full');
+	await page.fill(testid('train-url'), '/models/tabrl-tiny/');
+	await page.click(testid('train-start'));
+	await page.waitForSelector(`${testid('train-error')}[data-kind="storage-full"]`, {
+		timeout: 120_000
+	});
+	const full = await errorText(page);
+	await cdp.send('Storage.overrideQuotaForOrigin', { origin }); // the quota as it was
+	const kept = await savedRuns(page);
+	check(
+		'a full browser storage is a plain error saying what to do; the saved runs are as they were',
+		/storage for this site is full/.test(full) &&
+			kept.length === 1 &&
+			kept[0].run === 'letters-1' &&
+			kept[0].step === String(trained + 1),
+		`${full} ${JSON.stringify(kept)}`
+	);
+	await page.screenshot({ path: 'test-results/train-storage-full.png', fullPage: true });
 
 	// 5. ART's API from the console: agent code's own loop through the page's worker.
 	const agent = await page

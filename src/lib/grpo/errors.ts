@@ -15,7 +15,8 @@ export type GrpoErrorKind =
 	| 'checkpoint-corrupt'
 	| 'adapter-mismatch'
 	| 'run-locked'
-	| 'invalid-run-archive';
+	| 'invalid-run-archive'
+	| 'storage-full';
 
 export class GrpoError extends Error {
 	constructor(
@@ -135,5 +136,34 @@ export class RunArchiveError extends GrpoError {
 	constructor(problem: string) {
 		super('invalid-run-archive', `This file cannot be imported as a run: ${problem}`);
 		this.name = 'RunArchiveError';
+	}
+}
+
+/**
+ * The browser refused a write for lack of space (IndexedDB's QuotaExceededError): what was
+ * saved before stays (the write was one transaction), this write is not there.
+ */
+export class StorageFullError extends GrpoError {
+	constructor(what: string) {
+		super(
+			'storage-full',
+			`The browser's storage for this site is full, so ${what} could not be saved (what was saved before is kept). ` +
+				'Export the saved runs you want to keep, delete the ones you do not need (Saved runs), then resume.'
+		);
+		this.name = 'StorageFullError';
+	}
+}
+
+/** `write`, with the browser's out-of-space refusal turned into a StorageFullError. */
+export async function storageWrite<T>(what: string, write: () => Promise<T>): Promise<T> {
+	try {
+		return await write();
+	} catch (error) {
+		const name = (error as { name?: unknown })?.name;
+		if (name === 'QuotaExceededError') throw new StorageFullError(what);
+		// (a transaction aborted for lack of space reports an AbortError whose cause is the quota)
+		const inner = (error as { target?: { error?: { name?: unknown } } })?.target?.error?.name;
+		if (inner === 'QuotaExceededError') throw new StorageFullError(what);
+		throw error;
 	}
 }

@@ -15,7 +15,7 @@
  * closed or crashed tab itself (nothing stale).
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
-import { CheckpointCorruptError, RunLockedError } from './errors';
+import { CheckpointCorruptError, RunLockedError, storageWrite } from './errors';
 import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
 export const RUNS_DB_NAME = 'tabrl-runs';
@@ -84,10 +84,12 @@ export class IdbRunStore implements RunStore {
 		historyEntry?: Record<string, unknown>
 	): Promise<void> {
 		// one transaction: the checkpoint and its history line commit together
-		const tx = this.db.transaction(['checkpoints', 'history'], 'readwrite');
-		await tx.objectStore('checkpoints').put({ run: this.run, step, files: new Map(files) });
-		if (historyEntry) await tx.objectStore('history').add({ run: this.run, entry: historyEntry });
-		await tx.done;
+		await storageWrite(`the checkpoint of step ${step}`, async () => {
+			const tx = this.db.transaction(['checkpoints', 'history'], 'readwrite');
+			await tx.objectStore('checkpoints').put({ run: this.run, step, files: new Map(files) });
+			if (historyEntry) await tx.objectStore('history').add({ run: this.run, entry: historyEntry });
+			await tx.done;
+		});
 	}
 
 	async loadCheckpoint(step: number): Promise<Map<string, Uint8Array>> {
@@ -105,7 +107,7 @@ export class IdbRunStore implements RunStore {
 	}
 
 	async appendHistory(entry: Record<string, unknown>): Promise<void> {
-		await this.db.add('history', { run: this.run, entry });
+		await storageWrite('a history line', () => this.db.add('history', { run: this.run, entry }));
 	}
 
 	async readHistory(): Promise<Record<string, unknown>[]> {
@@ -119,7 +121,7 @@ export class IdbRunStore implements RunStore {
 	}
 
 	async writeMeta(meta: RunMeta): Promise<void> {
-		await this.db.put('runs', { run: this.run, meta });
+		await storageWrite("the run's summary", () => this.db.put('runs', { run: this.run, meta }));
 	}
 
 	/** Every run id with a summary, and the summary. */
