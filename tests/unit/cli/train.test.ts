@@ -4,9 +4,9 @@
  * fixture (SwiftShader: 2 x 2 games, a step or two): a letters run ends 'done' with its JSON
  * line, history, checkpoint and run.json, and a second call continues it from the saved
  * step with the saved recipe (SFT resuming mid-way is the run loop's test:
- * tests/unit/run/run-loop.test.ts); tic-tac-toe from a random
- * model with no warm start has no reward spread and ends 'stuck' (exit 3); SIGTERM stops a
- * run cleanly (exit 0, 'stopped'); a warm start made for another base is refused
+ * tests/unit/run/run-loop.test.ts), and SIGTERM stops that call cleanly (exit 0,
+ * 'stopped'); tic-tac-toe from a random model with no warm start has no reward spread and
+ * ends 'stuck' (exit 3); a warm start made for another base is refused
  * ('warm-start-mismatch', exit 1); bad flags exit 2 with the usage line.
  */
 import { spawn } from 'node:child_process';
@@ -295,18 +295,43 @@ describe('cli train: runs', () => {
 		});
 	}, 300_000);
 
-	it('a second call with the same --out continues from the saved step and recipe', async () => {
+	it('a second call with the same --out continues from the saved step and recipe; SIGTERM stops it cleanly (exit 0, stopped, its steps kept)', async () => {
 		const out = letters();
 		// only --out and --steps: the environment, model, sizes and seed come from run.json
-		const r = await runCli(['train', '--out', out, '--steps', '3'], 300_000);
-		expect(r.code, r.stderr).toBe(0);
-		expect(parseResult(r)).toMatchObject({ step: 3, grpo_step: 3, status: 'done' });
-		expect(r.stderr).toMatch(/continuing at step 2/);
-		expect(r.stderr).not.toMatch(/^step [12] /m);
+		const child = spawn(
+			join(ROOT, 'node_modules/.bin/tsx'),
+			[join(ROOT, 'scripts/cli.ts'), 'train', '--out', out, '--steps', '50'],
+			{ cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }
+		);
+		let stdout = '';
+		let stderr = '';
+		let killed = false;
+		child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+		child.stderr.on('data', (d: Buffer) => {
+			stderr += d.toString();
+			// stop once a step of this call has trained
+			if (!killed && /^step \d+ \(grpo \d+\/50\): .*loss/m.test(stderr)) {
+				killed = true;
+				child.kill('SIGTERM');
+			}
+		});
+		const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+		expect(killed, stderr).toBe(true);
+		expect(code, stderr).toBe(0);
+		const result = parseResult({ code: 0, stdout, stderr });
+		expect(result.status).toBe('stopped');
+		expect(result.step).toBeGreaterThanOrEqual(3);
+		expect(result.step).toBeLessThan(50);
+		expect(stderr).toMatch(/continuing at step 2/);
+		expect(stderr).not.toMatch(/^step [12] /m);
+		expect(stderr).toMatch(/^SIGTERM: stopping/m);
 		const trained = (await readHistory(out)).filter((h) => h['train/skipped'] === undefined);
-		expect(trained.map((h) => h.step)).toEqual([1, 2, 3]);
+		expect(trained.map((h) => h.step)).toEqual(
+			Array.from({ length: result.step }, (_, i) => i + 1)
+		);
+		expect(await readdir(join(out, 'checkpoints'))).toContain(String(result.step).padStart(4, '0'));
 		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
-		expect(meta).toMatchObject({ step: 3, recipe: { seed: 3, grpo: { steps: 3 } } });
+		expect(meta).toMatchObject({ step: result.step, recipe: { seed: 3, grpo: { steps: 50 } } });
 	}, 300_000);
 
 	it('tic-tac-toe from a random model with no warm start: no reward spread, stuck, exit 3', async () => {
@@ -331,36 +356,6 @@ describe('cli train: runs', () => {
 		const history = await readHistory(out);
 		expect(history).toHaveLength(1);
 		expect(history[0]).toMatchObject({ step: 0, 'train/skipped': 1, 'train/reward_std_dev': 0 });
-	}, 300_000);
-
-	it('SIGTERM stops a run cleanly: exit 0, status stopped, the steps done kept', async () => {
-		const out = join(root, 'stopped');
-		const child = spawn(
-			join(ROOT, 'node_modules/.bin/tsx'),
-			[join(ROOT, 'scripts/cli.ts'), ...trainArgs({ out, steps: '50' })],
-			{ cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }
-		);
-		let stdout = '';
-		let stderr = '';
-		let killed = false;
-		child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-		child.stderr.on('data', (d: Buffer) => {
-			stderr += d.toString();
-			// stop once a step has trained
-			if (!killed && /^step \d+ \(grpo \d+\/50\): .*loss/m.test(stderr)) {
-				killed = true;
-				child.kill('SIGTERM');
-			}
-		});
-		const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-		expect(killed, stderr).toBe(true);
-		expect(code, stderr).toBe(0);
-		const result = parseResult({ code: 0, stdout, stderr });
-		expect(result.status).toBe('stopped');
-		expect(result.step).toBeGreaterThanOrEqual(1);
-		expect(result.step).toBeLessThan(50);
-		expect(stderr).toMatch(/^SIGTERM: stopping/m);
-		expect(await readdir(join(out, 'checkpoints'))).toContain(String(result.step).padStart(4, '0'));
 	}, 300_000);
 
 	it('a warm start made for another base is refused: warm-start-mismatch, exit 1', async () => {
