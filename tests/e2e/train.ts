@@ -295,6 +295,18 @@ export async function trainPanelChecks(
 			keyed === pauses.length - 1,
 		`${pauses.join(' | ')}; ${keyed} by Enter; ${worked}`
 	);
+	const shifted = await page.$$eval(`${testid('policy-shift')} [data-before]`, (spans) =>
+		spans.map((s) => [Number(s.getAttribute('data-before')), Number(s.getAttribute('data-after'))])
+	);
+	check(
+		"after the update, the same replies' tokens scored again: the best and the worst game's, before -> after, in the panel and the guide",
+		shifted.length >= 2 &&
+			shifted.every(([b, a]) => b >= 0 && b <= 1 && a >= 0 && a <= 1) &&
+			/The best game of group \d+ \(advantage \+/.test(done) &&
+			/The worst game of group \d+ \(advantage −/.test(done),
+		`${JSON.stringify(shifted.slice(0, 6))} ${done.slice(0, 400)}`
+	);
+	await page.screenshot({ path: 'test-results/train-step-done.png', fullPage: true });
 	const t2s = Date.now();
 	await page.click(testid('train-stop'));
 	await waitIdle(page);

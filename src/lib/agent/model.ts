@@ -91,8 +91,10 @@ export class TrainableModel {
 		groups: readonly TrajectoryGroup[],
 		config: TrainConfig = {},
 		/** More numbers to log with the step (e.g. the rollouts' wall time). */
-		extraMetrics: Record<string, number> = {}
-	): Promise<TrainReport> {
+		extraMetrics: Record<string, number> = {},
+		/** `shift`: also report how the update moved the best and the worst game's tokens. */
+		options: { shift?: boolean } = {}
+	): Promise<TrainReport & { shift?: PolicyShift }> {
 		const backend = this.backend;
 		const advantages = groups.map(
 			(g) =>
@@ -104,7 +106,27 @@ export class TrainableModel {
 		const sequences = groupsToSequences(groups, advantages);
 		const metrics = { ...groupMetrics(groups, 'train'), ...extraMetrics };
 		const trajectories = groupsToJsonl(groups);
-		return backend.train(this.name, { sequences, metrics, trajectories }, config);
+		const probed = options.shift ? shiftProbe(groups, advantages, sequences) : null;
+		const report = await backend.train(
+			this.name,
+			{ sequences, metrics, trajectories, ...(probed ? { probe: probed.sequences } : {}) },
+			config
+		);
+		if (!probed || !report.probe?.length) return report;
+		const games = report.probe.map((p) => {
+			const s = sequences[p.sequence];
+			const t = groups[s.groupIndex].trajectories[s.trajectoryIndex];
+			return {
+				trajectory: s.trajectoryIndex,
+				rolloutIndex: Number(t.metadata.rollout_index ?? s.trajectoryIndex),
+				reward: t.reward,
+				advantage: s.advantage,
+				ids: p.ids,
+				before: p.before,
+				after: p.after
+			};
+		});
+		return { ...report, shift: { group: probed.group, games } };
 	}
 
 	/** SFT on conversations (their assistant turns), one optimizer step per batch. */
@@ -162,4 +184,45 @@ export class TrainableModel {
 	exportAdapter(step?: number): Promise<AdapterFiles> {
 		return this.backend.exportAdapter(this.name, step);
 	}
+}
+
+/** How one update moved the sampled tokens of a group's best and worst games. */
+export interface PolicyShift {
+	/** The group (the round's one with the widest reward spread). */
+	group: number;
+	games: {
+		/** Its index in the group, and its rollout's index (the page's cards). */
+		trajectory: number;
+		rolloutIndex: number;
+		reward: number;
+		advantage: number;
+		/** Its first trained tokens: ids, and log p when sampled and after the update. */
+		ids: number[];
+		before: number[];
+		after: number[];
+	}[];
+}
+
+/**
+ * The sequences to probe: the first sequence of the best and of the worst game of the group
+ * with the widest advantage range (no group with a spread: none).
+ */
+function shiftProbe(
+	groups: readonly TrajectoryGroup[],
+	advantages: readonly (readonly number[])[],
+	sequences: readonly { groupIndex: number; trajectoryIndex: number }[]
+): { group: number; sequences: number[] } | null {
+	let group = -1;
+	let widest = 0;
+	advantages.forEach((a, g) => {
+		const range = a.length ? Math.max(...a) - Math.min(...a) : 0;
+		if (range > widest) [group, widest] = [g, range];
+	});
+	if (group < 0) return null;
+	const a = advantages[group];
+	const games = [a.indexOf(Math.max(...a)), a.indexOf(Math.min(...a))];
+	const first = games.map((t) =>
+		sequences.findIndex((s) => s.groupIndex === group && s.trajectoryIndex === t)
+	);
+	return first.every((i) => i >= 0) ? { group, sequences: first } : null;
 }

@@ -3,6 +3,7 @@
  * phase changes, each finished rollout with its trajectory (ART's JSON shape), each
  * step's metrics, each evaluation, and the end with its status.
  */
+import type { PolicyShift } from '../agent/model';
 import type { LoadProgress } from '../util/throttle-progress';
 import type { StepMetrics } from '../agent/backend/types';
 import type { TrajectoryJson } from '../agent/jsonl';
@@ -89,6 +90,11 @@ export type RunEvent =
 			step: number;
 	  }
 	| { type: 'eval'; report: EvaluationReport }
+	/**
+	 * After an update (RunOptions.policyShift): how it moved the sampled tokens of the best
+	 * and the worst game of the round's group with the widest spread. `step`: after it.
+	 */
+	| ({ type: 'shift'; step: number; round: number } & PolicyShift)
 	/** The run's model loading (phase 'loading'): its base's download, its weights' upload. */
 	| ({ type: 'load' } & LoadProgress)
 	| { type: 'end'; summary: RunSummary };

@@ -46,6 +46,8 @@ export interface RunOptions {
 	 * once (stepping turned off mid-run). Stop ends a waiting run at once.
 	 */
 	pause?: (phase: PausePhase, step: number) => Promise<void> | undefined;
+	/** After each update, a 'shift' event: how it moved the best and worst game's tokens. */
+	policyShift?: boolean;
 }
 
 /** Retries of one GRPO step with new scenarios, at most (the round number's spacing). */
@@ -249,9 +251,11 @@ export async function runRecipe(
 					temperature: g.temperature,
 					tokenBudget: g.tokenBudget
 				},
-				{ 'train/rollout_ms': rolloutMs, ...judged }
+				{ 'train/rollout_ms': rolloutMs, ...judged },
+				{ shift: !!options.policyShift }
 			);
 			lastReward = report.metrics['train/reward'] ?? null;
+			if (report.shift) emit({ type: 'shift', step: report.step, round, ...report.shift });
 			emit({
 				type: 'step',
 				split: 'train',

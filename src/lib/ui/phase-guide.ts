@@ -6,6 +6,7 @@
  * the same text.
  */
 import type { GroupGame, PausePhase, Recipe } from '../run';
+import { describeShift, type ShiftView } from './policy-shift';
 
 export interface PhaseGuide {
 	title: string;
@@ -19,8 +20,9 @@ export interface GuideContext {
 	recipe: Pick<Recipe, 'environment' | 'grpo' | 'reward'>;
 	/** The group shown worked through: its games' rewards and advantages. */
 	group?: { group: number; games: GroupGame[] };
-	/** The step just made ('updated'): its metrics. */
+	/** The step just made ('updated'): its metrics, and how it moved two games' tokens. */
 	metrics?: Record<string, number>;
+	shift?: ShiftView;
 	step: number;
 }
 
@@ -102,6 +104,12 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 				title: `4 · Step ${c.step} done`,
 				paragraphs: [
 					`Mean reward of these games ${num(m['train/reward'])}; loss ${num(m['train/loss'], 4)}, KL to the reference ${num(m['train/kl'], 4)}, gradient norm ${num(m['train/grad_norm'])} (the charts above have every step).`,
+					...(c.shift && c.shift.step === c.step
+						? [
+								"How the update moved the same replies' tokens, probability when sampled → now:",
+								...describeShift(c.shift)
+							]
+						: []),
 					"The next games are sampled from the updated policy: compare the new cards' token colours with these — moves of games that beat their group should have become surer."
 				],
 				next: 'Next: play the next games'

@@ -39,6 +39,7 @@ import { chartData } from './chart-series';
 import type { LoadProgress } from '../util/throttle-progress';
 import { replyTokens, type ReplyToken } from './reply-tokens';
 import { phaseGuide, type PhaseGuide } from './phase-guide';
+import { shiftView, type ShiftView } from './policy-shift';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -204,6 +205,11 @@ export class TrainSession {
 	#loadStart: { key: string; t: number; loaded: number } | null = null;
 	/** Load reports seen in this run (a test reads it: a fast load shows for a moment only). */
 	loadReports = $state(0);
+	/** How the last update moved the best and the worst game's tokens (null before one). */
+	shift = $state<ShiftView | null>(null);
+	/** The current round's games' replies, by `round-group-index` (for the shift's token texts). */
+	#roundReplies = new Map<string, ReplyToken[][]>();
+	#round = -1;
 	/** Step-through: the next run pauses between the phases of each GRPO step. */
 	stepThrough = $state(false);
 	/** Where a step-through run waits, and what the guide says there (null: not paused). */
@@ -530,6 +536,9 @@ export class TrainSession {
 			this.load = null;
 			this.#loadStart = null;
 			this.loadReports = 0;
+			this.shift = null;
+			this.#roundReplies.clear();
+			this.#round = -1;
 			const result = await backend.startRun(name, recipe, (event) => this.#onEvent(event), {
 				...(judgeApiKey ? { judgeApiKey } : {}),
 				stepThrough: this.stepThrough
@@ -586,10 +595,22 @@ export class TrainSession {
 					this.rolloutsTotal = this.#groupGames;
 				}
 				break;
-			case 'rollout':
+			case 'rollout': {
 				this.rolloutsDone = event.done;
 				this.rolloutsTotal = event.total;
-				this.games = [gameOf(event, this.#environment), ...this.games].slice(0, GAMES_SHOWN);
+				const game = gameOf(event, this.#environment);
+				this.games = [game, ...this.games].slice(0, GAMES_SHOWN);
+				if (event.round !== this.#round) {
+					this.#round = event.round;
+					this.#roundReplies.clear();
+				}
+				this.#roundReplies.set(`${event.round}-${event.group}-${event.index}`, game.replies);
+				break;
+			}
+			case 'shift':
+				this.shift = shiftView(event, (index) =>
+					this.#roundReplies.get(`${event.round}-${event.group}-${index}`)
+				);
 				break;
 			case 'group':
 				// the guide works through the round's group with the widest spread of rewards
@@ -634,6 +655,7 @@ export class TrainSession {
 							recipe: this.#recipe,
 							group: this.#guideGroup ?? undefined,
 							metrics: this.#lastMetrics,
+							shift: this.shift ?? undefined,
 							step: event.step
 						})
 					};

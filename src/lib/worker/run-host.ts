@@ -229,7 +229,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						signal: abort.signal,
 						onEvent: emit,
 						judgeApiKey,
-						pause
+						pause,
+						policyShift: true
 					})
 				);
 			} catch (error) {

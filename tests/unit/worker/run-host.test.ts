@@ -115,6 +115,37 @@ describe('createRunHost', () => {
 		expect(events.findLastIndex((e) => e.type === 'load')).toBeLessThan(
 			events.findIndex((e) => e.type === 'rollout')
 		);
+		// the update's shift: the best and the worst game's tokens, as sampled and after it
+		const shift = events.find((e) => e.type === 'shift');
+		expect(shift).toBeDefined();
+		if (shift?.type !== 'shift') throw new Error('no shift event');
+		expect(shift.step).toBe(1);
+		const [best, worst] = shift.games;
+		expect(best.advantage).toBeGreaterThan(worst.advantage);
+		const sampled = (index: number) => {
+			const r = events.find(
+				(e) =>
+					e.type === 'rollout' &&
+					e.round === shift.round &&
+					e.group === shift.group &&
+					e.index === index
+			);
+			if (r?.type !== 'rollout') throw new Error(`no rollout ${index}`);
+			const choice = r.trajectory.messages_and_choices.at(-1) as {
+				tabrl: { ids: number[]; logprobs: number[] };
+			};
+			return choice.tabrl;
+		};
+		for (const g of [best, worst]) {
+			const t = sampled(g.rolloutIndex);
+			expect(g.ids).toEqual(t.ids);
+			for (let k = 0; k < g.ids.length; k++) expect(g.before[k]).toBeCloseTo(t.logprobs[k], 5);
+			expect(g.after.every((x) => Number.isFinite(x) && x <= 0)).toBe(true);
+		}
+		// GRPO moved the best game's tokens up and the worst game's down
+		const moved = (g: typeof best) => g.after.reduce((s, x, k) => s + x - g.before[k], 0);
+		expect(moved(best)).toBeGreaterThan(0);
+		expect(moved(worst)).toBeLessThan(0);
 
 		const listed = await main.listRuns();
 		expect(listed).toHaveLength(1);

@@ -50,6 +50,7 @@ import type {
 	DeleteCheckpointsOptions,
 	HistoryEntry,
 	ModelSpec,
+	ProbedSequence,
 	Registration,
 	SftConfig,
 	SftConversation,
@@ -58,6 +59,7 @@ import type {
 	TrainInput,
 	TrainReport
 } from './types';
+import { PROBE_TOKENS } from './types';
 
 export interface ModelRunEnv {
 	gpu: Gpu;
@@ -293,8 +295,36 @@ export class ModelRun {
 			});
 			const report = await this.#finishStep(result, input.metrics, 'train', input.trajectories);
 			await this.#touchMeta(report.metrics['train/reward']);
+			if (!result.skipped && input.probe?.length)
+				report.probe = await this.#probe(input.sequences, input.probe, config.temperature);
 			return report;
 		});
+	}
+
+	/** The probed sequences' trained tokens, scored by the updated policy (TrainReport.probe). */
+	async #probe(
+		sequences: TrainInput['sequences'],
+		which: number[],
+		temperature = 1
+	): Promise<ProbedSequence[]> {
+		const out: ProbedSequence[] = [];
+		for (const index of which) {
+			const seq = sequences[index];
+			if (!seq) continue;
+			const positions: number[] = [];
+			for (let t = 1; t < seq.ids.length && positions.length < PROBE_TOKENS; t++)
+				if (seq.trainMask[t]) positions.push(t);
+			// (the scored length is the last probed token's: nothing after it is needed)
+			const ids = seq.ids.slice(0, (positions.at(-1) ?? 0) + 1);
+			const { logprobs } = await this.model.scoreTokens([ids], { temperature }); // [1, T - 1]
+			out.push({
+				sequence: index,
+				ids: positions.map((t) => seq.ids[t]),
+				before: positions.map((t) => Number(seq.rolloutLogprobs?.[t] ?? Number.NaN)),
+				after: positions.map((t) => logprobs[t - 1])
+			});
+		}
+		return out;
 	}
 
 	/** SFT: one optimizer step per batch of conversations, each checkpointed. */

@@ -87,7 +87,23 @@ export interface TrainReport {
 	skipped?: 'no-signal' | 'non-finite-grad';
 	metrics: StepMetrics;
 	warnings: string[];
+	/** For each probed sequence (TrainInput.probe): its trained tokens' probabilities. */
+	probe?: ProbedSequence[];
 }
+
+/** A sequence's sampled tokens before the update (as sampled) and after it. */
+export interface ProbedSequence {
+	/** Its index in TrainInput.sequences. */
+	sequence: number;
+	/** The trained tokens' ids, in order (the first PROBE_TOKENS of them at most). */
+	ids: number[];
+	/** log p at sampling, and under the updated policy (same temperature). */
+	before: number[];
+	after: number[];
+}
+
+/** Tokens of a probed sequence reported at most. */
+export const PROBE_TOKENS = 32;
 
 /** What the frontend sends for one GRPO step. */
 export interface TrainInput {
@@ -96,6 +112,11 @@ export interface TrainInput {
 	metrics: StepMetrics;
 	/** The step's trajectory groups in ART's JSONL (agent/jsonl.ts), kept with its checkpoint. */
 	trajectories?: string;
+	/**
+	 * Sequences (indices into `sequences`) whose sampled tokens are scored again after the
+	 * update, to show how it moved them (TrainReport.probe).
+	 */
+	probe?: number[];
 }
 
 /** One line of history.jsonl. */

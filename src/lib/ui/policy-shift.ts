@@ -1,0 +1,79 @@
+/**
+ * @file What one GRPO update did to the policy, as the page shows it: for the best and the
+ * worst game of a group (the run's 'shift' event), each sampled token's probability when it
+ * was sampled and under the updated policy. Token texts come from the game's replies (the
+ * choices' logprobs, reply-tokens.ts) when the page has them, in the order training reads
+ * them; otherwise the token's id stands in. Pure, for the page and its tests.
+ */
+import type { RunEvent } from '../run';
+import type { ReplyToken } from './reply-tokens';
+
+export interface ShiftToken {
+	text: string;
+	before: number;
+	after: number;
+}
+
+export interface ShiftGame {
+	/** The game with the highest advantage, or the lowest. */
+	kind: 'best' | 'worst';
+	/** Its rollout index in the group (its card's). */
+	index: number;
+	reward: number;
+	advantage: number;
+	tokens: ShiftToken[];
+}
+
+export interface ShiftView {
+	step: number;
+	group: number;
+	games: ShiftGame[];
+}
+
+const prob = (logprob: number) => (Number.isFinite(logprob) ? Math.exp(logprob) : 0);
+
+/** The view of a 'shift' event; `replies(index)`: that game's replies, when known. */
+export function shiftView(
+	event: Extract<RunEvent, { type: 'shift' }>,
+	replies: (index: number) => ReplyToken[][] | undefined
+): ShiftView {
+	return {
+		step: event.step,
+		group: event.group,
+		games: event.games.map((g, i) => {
+			const texts =
+				replies(g.rolloutIndex)
+					?.flat()
+					.map((t) => t.text) ?? [];
+			return {
+				kind: i === 0 ? 'best' : 'worst',
+				index: g.rolloutIndex,
+				reward: g.reward,
+				advantage: g.advantage,
+				tokens: g.ids.map((id, k) => ({
+					text: texts[k] ?? `#${id}`,
+					before: prob(g.before[k]),
+					after: prob(g.after[k])
+				}))
+			};
+		})
+	};
+}
+
+const p2 = (x: number) => x.toFixed(2);
+
+/** One sentence per game: its tokens' probabilities before -> after (the first few). */
+export function describeShift(view: ShiftView, shown = 6): string[] {
+	return view.games.map((g) => {
+		const tokens = g.tokens
+			.slice(0, shown)
+			.map((t) => `${JSON.stringify(t.text)} ${p2(t.before)} → ${p2(t.after)}`)
+			.join(', ');
+		const more = g.tokens.length > shown ? ', …' : '';
+		const sign = g.advantage > 0 ? '+' : g.advantage < 0 ? '−' : '';
+		return (
+			`The ${g.kind} game of group ${view.group + 1} (advantage ${sign}${p2(Math.abs(g.advantage))}): ` +
+			`${tokens}${more}.`
+		);
+	});
+}
