@@ -208,6 +208,8 @@ export class TrainSession {
 	/** How the last update moved the best and the worst game's tokens (null before one). */
 	shift = $state<ShiftView | null>(null);
 	/** The current round's games' replies, by `round-group-index` (for the shift's token texts). */
+	// (not state: nothing renders it, it only names the shift's tokens)
+	// eslint-disable-next-line svelte/prefer-svelte-reactivity
 	#roundReplies = new Map<string, ReplyToken[][]>();
 	#round = -1;
 	/** Step-through: the next run pauses between the phases of each GRPO step. */
