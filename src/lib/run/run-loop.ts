@@ -265,12 +265,20 @@ export async function runRecipe(
 				metrics: report.metrics
 			});
 			if (report.skipped) {
-				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP))
+				if (++noSignal >= Math.min(recipe.maxNoSignal, ROUNDS_PER_STEP)) {
+					// every game of the round alike (not only within each group): say the score,
+					// which may be the best there is (a warm start that already plays right)
+					const m = report.metrics;
+					const alike =
+						m['train/reward_std_dev'] === 0 && Number.isFinite(m['train/reward'])
+							? `every game scored ${Number(m['train/reward'].toFixed(3))}: the policy plays these games one way; ` +
+								'if that is the best score there is nothing left to learn here, otherwise a warm start or more SFT may help'
+							: 'every game of each group scored alike: a warm start or more SFT may help';
 					return summary(
 						'stuck',
-						`no reward spread in ${noSignal} round${noSignal === 1 ? '' : 's'} in a row at GRPO step ${grpoStep} ` +
-							'(every game of each group scored alike: a warm start or more SFT may help)'
+						`no reward spread in ${noSignal} round${noSignal === 1 ? '' : 's'} in a row at GRPO step ${grpoStep} (${alike})`
 					);
+				}
 				continue;
 			}
 			noSignal = 0;

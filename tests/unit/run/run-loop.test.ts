@@ -291,6 +291,8 @@ describe('runRecipe', () => {
 		console.log(`stuck: ${trace(events)}`);
 		expect(summary.status).toBe('stuck');
 		expect(summary.reason).toContain('no reward spread in 2 rounds');
+		// every game of the round alike: the reason says the score (it may be the best there is)
+		expect(summary.reason).toContain('every game scored -1: the policy plays these games one way');
 		expect(summary.step).toBe(0);
 		expect(summary.grpoStep).toBe(0);
 		expect(await model.getStep()).toBe(0);
