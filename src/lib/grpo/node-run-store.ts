@@ -33,9 +33,15 @@ import { dirname, join, resolve } from 'node:path';
 import { CheckpointCorruptError } from './errors';
 import { pauseForever, pausePoint, pauseRequested } from './pause-point';
 import { RunLock } from './run-lock';
-import { checkpointName, type RunMeta, type RunStore } from './run-store';
+import {
+	CHECKPOINTS_DIR,
+	checkpointName,
+	HISTORY_FILE,
+	META_FILE,
+	type RunMeta,
+	type RunStore
+} from './run-store';
 
-const HISTORY_FILE = 'history.jsonl';
 /** A step's history line inside its checkpoint folder (committed with it). */
 export const HISTORY_LINE_FILE = 'history-line.json';
 const TEMP_PREFIX = '.tmp-';
@@ -63,7 +69,7 @@ export class NodeRunStore implements RunStore {
 		readonly dir: string,
 		options: NodeRunStoreOptions = {}
 	) {
-		this.checkpointsDir = join(dir, 'checkpoints');
+		this.checkpointsDir = join(dir, CHECKPOINTS_DIR);
 		this.#onWarning = options.onWarning ?? ((m) => console.warn(`tabrl: ${m}`));
 	}
 
@@ -296,6 +302,3 @@ export class NodeRunStore implements RunStore {
 		await rename(tmp, join(this.dir, META_FILE));
 	}
 }
-
-/** The run's summary record (RunMeta), beside history.jsonl. */
-export const META_FILE = 'run.json';

@@ -24,7 +24,14 @@ import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../model/peft-adapter
 import { parseSafetensorsHeader } from '../model/safetensors';
 import { OPTIMIZER_FILE, TRAINER_STATE_FILE, TRAJECTORIES_FILE } from './checkpoint';
 import { GrpoError, RunArchiveError } from './errors';
-import { checkpointName, type RunMeta, type RunStore } from './run-store';
+import {
+	CHECKPOINTS_DIR,
+	checkpointName,
+	HISTORY_FILE,
+	META_FILE,
+	type RunMeta,
+	type RunStore
+} from './run-store';
 
 export const RUN_ARCHIVE_FORMAT = 'tabrl-run';
 export const RUN_ARCHIVE_VERSION = 1;
@@ -34,7 +41,7 @@ export const RUN_ARCHIVE_MANIFEST = 'tabrl-run.json';
 export const MAX_ARCHIVE_BYTES = 1 << 30;
 const MAX_ENTRIES = 20_000;
 
-/** The files a checkpoint folder may hold; the first two it must. */
+/** The files a checkpoint folder may hold; the first three it must. */
 const CHECKPOINT_FILES = [
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
@@ -43,6 +50,8 @@ const CHECKPOINT_FILES = [
 	TRAJECTORIES_FILE
 ];
 const SAFETENSORS = new Set([ADAPTER_WEIGHTS_FILE, OPTIMIZER_FILE]);
+/** A checkpoint's file within the run's folder: checkpoints/NNNN/FILE. */
+const CHECKPOINT_ENTRY = new RegExp(`^${CHECKPOINTS_DIR}/(\\d{4,9})/([^/]+)$`);
 /** What operating systems add when they zip a folder: skipped. */
 const JUNK = /(^|\/)(__MACOSX\/|\.DS_Store$|Thumbs\.db$)/;
 
@@ -74,12 +83,12 @@ export function packRunArchive(run: RunContents, exported = new Date()): Uint8Ar
 			version: RUN_ARCHIVE_VERSION,
 			exported: exported.toISOString()
 		}),
-		[`${root}/run.json`]: json(run.meta),
-		[`${root}/history.jsonl`]: strToU8(run.history.map((h) => JSON.stringify(h) + '\n').join(''))
+		[`${root}/${META_FILE}`]: json(run.meta),
+		[`${root}/${HISTORY_FILE}`]: strToU8(run.history.map((h) => JSON.stringify(h) + '\n').join(''))
 	};
 	for (const [step, files] of run.checkpoints)
 		for (const [name, bytes] of files)
-			entries[`${root}/checkpoints/${checkpointName(step)}/${name}`] = SAFETENSORS.has(name)
+			entries[`${root}/${CHECKPOINTS_DIR}/${checkpointName(step)}/${name}`] = SAFETENSORS.has(name)
 				? [bytes, { level: 0 }]
 				: bytes;
 	return zipSync(entries, { level: 6, mtime: exported });
@@ -119,15 +128,15 @@ export function unpackRunArchive(
 		if (!file) throw new RunArchiveError(`${prefix}${name} is missing`);
 		return file;
 	};
-	const meta = checkMeta(jsonObject(take('run.json'), 'run.json'));
-	const history = parseHistory(take('history.jsonl'));
+	const meta = checkMeta(jsonObject(take(META_FILE), META_FILE));
+	const history = parseHistory(take(HISTORY_FILE));
 	const checkpoints = new Map<number, Map<string, Uint8Array>>();
 	for (const [path, file] of entries) {
 		if (!path.startsWith(prefix))
 			throw new RunArchiveError(`${path} lies outside the run's folder ${prefix || '(the top)'}`);
 		const rest = path.slice(prefix.length);
-		if ([RUN_ARCHIVE_MANIFEST, 'run.json', 'history.jsonl'].includes(rest)) continue;
-		const m = /^checkpoints\/(\d{4,9})\/([^/]+)$/.exec(rest);
+		if ([RUN_ARCHIVE_MANIFEST, META_FILE, HISTORY_FILE].includes(rest)) continue;
+		const m = CHECKPOINT_ENTRY.exec(rest);
 		if (!m || !CHECKPOINT_FILES.includes(m[2]))
 			throw new RunArchiveError(`${path} is not a file a run holds`);
 		const step = Number(m[1]);
@@ -232,7 +241,7 @@ function parseHistory(bytes: Uint8Array): Record<string, unknown>[] {
 }
 
 function checkCheckpoint(step: number, files: Map<string, Uint8Array>, prefix: string): void {
-	const where = `${prefix}checkpoints/${checkpointName(step)}`;
+	const where = `${prefix}${CHECKPOINTS_DIR}/${checkpointName(step)}`;
 	for (const name of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, TRAINER_STATE_FILE])
 		if (!files.has(name)) throw new RunArchiveError(`${where} has no ${name}`);
 	jsonObject(files.get(ADAPTER_CONFIG_FILE)!, `${where}/${ADAPTER_CONFIG_FILE}`);

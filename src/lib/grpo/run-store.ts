@@ -52,6 +52,12 @@ export interface RunMeta {
 	updated: string;
 }
 
+/** A run's folder as `cli train --out` keeps it (node-run-store.ts) and a run's zip holds it
+ * (run-archive.ts): the summary, the history, and a folder of checkpoints by step. */
+export const META_FILE = 'run.json';
+export const HISTORY_FILE = 'history.jsonl';
+export const CHECKPOINTS_DIR = 'checkpoints';
+
 /** ART's folder name of a step's checkpoint: 4 digits, zero-padded. */
 export function checkpointName(step: number): string {
 	return String(step).padStart(4, '0');

@@ -105,7 +105,6 @@ export type RunEvent =
  * ('update'), and after it ('updated'), before the next step's games.
  */
 export type PausePhase = 'rewards' | 'advantages' | 'update' | 'updated';
-export const PAUSE_PHASES: readonly PausePhase[] = ['rewards', 'advantages', 'update', 'updated'];
 
 /** One game of a scored group, by its index in the group (its rollout event's `index`). */
 export interface GroupGame {

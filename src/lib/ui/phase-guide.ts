@@ -5,6 +5,7 @@
  * penalty, the learning rate), and the step's result. Pure, so the page and its tests read
  * the same text.
  */
+import { groupAdvantages } from '../grpo/advantages';
 import type { GroupGame, PausePhase, Recipe } from '../run';
 import { describeShift, type ShiftView } from './policy-shift';
 
@@ -43,10 +44,7 @@ const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${num(Math.abs
 function workedGroup(g: NonNullable<GuideContext['group']>): string {
 	const games = [...g.games].sort((a, b) => a.index - b.index);
 	const rewards = games.map((x) => x.reward);
-	const mean = rewards.reduce((s, r) => s + r, 0) / Math.max(1, rewards.length);
-	const std = Math.sqrt(
-		rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / Math.max(1, rewards.length)
-	);
+	const { mean, std } = groupAdvantages(rewards); // (the spread GRPO divides by)
 	const list = (xs: string[]) =>
 		xs.length > 8 ? `${xs.slice(0, 8).join(', ')}, …` : xs.join(', ');
 	if (std === 0)

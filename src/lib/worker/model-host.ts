@@ -35,8 +35,6 @@ import {
 	type TextScores
 } from './protocol';
 
-/** Progress messages at most this often (ms): enough for a smooth bar, few enough to be free. */
-
 export interface ModelHostOptions {
 	/** Defaults to globalThis.fetch. */
 	fetch?: FetchLike;

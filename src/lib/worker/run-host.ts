@@ -326,11 +326,11 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			try {
 				await writeRunContents({ ...run, meta }, store);
 			} catch (error) {
+				await store.close?.();
 				await env.deleteRun(name); // nothing half-imported stays
 				throw error;
-			} finally {
-				await store.close?.();
 			}
+			await store.close?.();
 			return meta;
 		}
 	};
