@@ -31,7 +31,7 @@ interface TrieNode {
 }
 
 /** Pieces longer than this are tokenized directly, not cached (long documents repeat rarely). */
-const MAX_PIECE_CHARS = 4096;
+export const MAX_PIECE_CHARS = 4096;
 /** The cache's size bound, in characters of its pieces (~8 MB of strings, plus their ids). */
 const CAPACITY_CHARS = 1 << 22;
 
@@ -75,21 +75,14 @@ export class PieceCache {
 		return cache.root.next.size ? cache : null;
 	}
 
-	/** The ids of `text`: cut at the cut tokens, each piece from the cache or `encodePiece`. */
-	encode(text: string, encodePiece: (piece: string) => number[]): number[] {
-		const ids: number[] = [];
-		// A loop, not push(...slice): a spread passes every id as an argument on the stack,
-		// which overflows past ~100k ids (a 300 KB prompt).
-		for (const slice of this.slices(text, encodePiece)) for (const id of slice) ids.push(id);
-		return ids;
-	}
-
 	/**
-	 * The ids of `text` slice by slice, in order (a piece's ids, or one cut token's id):
-	 * concatenated they are `encode(text)`. A caller may stop early (a prompt already past
-	 * the context) or yield to the event loop between slices.
+	 * `text` cut at the cut tokens, in order: a cut token's id, or the (non-empty) piece of
+	 * text between two cuts. The pieces' ids (`piece`) and the tokens' ids, concatenated, are
+	 * the pipeline's ids of `text` (Tokenizer.encode); a caller may stop early (a prompt
+	 * already past the context), yield to the event loop between parts, or encode a long
+	 * piece elsewhere (another thread: tokenizer-thread.ts).
 	 */
-	*slices(text: string, encodePiece: (piece: string) => number[]): Generator<number[]> {
+	*parts(text: string): Generator<number | string> {
 		let start = 0;
 		let i = 0;
 		while (i < text.length) {
@@ -106,17 +99,18 @@ export class PieceCache {
 				continue;
 			}
 			if (match.cut) {
-				if (i > start) yield this.piece(text.slice(start, i), encodePiece);
-				yield [match.id];
+				if (i > start) yield text.slice(start, i);
+				yield match.id;
 				start = i + match.content.length;
 			}
 			// A token that is not a cut stays inside its piece; the pipeline scans past it too.
 			i += match.content.length;
 		}
-		if (text.length > start) yield this.piece(text.slice(start), encodePiece);
+		if (text.length > start) yield text.slice(start);
 	}
 
-	private piece(piece: string, encodePiece: (piece: string) => number[]): number[] {
+	/** The ids of one piece of `parts`: from the cache, else `encodePiece` (then cached if short). */
+	piece(piece: string, encodePiece: (piece: string) => number[]): number[] {
 		if (piece.length > MAX_PIECE_CHARS) return encodePiece(piece);
 		const hit = this.cache.get(piece);
 		if (hit) {

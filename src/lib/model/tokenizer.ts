@@ -192,29 +192,41 @@ export class Tokenizer {
 	encode(text: string, { addSpecialTokens = false }: EncodeOptions = {}): number[] {
 		if (typeof text !== 'string')
 			throw new TokenizerError(`encode takes a string, got ${typeof text}.`);
-		const ids =
-			this.pieces && !addSpecialTokens
-				? this.pieces.encode(text, (piece) => this.hf.encode(piece, NOTHING_ADDED).ids)
-				: this.hf.encode(text, { add_special_tokens: addSpecialTokens }).ids;
-		this.checkIds(ids, text);
+		if (addSpecialTokens || !this.pieces) {
+			const { ids } = this.hf.encode(text, { add_special_tokens: addSpecialTokens });
+			this.checkIds(ids, text);
+			return ids;
+		}
+		const ids: number[] = [];
+		// A loop, not push(...ids): a spread overflows the stack past ~100k ids.
+		for (const part of this.parts(text))
+			if (typeof part === 'number') ids.push(part);
+			else for (const id of this.encodePiece(part)) ids.push(id);
 		return ids;
 	}
 
 	/**
-	 * The ids of `text` (nothing added) in slices that concatenate to `encode(text)`: the
-	 * pieces between special tokens (piece-cache.ts), or the whole text where the cache is
-	 * off. A caller that counts can stop once past a limit, and yield between slices.
+	 * `text` (nothing to be added) cut into parts whose ids concatenate to `encode(text)`: a
+	 * cut special token's id, or a piece of text for `encodePiece` (piece-cache.ts; the whole
+	 * text as one piece where the cache is off). A caller that counts can stop once past a
+	 * limit, yield between parts, or encode a long piece on another thread (an
+	 * OffThreadPieceEncoder built from the same files: tokenizer-thread.ts).
 	 */
-	*encodeSlices(text: string): Generator<number[]> {
+	*parts(text: string): Generator<number | string> {
 		if (!this.pieces) {
-			yield this.encode(text);
+			if (text !== '') yield text;
 			return;
 		}
-		for (const slice of this.pieces.slices(text, (p) => this.hf.encode(p, NOTHING_ADDED).ids)) {
-			// encode names the unrepresentable token (and throws) as for the whole text.
-			if (slice.some((id) => !Number.isInteger(id))) this.encode(text);
-			yield slice;
-		}
+		yield* this.pieces.parts(text);
+	}
+
+	/** The ids of one piece of `parts` (cached when short); a TokenizerError when the
+	 * vocabulary cannot represent it. */
+	encodePiece(piece: string): number[] {
+		const encode = (p: string) => this.hf.encode(p, NOTHING_ADDED).ids;
+		const ids = this.pieces ? this.pieces.piece(piece, encode) : encode(piece);
+		this.checkIds(ids, piece);
+		return ids;
 	}
 
 	/** Undefined ids (a piece with no token and no unk token) as a TokenizerError. */

@@ -50,6 +50,17 @@ function randomTexts(count: number, seed: number): string[] {
 	);
 }
 
+/** The ids of `text` through the cache: its parts, each piece from the cache or `encodePiece`. */
+function encodeWith(
+	cache: PieceCache,
+	text: string,
+	encodePiece: (piece: string) => number[]
+): number[] {
+	return [...cache.parts(text)].flatMap((part) =>
+		typeof part === 'number' ? [part] : cache.piece(part, encodePiece)
+	);
+}
+
 interface TokenizerJson {
 	added_tokens: AddedTokenSpec[];
 	[key: string]: unknown;
@@ -113,16 +124,16 @@ describe('piece cache', () => {
 			seen.push(piece);
 			return [100 + piece.length];
 		};
-		expect(cache.encode('<s>user hi</s><s>bot', encodePiece)).toEqual([0, 107, 1, 0, 103]);
+		expect(encodeWith(cache, '<s>user hi</s><s>bot', encodePiece)).toEqual([0, 107, 1, 0, 103]);
 		expect(seen).toEqual(['user hi', 'bot']);
 		seen.length = 0;
-		expect(cache.encode('<s>user hi</s><s>bot ok</s>', encodePiece)).toEqual([
+		expect(encodeWith(cache, '<s>user hi</s><s>bot ok</s>', encodePiece)).toEqual([
 			0, 107, 1, 0, 106, 1
 		]);
 		expect(seen).toEqual(['bot ok']);
 		seen.length = 0;
 		// Tokens that touch their neighbours stay inside a piece for the pipeline to handle.
-		cache.encode('<s>a <l> b<sp> c</s>', encodePiece);
+		encodeWith(cache, '<s>a <l> b<sp> c</s>', encodePiece);
 		expect(seen).toEqual(['a <l> b<sp> c']);
 	});
 
@@ -131,22 +142,22 @@ describe('piece cache', () => {
 		const seen: string[] = [];
 		const encodePiece = (piece: string) => (seen.push(piece), [1]);
 		const pieces = Array.from({ length: 1100 }, (_, i) => `${i}:`.padEnd(4000, 'x'));
-		cache.encode(pieces[0], encodePiece);
+		encodeWith(cache, pieces[0], encodePiece);
 		for (const p of pieces) {
-			cache.encode(p, encodePiece);
-			cache.encode(pieces[0], encodePiece); // kept fresh: never the oldest
+			encodeWith(cache, p, encodePiece);
+			encodeWith(cache, pieces[0], encodePiece); // kept fresh: never the oldest
 		}
 		expect(seen).toHaveLength(1100);
 		seen.length = 0;
-		for (const i of [0, 1099, 1000, 100, 50, 1]) cache.encode(pieces[i], encodePiece);
+		for (const i of [0, 1099, 1000, 100, 50, 1]) encodeWith(cache, pieces[i], encodePiece);
 		// 4 Mi characters hold 1048 of these pieces: the oldest ~52 (1, ...) were dropped, the
 		// recent ones and 0 kept. (Piece names: their number before the colon.)
 		const names = () => seen.map((p) => p.slice(0, p.indexOf(':')));
 		expect(names()).toEqual(['50', '1']);
 		// A piece longer than 4096 characters is never cached.
 		const long = 'y'.repeat(5000);
-		cache.encode(long, encodePiece);
-		cache.encode(long, encodePiece);
+		encodeWith(cache, long, encodePiece);
+		encodeWith(cache, long, encodePiece);
 		expect(seen.slice(2).map((p) => p.length)).toEqual([5000, 5000]);
 	});
 

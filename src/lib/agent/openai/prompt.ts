@@ -7,11 +7,11 @@
  * left. The model layer's
  * errors (template refused the messages, no template) become 400s in errors.ts.
  *
- * `encodePrompt` is the server's way: the same ids, tokenized slice by slice (the text
- * between special tokens, Tokenizer.encodeSlices), yielding to the event loop every
+ * `encodePrompt` is the server's way: the same ids, tokenized part by part (the pieces of
+ * text between special tokens, Tokenizer.parts / encodePiece), yielding to the event loop every
  * SLICE_BUDGET_MS so other requests are answered meanwhile, and stopping as soon as the
  * prompt is past the context (a 20 MB body of many messages costs one context's worth of
- * work, not 35 s). One slice (one message's text) is still tokenized in one call: its size
+ * work, not 35 s). One piece (one message's text) is still tokenized in one call: its size
  * is bounded by the server's body limit (http-body.ts).
  */
 import type { ChatMessage, ToolSchema } from '../../model/chat-messages';
@@ -19,12 +19,14 @@ import type { ChatTemplateOptions } from '../../model/chat-template';
 import { invalidRequest } from './errors';
 import type { ChatRequest } from './request';
 
-/** What prompt building needs of a Tokenizer (src/lib/model/tokenizer.ts); the two
- * optional methods let encodePrompt work slice by slice. */
+/** What prompt building needs of a Tokenizer (src/lib/model/tokenizer.ts); the optional
+ * methods let encodePrompt work part by part. */
 export interface ChatEncoding {
 	encodeChat(messages: ChatMessage[], opts?: ChatTemplateOptions): number[];
 	applyChatTemplate?(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
-	encodeSlices?(text: string): Iterable<number[]>;
+	/** The text cut at special tokens: a token's id, or a piece for encodePiece. */
+	parts?(text: string): Iterable<number | string>;
+	encodePiece?(piece: string): number[];
 }
 
 /** Longest stretch of tokenizing between yields to the event loop. */
@@ -70,13 +72,13 @@ export function buildPrompt(
 	return fitPrompt(ids, request, contextLength);
 }
 
-/** buildPrompt's ids, tokenized slice by slice with yields, stopping once past the context. */
+/** buildPrompt's ids, tokenized part by part with yields, stopping once past the context. */
 export async function encodePrompt(
 	tokenizer: ChatEncoding,
 	request: PromptRequest,
 	contextLength: number
 ): Promise<Prompt> {
-	if (!tokenizer.applyChatTemplate || !tokenizer.encodeSlices)
+	if (!tokenizer.applyChatTemplate || !tokenizer.parts || !tokenizer.encodePiece)
 		return buildPrompt(tokenizer, request, contextLength);
 	const text = tokenizer.applyChatTemplate(
 		request.messages,
@@ -84,9 +86,12 @@ export async function encodePrompt(
 	);
 	const ids: number[] = [];
 	let since = performance.now();
-	for (const slice of tokenizer.encodeSlices(text)) {
-		for (const id of slice) ids.push(id);
-		if (ids.length >= contextLength) throw overContext(contextLength, `at least ${ids.length}`);
+	for (const part of tokenizer.parts(text)) {
+		const slice = typeof part === 'number' ? [part] : tokenizer.encodePiece(part);
+		// Counted before copied: a piece far past the context is not copied.
+		if (ids.length + slice.length >= contextLength)
+			throw overContext(contextLength, `at least ${ids.length + slice.length}`);
+		for (let i = 0; i < slice.length; i++) ids.push(slice[i]);
 		if (performance.now() - since > SLICE_BUDGET_MS) {
 			await yieldToEventLoop();
 			since = performance.now();
