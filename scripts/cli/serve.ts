@@ -18,7 +18,8 @@
  * and the bound host must be listed in --allowed-hosts. Binding beyond loopback without a
  * key prints a warning on stderr. Limits (defaults below): requests held at once, tokens in
  * flight (n * (prompt + max_tokens)), seconds per request; the body limit follows the
- * context (http-body.ts).
+ * context (http-body.ts). A message's text longer than 4096 characters is tokenized on a
+ * worker thread (src/lib/model/tokenizer-thread.ts), so it holds no other request up.
  *
  * Order of work, as `score`: flags, then the folder (every file problem before the GPU is
  * touched), then the GPU, then the port.
@@ -29,6 +30,7 @@ import { ChatService } from '../../src/lib/agent/openai/service';
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { Generator } from '../../src/lib/model/generation';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
+import { OffThreadPieceEncoder } from '../../src/lib/model/tokenizer-thread';
 import { TransformerModel } from '../../src/lib/model/transformer';
 import { CliInputError, parseFlags, UsageError } from './args';
 import { openModelFolder } from './model-folder';
@@ -161,6 +163,11 @@ export async function runServe(args: ServeArgs): Promise<undefined> {
 		const model = await TransformerModel.create(gpu, config, checkpoint.weights);
 		try {
 			const generator = new Generator(model, { maxContext: contextLength });
+			// A long message's text is tokenized on a thread (started at the first one).
+			const pieceEncoder = new OffThreadPieceEncoder({
+				tokenizerJson: files.tokenizerJson,
+				tokenizerConfigJson: files.tokenizerConfigJson
+			});
 			try {
 				const service = new ChatService({
 					engine: generator,
@@ -172,7 +179,8 @@ export async function runServe(args: ServeArgs): Promise<undefined> {
 						maxRequests: args.maxRequests,
 						maxTokens: args.maxTokensInFlight ?? MAX_CONTEXTS_IN_FLIGHT * contextLength
 					},
-					deadlineMs: args.requestTimeoutS * 1000
+					deadlineMs: args.requestTimeoutS * 1000,
+					pieceEncoder
 				});
 				const stopped = untilSignal();
 				const server = await listenChatServer(service, {
@@ -191,6 +199,7 @@ export async function runServe(args: ServeArgs): Promise<undefined> {
 				await stopped;
 				await server.close();
 			} finally {
+				await pieceEncoder.close();
 				generator.release();
 			}
 		} finally {

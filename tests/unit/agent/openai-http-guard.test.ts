@@ -2,13 +2,17 @@
  * The HTTP server's guards and limits (issue 17), on loopback over the REAL engine on the
  * tiny random Llama (openai-setup.ts): who may ask (Host, API key, JSON bodies only), body
  * size (a 413 the client receives, then a clean close), malformed URLs and prototype keys,
- * a long prompt that does not hold up other requests, caps on requests and tokens in flight
- * (429 + Retry-After), the per-request deadline (504), and a stream written no faster than
- * its client reads. Almost nothing is generated: the engine is gated (its calls wait until
- * the test opens the gate) so requests stay in flight as long as a check needs them.
+ * a long prompt that does not hold up other requests (many messages: tokenized with yields;
+ * one huge word: on the tokenizer thread, as cli serve sets it up), caps on requests and
+ * tokens in flight (429 + Retry-After), the per-request deadline (504, also stopping the
+ * tokenizer thread's work), and a stream written no faster than its client reads. Almost
+ * nothing is generated: the engine is gated (its calls wait until the test opens the gate)
+ * so requests stay in flight as long as a check needs them.
  */
+import { readFile } from 'node:fs/promises';
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatEngine } from '../../../src/lib/agent/openai/engine';
@@ -19,6 +23,7 @@ import {
 	type ChatHttpServer
 } from '../../../src/lib/agent/openai/http-server';
 import { ChatService } from '../../../src/lib/agent/openai/service';
+import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer-thread';
 import { exposureWarning, parseServeArgs } from '../../../scripts/cli/serve';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
@@ -70,6 +75,18 @@ function raw(
 	});
 }
 
+/** A message of one "word" just under the body limit: letters in an order no merge knows,
+ * so BPE sees one ~1 MB pre-token (~1.5 s on the tiny tokenizer; ~7 s on Qwen3's). */
+function hugeWordBody(): { model: string; messages: { role: 'user'; content: string }[] } {
+	const letters = Array.from({ length: 26 }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26)));
+	const length = bodyLimitFor(CONTEXT) - 200;
+	const content = letters
+		.join('')
+		.repeat(Math.ceil(length / 26))
+		.slice(0, length);
+	return { model: MODEL_NAME, messages: [{ role: 'user', content }] };
+}
+
 const json = (body: unknown) => ({
 	method: 'POST',
 	path: '/v1/chat/completions',
@@ -87,9 +104,15 @@ describe('HTTP server guards and limits', () => {
 	let gate: Promise<void> = Promise.resolve();
 	let open = () => {};
 	let engineCalls = 0;
+	/** Long pieces of prompts on a thread, as cli serve tokenizes them. */
+	let pieceEncoder: OffThreadPieceEncoder;
 
 	beforeAll(async () => {
 		chat = await tinyChat(gpu());
+		pieceEncoder = new OffThreadPieceEncoder({
+			tokenizerJson: await readFile(join(chat.dir, 'tokenizer.json'), 'utf8'),
+			tokenizerConfigJson: await readFile(join(chat.dir, 'tokenizer_config.json'), 'utf8')
+		});
 		const gated: ChatEngine = {
 			contextLength: chat.generator.contextLength,
 			generate: async (prompts, options) => {
@@ -103,7 +126,8 @@ describe('HTTP server guards and limits', () => {
 			tokenizer: chat.tokenizer,
 			model: MODEL_NAME,
 			scheduler: { stopTokenIds: chat.config.eosTokenIds },
-			admission: LIMITS
+			admission: LIMITS,
+			pieceEncoder
 		});
 		http = await listenChatServer(service, { port: 0, allowedHosts: ['tabrl.test', '.lan.test'] });
 		keyed = await listenChatServer(service, { port: 0, apiKey: KEY });
@@ -112,6 +136,7 @@ describe('HTTP server guards and limits', () => {
 		open();
 		await http?.close();
 		await keyed?.close();
+		await pieceEncoder?.close();
 		await chat?.release();
 	});
 
@@ -242,6 +267,84 @@ describe('HTTP server guards and limits', () => {
 		expect(JSON.parse(r.body).error.code).toBe('context_length_exceeded');
 		console.log(`event loop held at most ${gap.toFixed(0)} ms by a ${limit >> 10} KiB prompt`);
 		expect(gap).toBeLessThan(250);
+	});
+
+	it('does not hold other requests up while one huge word is tokenized (on the tokenizer thread)', async () => {
+		const body = hugeWordBody();
+		expect(JSON.stringify(body).length).toBeLessThan(bodyLimitFor(CONTEXT));
+		let last = performance.now();
+		let gap = 0;
+		const ticker = setInterval(() => {
+			const now = performance.now();
+			gap = Math.max(gap, now - last);
+			last = now;
+		}, 5);
+		let done = false;
+		const huge = raw(http.url, json(body)).finally(() => (done = true));
+		// Meanwhile another client lists the models, again and again: its slowest answer.
+		let slowest = 0;
+		let asked = 0;
+		while (!done) {
+			const t0 = performance.now();
+			expect((await raw(http.url, { path: '/v1/models' })).status).toBe(200);
+			slowest = Math.max(slowest, performance.now() - t0);
+			asked++;
+			await new Promise((r) => setTimeout(r, 20));
+		}
+		const r = await huge;
+		clearInterval(ticker);
+		expect(r.status).toBe(400);
+		const error = JSON.parse(r.body).error;
+		expect(error.code).toBe('context_length_exceeded');
+		const tokens = Number(/resulted in at least (\d+) tokens/.exec(error.message)?.[1]);
+		expect(tokens).toBeGreaterThan(CONTEXT);
+		console.log(
+			`one ${body.messages[0].content.length >> 10} KiB word: event loop held at most ${gap.toFixed(0)} ms; ` +
+				`slowest of ${asked} GET /v1/models meanwhile: ${slowest.toFixed(0)} ms`
+		);
+		// ~50 ms here (the body's parse, the template, the cut); ~1.7-2 s with the word
+		// tokenized inline. Room for a 2-core CI running a GPU test file beside this one.
+		expect(gap).toBeLessThan(500);
+		expect(slowest).toBeLessThan(500);
+		expect(asked).toBeGreaterThan(3);
+	});
+
+	it('the deadline stops a huge word being tokenized: 504, the thread replaced', async () => {
+		const stalled: ChatEngine = { contextLength: CONTEXT, generate: () => new Promise(() => {}) };
+		const timed = new ChatService({
+			engine: stalled,
+			tokenizer: chat.tokenizer,
+			model: MODEL_NAME,
+			deadlineMs: 300,
+			pieceEncoder
+		});
+		const server = await listenChatServer(timed, { port: 0 });
+		try {
+			// The thread up and idle (it is after the test above; ~0.5 s to start when run alone).
+			await pieceEncoder.encode('warm');
+			const started = pieceEncoder.threadsStarted;
+			const t0 = performance.now();
+			const r = await raw(server.url, json(hugeWordBody()));
+			const answered = performance.now() - t0;
+			expect(r.status).toBe(504);
+			expect(JSON.parse(r.body).error.code).toBe('timeout');
+			// A long message now needs a new thread: the old one was terminated mid-word.
+			const t1 = performance.now();
+			const next = await raw(
+				http.url,
+				json({ model: MODEL_NAME, messages: [{ role: 'user', content: 'hello '.repeat(1000) }] })
+			);
+			const nextMs = performance.now() - t1;
+			console.log(
+				`deadline 300 ms: 504 after ${answered.toFixed(0)} ms; next long message answered in ${nextMs.toFixed(0)} ms`
+			);
+			expect(JSON.parse(next.body).error.code).toBe('context_length_exceeded');
+			expect(pieceEncoder.threadsStarted).toBe(started + 1);
+			expect(answered).toBeLessThan(1000);
+			expect(nextMs).toBeLessThan(2500);
+		} finally {
+			await server.close();
+		}
 	});
 
 	it('caps requests and tokens in flight: 429 with Retry-After, then serves again', async () => {

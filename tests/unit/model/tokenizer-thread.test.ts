@@ -1,10 +1,11 @@
 /**
  * The tokenizer thread (src/lib/model/tokenizer-thread.ts): ids equal to the synchronous
- * Tokenizer's (the tiny fixture tokenizer: long words, special tokens), errors typed as on
- * the main thread, and an aborted piece stops the thread's work (the thread is replaced, the
- * next piece does not wait for it).
+ * Tokenizer's (the tiny fixture tokenizer: long words, special tokens, a whole prompt
+ * through encodePrompt), errors typed as on the main thread, and an aborted piece
+ * stops the thread's work (the thread is replaced, the next piece does not wait for it).
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildPrompt, encodePrompt } from '../../../src/lib/agent/openai/prompt';
 import { TokenizerError } from '../../../src/lib/model/errors';
 import { Tokenizer } from '../../../src/lib/model/tokenizer';
 import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer-thread';
@@ -47,6 +48,33 @@ describe('OffThreadPieceEncoder', () => {
 	it('gives the synchronous tokenizer ids', async () => {
 		for (const text of TEXTS)
 			expect(Array.from(await thread.encode(text)), text.slice(0, 40)).toEqual(tiny.encode(text));
+	});
+
+	it('gives encodePrompt the same prompt with long pieces on the thread', async () => {
+		expect(thread.minChars).toBe(4097);
+		const request = {
+			messages: [
+				{ role: 'system' as const, content: 'be brief' },
+				{ role: 'user' as const, content: word(9000) },
+				{ role: 'assistant' as const, content: 'ok' },
+				{ role: 'user' as const, content: 'and ' + word(5000) }
+			],
+			tools: undefined,
+			chatTemplateKwargs: {},
+			maxTokens: 1
+		};
+		const sent: string[] = [];
+		const spy = {
+			minChars: thread.minChars,
+			encode(piece: string, signal?: AbortSignal) {
+				sent.push(piece);
+				return thread.encode(piece, signal);
+			}
+		};
+		const prompt = await encodePrompt(tiny, request, 100_000, { pieceEncoder: spy });
+		// The two long messages' pieces ("user\n" + text), not the short ones.
+		expect(sent.map((p) => p.length)).toEqual([9005, 5009]);
+		expect(prompt).toEqual(buildPrompt(tiny, request, 100_000));
 	});
 
 	it('rejects with a TokenizerError, the same message, where the vocabulary cannot represent a piece', async () => {

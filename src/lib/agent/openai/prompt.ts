@@ -4,15 +4,19 @@
  * add_generation_prompt=True) and tokenized with nothing added (Tokenizer.encodeChat), then
  * checked against the context window: the prompt and at least one new token must fit;
  * max_tokens past what is left is an error (as OpenAI's), and when not given it is what is
- * left. The model layer's
- * errors (template refused the messages, no template) become 400s in errors.ts.
+ * left. The model layer's errors (template refused the messages, no template) become 400s
+ * in errors.ts.
  *
  * `encodePrompt` is the server's way: the same ids, tokenized part by part (the pieces of
- * text between special tokens, Tokenizer.parts / encodePiece), yielding to the event loop every
- * SLICE_BUDGET_MS so other requests are answered meanwhile, and stopping as soon as the
+ * text between special tokens, Tokenizer.parts / encodePiece), yielding to the event loop
+ * every SLICE_BUDGET_MS so other requests are answered meanwhile, and stopping as soon as the
  * prompt is past the context (a 20 MB body of many messages costs one context's worth of
- * work, not 35 s). One piece (one message's text) is still tokenized in one call: its size
- * is bounded by the server's body limit (http-body.ts).
+ * work, not 35 s). A piece longer than the piece cache keeps (one long message) is one BPE
+ * call that cannot be cut: given a PieceEncoder (cli serve: a worker thread,
+ * src/lib/model/tokenizer-thread.ts), it is tokenized there and awaited, so a 1 MB message
+ * with no spaces (~7 s of BPE with Qwen3's tokenizer) holds no other request up, and the
+ * request's signal (its deadline, its client gone) stops that work. Without one (the
+ * in-process client, training) every piece is tokenized inline.
  */
 import type { ChatMessage, ToolSchema } from '../../model/chat-messages';
 import type { ChatTemplateOptions } from '../../model/chat-template';
@@ -27,6 +31,21 @@ export interface ChatEncoding {
 	/** The text cut at special tokens: a token's id, or a piece for encodePiece. */
 	parts?(text: string): Iterable<number | string>;
 	encodePiece?(piece: string): number[];
+}
+
+/** Long pieces tokenized off the event loop, as encodePiece would (OffThreadPieceEncoder in
+ * src/lib/model/tokenizer-thread.ts, built from the same tokenizer files). */
+export interface PieceEncoder {
+	/** Pieces at least this long go here; shorter ones are tokenized inline. */
+	readonly minChars: number;
+	/** The piece's ids; rejects with the signal's reason once it aborts (the work stopped). */
+	encode(piece: string, signal?: AbortSignal): Promise<ArrayLike<number>>;
+}
+
+export interface EncodePromptOptions {
+	pieceEncoder?: PieceEncoder;
+	/** The request's: once aborted, tokenizing stops and its reason is thrown. */
+	signal?: AbortSignal;
 }
 
 /** Longest stretch of tokenizing between yields to the event loop. */
@@ -72,12 +91,15 @@ export function buildPrompt(
 	return fitPrompt(ids, request, contextLength);
 }
 
-/** buildPrompt's ids, tokenized part by part with yields, stopping once past the context. */
+/** buildPrompt's ids, tokenized part by part with yields (long pieces on the PieceEncoder
+ * when given), stopping once past the context or once the signal aborts. */
 export async function encodePrompt(
 	tokenizer: ChatEncoding,
 	request: PromptRequest,
-	contextLength: number
+	contextLength: number,
+	{ pieceEncoder, signal }: EncodePromptOptions = {}
 ): Promise<Prompt> {
+	signal?.throwIfAborted();
 	if (!tokenizer.applyChatTemplate || !tokenizer.parts || !tokenizer.encodePiece)
 		return buildPrompt(tokenizer, request, contextLength);
 	const text = tokenizer.applyChatTemplate(
@@ -87,13 +109,19 @@ export async function encodePrompt(
 	const ids: number[] = [];
 	let since = performance.now();
 	for (const part of tokenizer.parts(text)) {
-		const slice = typeof part === 'number' ? [part] : tokenizer.encodePiece(part);
+		const slice: ArrayLike<number> =
+			typeof part === 'number'
+				? [part]
+				: pieceEncoder && part.length >= pieceEncoder.minChars
+					? await pieceEncoder.encode(part, signal)
+					: tokenizer.encodePiece(part);
 		// Counted before copied: a piece far past the context is not copied.
 		if (ids.length + slice.length >= contextLength)
 			throw overContext(contextLength, `at least ${ids.length + slice.length}`);
 		for (let i = 0; i < slice.length; i++) ids.push(slice[i]);
 		if (performance.now() - since > SLICE_BUDGET_MS) {
 			await yieldToEventLoop();
+			signal?.throwIfAborted();
 			since = performance.now();
 		}
 	}

@@ -16,8 +16,9 @@
  * Limits a server sets (cli serve; the in-process client sets none): `admission` caps the
  * requests held and their tokens (admission.ts: 429 with Retry-After beyond), `deadlineMs`
  * stops a request that runs longer (504, or an error frame in a stream). Prompts are
- * tokenized slice by slice with yields (prompt.ts encodePrompt), so one long prompt does not
- * hold up the others' answers.
+ * tokenized part by part with yields (prompt.ts encodePrompt), a long message's text on
+ * `pieceEncoder`'s thread (cli serve: src/lib/model/tokenizer-thread.ts), so one long prompt
+ * does not hold up the others' answers; the deadline or the client leaving stops that work.
  */
 import type { ChatEngine, EngineSequence } from './engine';
 import type { VocabularySource } from '../../model/constrain/vocabulary';
@@ -32,7 +33,7 @@ import {
 	toApiError,
 	invalidRequest
 } from './errors';
-import { encodePrompt, type ChatEncoding } from './prompt';
+import { encodePrompt, type ChatEncoding, type PieceEncoder } from './prompt';
 import {
 	DEFAULT_LIMITS,
 	parseChatCompletionRequest,
@@ -81,6 +82,9 @@ export interface ChatServiceOptions {
 	admission?: AdmissionLimits;
 	/** Longest a request may take, from arrival to its last token (default: none). */
 	deadlineMs?: number;
+	/** Tokenizes a prompt's long pieces off the event loop (default: none, all inline). The
+	 * caller owns it (closes it with its server). */
+	pieceEncoder?: PieceEncoder;
 }
 
 /** A transport-free request: method, path (e.g. '/v1/models'), body text. */
@@ -198,8 +202,9 @@ export class ChatService {
 		return buildModelList(this.model, this.created);
 	}
 
-	/** Validation, model check, prompt: everything that can fail before decoding. */
-	private async prepare(body: unknown): Promise<Prepared> {
+	/** Validation, model check, prompt: everything that can fail before decoding; `signal`
+	 * (the request's, with its deadline) stops tokenizing. */
+	private async prepare(body: unknown, signal?: AbortSignal): Promise<Prepared> {
 		const request = parseChatCompletionRequest(body, this.options.limits ?? DEFAULT_LIMITS);
 		if (request.model !== this.model)
 			throw new OpenAIApiError(
@@ -209,7 +214,10 @@ export class ChatService {
 				'model',
 				'model_not_found'
 			);
-		const prompt = await encodePrompt(this.options.tokenizer, request, this.contextLength);
+		const prompt = await encodePrompt(this.options.tokenizer, request, this.contextLength, {
+			pieceEncoder: this.options.pieceEncoder,
+			signal
+		});
 		return {
 			request,
 			promptIds: prompt.ids,
@@ -295,7 +303,7 @@ export class ChatService {
 
 	/** A whole chat.completion (request.stream is ignored). */
 	async createCompletion(body: unknown, signal?: AbortSignal): Promise<TabrlChatCompletion> {
-		return this.complete(await this.prepare(body), signal);
+		return this.complete(await this.prepare(body, signal), signal);
 	}
 
 	private async complete(p: Prepared, signal?: AbortSignal): Promise<TabrlChatCompletion> {
@@ -323,7 +331,7 @@ export class ChatService {
 		body: unknown,
 		signal?: AbortSignal
 	): Promise<AsyncIterable<TabrlChatCompletionChunk>> {
-		return this.stream(await this.prepare(body), signal);
+		return this.stream(await this.prepare(body, signal), signal);
 	}
 
 	/** `ended` runs once decoding has ended (done, failed or aborted). */
@@ -469,7 +477,7 @@ export class ChatService {
 			deadline.clear();
 		};
 		try {
-			const p = await this.prepare(toChat(parseJsonBody(req.body)));
+			const p = await this.prepare(toChat(parseJsonBody(req.body)), deadline.signal);
 			ticket?.book(p.request.n * (p.promptIds.length + p.maxTokens));
 			return await run(p, deadline.signal, ended);
 		} catch (error) {
