@@ -57,6 +57,9 @@ export class LocalBackend extends DelegatingBackend {
 		return registration;
 	};
 
+	/** (an AbortSignal cannot be sent to the worker: a stopped request's decode runs on there) */
+	override chat: Backend['chat'] = (name, request) => this.inner.chat(name, request);
+
 	/** Frees the models registered through this backend (saved runs stay in IndexedDB; the
 	 * page's own runs are left alone); ends a worker of its own. */
 	override close: Backend['close'] = async () => {

@@ -84,6 +84,43 @@ describe('TrainableModel with the Node LocalBackend', () => {
 		}
 	}, 120_000);
 
+	it("a request's signal stops its decode in the engine, so the model is free at once", async () => {
+		const backend = new LocalBackend({ path: join(root, 'runs-abort') });
+		try {
+			const model = new TrainableModel({ name: 'stopped', project: 'p', baseModel });
+			await model.register(backend);
+			const client = model.openaiClient();
+			const request = {
+				model: model.name,
+				messages: [{ role: 'user' as const, content: 'Say a lot.' }],
+				max_tokens: 96,
+				temperature: 0
+			};
+			// the whole decode, timed (kernels compiled by a first short request)
+			await client.chat.completions.create({ ...request, max_tokens: 2 });
+			let t = performance.now();
+			const whole = await client.chat.completions.create(request);
+			const wholeMs = performance.now() - t;
+			expect(whole.usage?.completion_tokens).toBe(96);
+			// the same request stopped early: the engine lets go of the model within a token
+			const abort = new AbortController();
+			const reply = client.chat.completions.create(request, { signal: abort.signal });
+			await new Promise((r) => setTimeout(r, wholeMs / 8));
+			t = performance.now();
+			abort.abort();
+			await expect(reply).rejects.toThrow(/abort/i);
+			// unregister waits for any generation in flight (the test above): it is already over
+			await backend.unregister(model.name);
+			const freedMs = performance.now() - t;
+			expect(
+				freedMs,
+				`freed ${freedMs} ms after the abort; whole decode ${wholeMs} ms`
+			).toBeLessThan(wholeMs / 3);
+		} finally {
+			await backend.close();
+		}
+	}, 120_000);
+
 	it("runs ART's training loop as written, checkpointing every step and resuming", async () => {
 		const backend = new LocalBackend({ path: join(root, 'runs') });
 		try {

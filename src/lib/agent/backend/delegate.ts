@@ -7,7 +7,7 @@ import type { Backend } from './types';
 export class DelegatingBackend implements Backend {
 	constructor(protected readonly inner: Backend) {}
 	register: Backend['register'] = (spec) => this.inner.register(spec);
-	chat: Backend['chat'] = (name, request) => this.inner.chat(name, request);
+	chat: Backend['chat'] = (name, request, options) => this.inner.chat(name, request, options);
 	train: Backend['train'] = (name, input, config) => this.inner.train(name, input, config);
 	trainSft: Backend['trainSft'] = (name, data, config) => this.inner.trainSft(name, data, config);
 	getStep: Backend['getStep'] = (name) => this.inner.getStep(name);

@@ -59,6 +59,12 @@ export function createLocalBackend(host: BackendHost): Backend {
 		async register(spec) {
 			if (!spec.name || !spec.project)
 				throw new AgentError('not-registered', 'a model needs a non-empty name and project.');
+			const lost = runs.get(spec.name);
+			if (lost?.deviceLost) {
+				// its buffers died with the device: load it again (from its saved checkpoint)
+				runs.delete(spec.name);
+				await lost.release();
+			}
 			const existing = runs.get(spec.name);
 			if (existing) {
 				if (
@@ -92,7 +98,7 @@ export function createLocalBackend(host: BackendHost): Backend {
 			runs.set(spec.name, opened);
 			return opened.registration();
 		},
-		chat: async (name, request) => run(name).chat(request),
+		chat: async (name, request, options) => run(name).chat(request, options?.signal),
 		train: async (name, input, config) => run(name).train(input, config),
 		trainSft: async (name, data, config) => run(name).trainSft(data, config),
 		getStep: async (name) => run(name).step,

@@ -276,11 +276,19 @@ export class ModelRun {
 		};
 	}
 
-	/** Answers one OpenAI request; a stream's cancellation stops its decode. */
-	async chat(request: ChatRequest): Promise<ChatReply> {
+	/** Answers one OpenAI request; `signal` or a stream's cancellation stops its decode. */
+	async chat(request: ChatRequest, signal?: AbortSignal): Promise<ChatReply> {
 		const abort = new AbortController();
-		const r = await this.service.handle({ ...request, signal: abort.signal });
-		return 'sse' in r ? { status: 200, sse: frameStream(r.sse, abort) } : r;
+		signal?.throwIfAborted();
+		const onAbort = () => abort.abort(signal!.reason);
+		signal?.addEventListener('abort', onAbort, { once: true });
+		const r = await this.service.handle({ ...request, signal: abort.signal }).catch((error) => {
+			signal?.removeEventListener('abort', onAbort);
+			throw error;
+		});
+		if ('sse' in r) return { status: 200, sse: frameStream(r.sse, abort) };
+		signal?.removeEventListener('abort', onAbort);
+		return r;
 	}
 
 	/** One GRPO step over the sequences, then its checkpoint and history line. */
@@ -419,6 +427,12 @@ export class ModelRun {
 
 	get released(): boolean {
 		return this.#released;
+	}
+
+	/** Whether the device holding its buffers was lost: it cannot answer or train again, and
+	 * registering it again loads it anew (local.ts). */
+	get deviceLost(): boolean {
+		return this.model.gpu.isLost;
 	}
 
 	#checkLive(): void {

@@ -139,6 +139,16 @@ export interface ChatRequest {
 	body?: string;
 }
 
+/**
+ * How one chat call is made. The signal stops the request's decode in the engine (a stopped
+ * rollout's turn frees the GPU at the next token); it works where the backend is in the
+ * caller's process: an AbortSignal cannot cross a worker boundary, so the page's
+ * LocalBackend over the worker drops it.
+ */
+export interface ChatCallOptions {
+	signal?: AbortSignal;
+}
+
 /** A JSON answer, or a stream of SSE frames (`data: ...\n\n`). */
 export type ChatReply =
 	{ status: number; json: unknown } | { status: 200; sse: ReadableStream<string> };
@@ -148,7 +158,8 @@ export type AdapterFiles = Record<string, Uint8Array>;
 
 export interface Backend {
 	register(spec: ModelSpec): Promise<Registration>;
-	chat(name: string, request: ChatRequest): Promise<ChatReply>;
+	/** Answers one OpenAI request; `options.signal` (same process only) stops its decode. */
+	chat(name: string, request: ChatRequest, options?: ChatCallOptions): Promise<ChatReply>;
 	train(name: string, input: TrainInput, config?: TrainConfig): Promise<TrainReport>;
 	trainSft(name: string, data: SftConversation[], config?: SftConfig): Promise<TrainReport[]>;
 	getStep(name: string): Promise<number>;
