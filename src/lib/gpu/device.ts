@@ -5,7 +5,12 @@
  * them), and with the optional features kernels can use. Every kernel has a plain f32
  * path, so capabilities only ever make things faster.
  */
-import { DeviceLostError, GpuValidationError, WebGpuUnavailableError } from './errors';
+import {
+	DeviceLostError,
+	GpuValidationError,
+	OutOfMemoryError,
+	WebGpuUnavailableError
+} from './errors';
 import { nodeGpuEntry } from './node-gpu';
 import { tuningFor, withOverride, type GpuTuning } from './tuning';
 
@@ -64,6 +69,12 @@ export interface Gpu {
 	onLost(listener: (error: DeviceLostError) => void): () => void;
 	/** Validation errors the device reported (a kernel bug): tests assert this stays empty. */
 	readonly validationErrors: string[];
+	/**
+	 * Allocations the device refused for want of memory (GPUOutOfMemoryError, in order): the
+	 * buffer is unusable and the work that uses it fails later, in its own words, so callers
+	 * compare this list's length before and after to name the cause (run-host.ts).
+	 */
+	readonly outOfMemory: string[];
 	/** Destroys the device (and with it every buffer); not reported as a loss. */
 	destroy(): void;
 }
@@ -174,6 +185,16 @@ export async function acquireGpu(options: AcquireGpuOptions = {}): Promise<Gpu> 
 	return wrapDevice(device, caps, summary, tuning);
 }
 
+/** GPUOutOfMemoryError by class where the runtime has it, by name otherwise (Dawn in Node). */
+function isOutOfMemory(error: GPUError): boolean {
+	const Oom = (globalThis as { GPUOutOfMemoryError?: abstract new (...a: never[]) => GPUError })
+		.GPUOutOfMemoryError;
+	return (
+		(Oom !== undefined && error instanceof Oom) ||
+		error?.constructor?.name === 'GPUOutOfMemoryError'
+	);
+}
+
 function wrapDevice(
 	device: GPUDevice,
 	caps: GpuCapabilities,
@@ -193,9 +214,15 @@ function wrapDevice(
 		for (const listener of listeners) listener(error);
 	});
 	const validationErrors: string[] = [];
+	const outOfMemory: string[] = [];
 	device.addEventListener('uncapturederror', (event) => {
-		// A validation error is a bug in a kernel or its wrapper: make it loud, never silent.
 		const error = (event as GPUUncapturedErrorEvent).error;
+		if (isOutOfMemory(error)) {
+			outOfMemory.push(error.message);
+			console.error(new OutOfMemoryError(error.message));
+			return;
+		}
+		// A validation error is a bug in a kernel or its wrapper: make it loud, never silent.
 		validationErrors.push(error.message);
 		console.error(new GpuValidationError(error.message));
 	});
@@ -208,6 +235,7 @@ function wrapDevice(
 		tuning,
 		lost,
 		validationErrors,
+		outOfMemory,
 		get isLost() {
 			return isLost;
 		},

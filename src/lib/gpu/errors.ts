@@ -7,6 +7,7 @@
 export type GpuErrorKind =
 	| 'webgpu-unavailable'
 	| 'device-lost'
+	| 'out-of-memory'
 	| 'shape-mismatch'
 	| 'over-limit'
 	| 'missing-feature'
@@ -32,16 +33,32 @@ export class WebGpuUnavailableError extends GpuError {
 
 /** The GPUDevice was lost (driver reset, tab backgrounded too long, out of memory). */
 export class DeviceLostError extends GpuError {
+	/** `advice`: what to do, where the caller knows better than the default (e.g. a run's Resume). */
 	constructor(
 		readonly reason: string,
-		detail: string
+		readonly detail: string,
+		advice = 'Work since the last checkpoint is gone; acquire a new device and resume from it.'
 	) {
 		super(
 			'device-lost',
-			`The GPU device was lost (${reason}): ${detail.replace(/[.\s]+$/, '') || 'no detail given'}. ` +
-				'Work since the last checkpoint is gone; acquire a new device and resume from it.'
+			`The GPU device was lost (${reason}): ${detail.replace(/[.\s]+$/, '') || 'no detail given'}. ${advice}`
 		);
 		this.name = 'DeviceLostError';
+	}
+}
+
+/** The device refused an allocation for want of memory (a GPUOutOfMemoryError it reported). */
+export class OutOfMemoryError extends GpuError {
+	/** `advice`: what to do, where the caller knows better than the default (e.g. a run's Resume). */
+	constructor(
+		readonly detail: string,
+		advice = 'Use smaller batches or a smaller model, close other tabs or programs that use the GPU, and load the model again.'
+	) {
+		super(
+			'out-of-memory',
+			`The GPU ran out of memory (${detail.split('\n')[0].replace(/[.\s]+$/, '') || 'no detail given'}). ${advice}`
+		);
+		this.name = 'OutOfMemoryError';
 	}
 }
 

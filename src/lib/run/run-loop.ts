@@ -55,10 +55,6 @@ const ROUNDS_PER_STEP = 16;
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
-const isAbort = (error: unknown, signal?: AbortSignal) =>
-	!!signal?.aborted ||
-	(error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError'));
-
 class Stopped extends Error {}
 
 export async function runRecipe(
@@ -288,7 +284,9 @@ export async function runRecipe(
 		}
 		return summary('done', `reached GRPO step ${recipe.grpo.steps}`);
 	} catch (error) {
-		if (error instanceof Stopped || isAbort(error, signal)) return summary('stopped', 'stopped');
+		// Stopped only when Stop was pressed: an AbortError of its own (a readback refused by a
+		// lost GPU device) is a failure, not a stop.
+		if (error instanceof Stopped || signal?.aborted) return summary('stopped', 'stopped');
 		throw error;
 	}
 }

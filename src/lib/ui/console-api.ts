@@ -33,7 +33,12 @@ export function consoleApi(handle: () => BackendHandle | null) {
 		/** A scripted player behind the OpenAI client's shape (e.g. inbox.expertPolicy(...)). */
 		policyClient,
 		/** ART's LocalBackend over the page's worker (a worker of its own if the page has none). */
-		localBackend: () => new LocalBackend(handle() ?? undefined)
+		localBackend: () => new LocalBackend(handle() ?? undefined),
+		/** Testing aid: destroys the tab's GPUDevice as a driver reset would (the page must say
+		 * so and recover: the next run or load acquires a new device). */
+		loseDevice: async () => {
+			await handle()?.api.simulateDeviceLoss();
+		}
 	};
 }
 

@@ -16,6 +16,8 @@
  * page's origin (CORS) or the key is a typed error at once, not after minutes of rollouts.
  */
 import { TrainableModel } from '../agent/model';
+import type { Gpu } from '../gpu/device';
+import { DeviceLostError, OutOfMemoryError, type GpuError } from '../gpu/errors';
 import { Judge } from '../agent/ruler/judge';
 import type { Backend, HistoryEntry } from '../agent/backend/types';
 import {
@@ -49,6 +51,12 @@ export interface RunHostEnv {
 	listRuns(): Promise<RunMeta[]>;
 	/** Deletes a run's summary, history and checkpoints. */
 	deleteRun(name: string): Promise<void>;
+	/**
+	 * The device the backend's models live on (the worker's shared getter), so a run that
+	 * fails because it was lost says so, with what to do, instead of the failure it caused
+	 * (a rollout's readback refused, ...). Absent: errors pass as they are.
+	 */
+	gpu?(): Promise<Gpu>;
 	/**
 	 * The root the bundled models and warm starts are under, as recipes name them here ('/'
 	 * in the page): an imported run's bundled locations are moved under it (rootBundled).
@@ -130,6 +138,45 @@ export interface RunHost {
 	readonly active: string | null;
 }
 
+/** Where a stopped run is kept, for its error's advice: "it is saved at step N". */
+async function savedAt(name: string, env: Pick<RunHostEnv, 'store'>): Promise<string> {
+	const store = await env.store(name).catch(() => undefined);
+	const step = (await store?.readMeta().catch(() => undefined))?.step;
+	await store?.close?.();
+	return step === undefined ? 'its saved steps are kept' : `it is saved at step ${step}`;
+}
+
+/**
+ * A run ended by its device, in plain words: what happened, what was kept, what to do. A
+ * lost device, or an allocation it refused (the run's model is then dropped, so Resume loads
+ * it again on clean buffers); null when the device did neither.
+ */
+export async function deviceFailure(
+	name: string,
+	device: Gpu,
+	oomBefore: number,
+	env: Pick<RunHostEnv, 'store'>
+): Promise<GpuError | null> {
+	if (device.isLost) {
+		const { reason, detail } = await device.lost;
+		return new DeviceLostError(
+			reason,
+			detail,
+			`The run '${name}' stopped: ${await savedAt(name, env)}, nothing saved is lost. Press ` +
+				'Resume to go on: the model is loaded again on a new GPU device. If the GPU is lost ' +
+				'again, close other tabs or programs that use it, or use fewer games per step.'
+		);
+	}
+	if (device.outOfMemory.length > oomBefore)
+		return new OutOfMemoryError(
+			device.outOfMemory[oomBefore],
+			`The run '${name}' stopped: ${await savedAt(name, env)}, nothing saved is lost. Use ` +
+				'fewer groups or games per step, shorter replies or a smaller model, or close other ' +
+				'tabs or programs that use the GPU; then press Resume (the model is loaded again).'
+		);
+	return null;
+}
+
 export function createRunHost(env: RunHostEnv): RunHost {
 	let active: {
 		name: string;
@@ -176,6 +223,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			};
 			stepping = !!options.stepThrough;
 			release = null;
+			let device: Gpu | undefined;
+			let oomBefore = 0;
 			try {
 				emit?.({ type: 'phase', phase: 'loading', step: 0 });
 				const extra = Object.keys(input.reward?.judge ?? {}).filter((k) => !JUDGE_FIELDS.has(k));
@@ -202,6 +251,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						if (!abort.signal.aborted) throw error;
 					}
 				}
+				device = await env.gpu?.();
+				oomBefore = device?.outOfMemory.length ?? 0;
 				let model = registered.get(name);
 				if (
 					!model ||
@@ -223,7 +274,7 @@ export function createRunHost(env: RunHostEnv): RunHost {
 					});
 					await model.register(env.backend);
 					registered.set(name, model);
-				}
+				} else await model.register(env.backend); // (loaded again if its device was lost)
 				return redact(
 					await runRecipe(model, recipe, {
 						signal: abort.signal,
@@ -234,6 +285,15 @@ export function createRunHost(env: RunHostEnv): RunHost {
 					})
 				);
 			} catch (error) {
+				const failure = device && (await deviceFailure(name, device, oomBefore, env));
+				if (failure) {
+					// (its buffers may include ones the device refused: Resume loads it anew)
+					if (failure.kind === 'out-of-memory' && registered.has(name)) {
+						registered.delete(name);
+						await env.backend.unregister(name).catch(() => undefined);
+					}
+					throw failure;
+				}
 				if (judgeApiKey && error instanceof Error && error.message.includes(judgeApiKey))
 					error.message = redact(error.message);
 				throw error;

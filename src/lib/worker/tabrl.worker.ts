@@ -68,7 +68,8 @@ const runs = createRunHost({
 		const all = await IdbRunStore.listRuns();
 		return all.filter((r) => r.run.startsWith(`${PROJECT}/`)).map((r) => r.meta);
 	},
-	deleteRun: (name) => IdbRunStore.deleteRun(`${PROJECT}/${name}`)
+	deleteRun: (name) => IdbRunStore.deleteRun(`${PROJECT}/${name}`),
+	gpu: core.gpu
 });
 
 const agentApi = {} as Record<keyof Backend, unknown>;

@@ -5,13 +5,21 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalBackend } from '../../../src/lib/agent/backend/node';
+import type { Gpu } from '../../../src/lib/gpu/device';
 import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
 import type { RunMeta } from '../../../src/lib/grpo/run-store';
 import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
 
-export function nodeRunHost(backend: LocalBackend, runs: string, project: string): RunHost {
+/** `gpu`: the backend's device getter, when a test loses the device (as the worker passes its own). */
+export function nodeRunHost(
+	backend: LocalBackend,
+	runs: string,
+	project: string,
+	gpu?: () => Promise<Gpu>
+): RunHost {
 	return createRunHost({
 		backend,
+		gpu,
 		project,
 		resolveLocation: (location) => location,
 		store: async (name, options) =>

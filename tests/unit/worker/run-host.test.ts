@@ -11,15 +11,16 @@
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { acquireGpu, type Gpu } from '../../../src/lib/gpu/device';
 import { groupsFromJsonl } from '../../../src/lib/agent/jsonl';
 import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
 import { unpackRunArchive } from '../../../src/lib/grpo/run-archive';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import type { RunHost } from '../../../src/lib/worker/run-host';
+import { deviceFailure, type RunHost } from '../../../src/lib/worker/run-host';
 import { nodeRunHost } from './node-run-host';
 
 let root: string;
@@ -185,6 +186,56 @@ describe('createRunHost', () => {
 		expect(await main.stopRun()).toBe(false); // nothing going
 		expect(await exists(join(runs, 'run-2'))).toBe(false);
 	}, 600_000);
+
+	it('a device lost mid-run: a device-lost error that says where the run is saved and to Resume, which goes on from there on a new device', async () => {
+		// the device getter the worker shares: a new device once the one held is lost
+		let held: Gpu | undefined;
+		const gpu = async () => (held && !held.isLost ? held : (held = await acquireGpu()));
+		const backend = new LocalBackend({ runDir: (spec) => join(runs, spec.name), acquireGpu: gpu });
+		backends.push(backend);
+		const h = nodeRunHost(backend, runs, 'host-test', gpu);
+		const first = held;
+		const lost = await failure(
+			h.startRun('lost', letters(), (e) => {
+				// as a driver reset would: the raw device destroyed under the run's first games
+				if (e.type === 'rollout') held?.device.destroy();
+			})
+		);
+		expect(held).not.toBe(first);
+		expect(lost.kind).toBe('device-lost');
+		expect(lost.message).toMatch(/The GPU device was lost \(destroyed\)/);
+		expect(lost.message).toMatch(/it is saved at step 0, nothing saved is lost\. Press Resume/);
+		expect(h.active).toBeNull();
+		const lostDevice = held!;
+		const summary = await h.startRun('lost', letters());
+		expect(held).not.toBe(lostDevice); // a new device
+		expect(summary.status).toBe('done');
+		expect(summary.step).toBe(1);
+	}, 600_000);
+
+	it('a run that failed after an allocation the device refused: an out-of-memory error saying where the run is saved and what to do', async () => {
+		const gpu = await acquireGpu();
+		const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+		try {
+			const env = { store: async (name: string) => new NodeRunStore(join(runs, name)) };
+			// (a run with no saved summary here: its steps are "kept", no step named)
+			expect(await deviceFailure('oom', gpu, 0, env)).toBeNull(); // nothing refused
+			// a real refusal: SwiftShader refuses one allocation of its whole maxBufferSize
+			gpu.device.createBuffer({ size: gpu.limits.maxBufferSize, usage: GPUBufferUsage.STORAGE });
+			for (let i = 0; i < 100 && gpu.outOfMemory.length === 0; i++)
+				await new Promise((r) => setTimeout(r, 10));
+			if (gpu.outOfMemory.length === 0) return; // a GPU with the memory: nothing refused
+			const oom = await deviceFailure('oom', gpu, 0, env);
+			expect(oom?.kind).toBe('out-of-memory');
+			expect(oom?.message).toMatch(
+				/^The GPU ran out of memory \(.+\)\. The run 'oom' stopped: its saved steps are kept, nothing saved is lost\. Use fewer groups or games per step, .*then press Resume \(the model is loaded again\)\.$/
+			);
+			expect(await deviceFailure('oom', gpu, 1, env)).toBeNull(); // refused before the run
+		} finally {
+			logged.mockRestore();
+			gpu.destroy();
+		}
+	});
 
 	it("refuses names a store cannot keep ('invalid-run-name') and unknown runs ('no-such-run')", async () => {
 		const h = host();
