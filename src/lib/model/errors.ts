@@ -270,6 +270,32 @@ export class DownloadError extends ModelError {
 	}
 }
 
+/**
+ * A request that got no answer at all (fetch threw): offline, a wrong or down host, or, in a
+ * browser, a host that does not let this page read its files (CORS), which browsers report
+ * exactly like a host that is down. The message says which it is where the runtime knows
+ * (`offline`: navigator.onLine is false) and what to do.
+ */
+export class UnreachableError extends DownloadError {
+	constructor(
+		url: string,
+		cause: unknown,
+		readonly offline: boolean
+	) {
+		super(
+			url,
+			offline
+				? 'this browser is offline. Connect to the network and try again (a model loaded ' +
+						"before loads from the browser's cache without the network)."
+				: `the server did not answer (${String(cause)}). Check the address and the ` +
+						'connection. In a browser the host must also allow this page to read its files ' +
+						'(CORS: an Access-Control-Allow-Origin header; huggingface.co sends one, many ' +
+						'file hosts do not).'
+		);
+		this.name = 'UnreachableError';
+	}
+}
+
 /** A download ended before the whole file arrived; nothing of it was cached. */
 export class IncompleteDownloadError extends ModelError {
 	constructor(

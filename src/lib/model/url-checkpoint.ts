@@ -27,6 +27,7 @@ import {
 	CorruptCheckpointError,
 	DownloadError,
 	IncompleteDownloadError,
+	UnreachableError,
 	ModelError
 } from './errors';
 import { headerLength, parseSafetensorsHeader, type SafetensorsHeader } from './safetensors';
@@ -142,7 +143,10 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 			});
 		} catch (error) {
 			if (error instanceof ModelError) throw error;
-			throw new DownloadError(url, String(error));
+			if (options.signal?.aborted) throw new DownloadError(url, String(error));
+			const navigatorOnLine = (globalThis as { navigator?: { onLine?: boolean } }).navigator
+				?.onLine;
+			throw new UnreachableError(url, error, navigatorOnLine === false);
 		}
 	}
 

@@ -361,6 +361,23 @@ describe('openCheckpointFromUrl', () => {
 			cache: null
 		}).catch((e) => e);
 		expect(refused).toMatchObject({ kind: 'download-failed' });
+		// no answer at all: what it may be (offline, down, CORS) and what to do
+		expect(refused.message).toMatch(/the server did not answer .*Check the address.*CORS/);
+		const nav = Object.getOwnPropertyDescriptor(globalThis, 'navigator');
+		Object.defineProperty(globalThis, 'navigator', {
+			value: { onLine: false },
+			configurable: true
+		});
+		try {
+			const offline = await openCheckpointFromUrl('http://127.0.0.1:1/x/resolve/main/', {
+				cache: null
+			}).catch((e) => e);
+			expect(offline).toMatchObject({ kind: 'download-failed', offline: true });
+			expect(offline.message).toMatch(/this browser is offline\. Connect to the network/);
+		} finally {
+			if (nav) Object.defineProperty(globalThis, 'navigator', nav);
+			else delete (globalThis as { navigator?: unknown }).navigator;
+		}
 	});
 
 	it('sends the given headers (e.g. an access token) with every request', async () => {
