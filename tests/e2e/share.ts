@@ -12,12 +12,13 @@
  *      says why.
  *   4. At phone width (375 px) the page has no sideways scroll, with the judge's fields and
  *      the diagnostics (GPU limits, the self-test's table) open.
+ *   5. Every control then has an accessible name (Chromium's accessibility tree), none shared.
  * Screenshots: test-results/share-{restored,malformed,future,phone}.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
-import { since, testid } from './train-page';
+import { since, testid, unnamedControls } from './train-page';
 
 const RESULTS = 'test-results';
 
@@ -176,6 +177,15 @@ export async function shareLinkChecks(
 			JSON.stringify(widths)
 		);
 		await page.screenshot({ path: `${RESULTS}/share-phone.png`, fullPage: true });
+
+		// 5. screen readers: every control of the page (the judge's fields and the diagnostics
+		// open) has a name in Chromium's accessibility tree, and no two controls of a kind share one
+		const names = await unnamedControls(page);
+		check(
+			'every control has an accessible name, none ambiguous (judge fields and diagnostics open)',
+			names.unnamed.length === 0 && names.same.length === 0,
+			JSON.stringify(names)
+		);
 		console.log(`share links: ${since(t0)}`);
 	} finally {
 		await page.close();

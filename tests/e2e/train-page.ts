@@ -31,3 +31,47 @@ export async function waitIdle(page: Page, timeoutMs: number): Promise<void> {
 		{ timeout: timeoutMs }
 	);
 }
+
+/** The roles of controls a visitor operates (Chromium's accessibility tree). */
+const CONTROL_ROLES = new Set([
+	'button',
+	'checkbox',
+	'combobox',
+	'link',
+	'listbox',
+	'menuitem',
+	'radio',
+	'slider',
+	'spinbutton',
+	'switch',
+	'tab',
+	'textbox',
+	'DisclosureTriangle'
+]);
+
+/**
+ * Controls on the page with no accessible name, as Chromium computes it for screen readers
+ * (its accessibility tree, through the DevTools protocol), and controls whose name is not
+ * unique among controls of the same role (e.g. a "Resume" button per saved run that does not
+ * say which run): each as `role "name"`.
+ */
+export async function unnamedControls(page: Page): Promise<{ unnamed: string[]; same: string[] }> {
+	const cdp = await page.context().newCDPSession(page);
+	try {
+		const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as {
+			nodes: { ignored?: boolean; role?: { value?: string }; name?: { value?: string } }[];
+		};
+		const controls = nodes
+			.filter((n) => !n.ignored && CONTROL_ROLES.has(n.role?.value ?? ''))
+			.map((n) => ({ role: n.role!.value!, name: (n.name?.value ?? '').trim() }));
+		const seen = new Map<string, number>();
+		for (const c of controls)
+			seen.set(`${c.role} "${c.name}"`, (seen.get(`${c.role} "${c.name}"`) ?? 0) + 1);
+		return {
+			unnamed: controls.filter((c) => !c.name).map((c) => c.role),
+			same: [...seen].filter(([k, n]) => n > 1 && !k.endsWith('""')).map(([k, n]) => `${k} x${n}`)
+		};
+	} finally {
+		await cdp.detach();
+	}
+}
