@@ -6,15 +6,18 @@
  *    rollout turn, 'stopped', with no step trained.
  *    Each preset shows its expert's game (2048: a board stepped through; inbox: a transcript of
  *    tool calls), played in the page through the environment's rollout, no model.
- *    The 2048 and inbox presets start from their warm starts (games begin), then Stop.
+ *    The 2048 and inbox presets start from their warm starts (games begin), then Stop; the
+ *    inbox run loses its GPU device mid-run (a plain error: saved, press Resume) and Resume
+ *    plays on on a new device.
  * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
  *    the letters run from its saved step (never from 0); Export downloads the run as one zip
  *    (checked in Node: summary, history, adapter, optimizer, trained games) and Delete removes
  *    a run, neither needing Train first; Import brings the zip back as a new run beside it,
  *    and a file that is not a run is refused with nothing changed.
- * 4. Bad input, typed: a base URL with no model behind it, a run name reused with another
- *    base model, an empty run name, a browser storage too full for a new run.
+ * 4. Bad input, typed: a base URL with no model behind it, a model host refusing the page
+ *    (CORS), a run name reused with another base model, an empty run name, a browser storage
+ *    too full for a new run.
  * On SwiftShader the presets run scaled down (the page says so), so a step takes ~1 min.
  */
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -24,7 +27,14 @@ import type { Browser, Page } from 'playwright-core';
 import { unpackRunArchive } from '../../src/lib/grpo/run-archive';
 import { FIXTURES_PATH, type CheckFn } from './model';
 import type { StaticServer } from './serve';
-import { errorText, since, status, testid, waitIdle as waitIdleFor } from './train-page';
+import {
+	errorText,
+	since,
+	status,
+	testid,
+	unnamedControls,
+	waitIdle as waitIdleFor
+} from './train-page';
 
 const TRAIN_TIMEOUT_MS = 600_000;
 
@@ -45,6 +55,82 @@ async function waitStep(page: Page, step: number): Promise<void> {
 		step,
 		{ timeout: TRAIN_TIMEOUT_MS }
 	);
+}
+
+/**
+ * The GPU device lost under a running run (the console's testing aid destroys it, as a driver
+ * reset would): the run ends with a 'device-lost' error in plain words, saying where the run
+ * is saved and to press Resume; Resume loads the model again on a new device and plays on;
+ * then Stop. The run was started and stopped once already (saved at step 0).
+ */
+async function deviceLostAndResume(page: Page, check: CheckFn): Promise<void> {
+	const run = 'inbox-1';
+	await page.click(`${testid('saved-runs')} tr[data-run="${run}"] ${testid('run-resume')}`);
+	await waitRunPhase(page, 'rollouts');
+	await page.evaluate(async () => {
+		const t = (await (window as unknown as { tabrl: () => Promise<any> }).tabrl()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+		await t.loseDevice();
+	});
+	await page
+		.waitForSelector(`${testid('train-error')}[data-kind="device-lost"]`, { timeout: 120_000 })
+		.catch(() => undefined);
+	await waitIdle(page);
+	const lost = await errorText(page);
+	check(
+		'a GPU device lost mid-run: a plain device-lost error saying the run is saved at its step and to press Resume',
+		/^device-lost: /.test(lost) &&
+			/it is saved at step 0, nothing saved is lost\. Press Resume to go on/.test(lost),
+		lost
+	);
+	await page.screenshot({ path: 'test-results/train-device-lost.png', fullPage: true });
+	const t = Date.now();
+	await page.click(`${testid('saved-runs')} tr[data-run="${run}"] ${testid('run-resume')}`);
+	const resumed = await waitRunPhase(page, 'rollouts');
+	const error = await errorText(page);
+	await page.click(testid('train-stop'));
+	await waitIdle(page);
+	const gpuState = await page.getAttribute(testid('webgpu-status'), 'data-state');
+	check(
+		'Resume after the loss loads the model on a new device and plays on; the page shows the new device ready',
+		resumed && !error && (await status(page, 'data-status')) === 'stopped' && gpuState === 'done',
+		`${since(t)} ${error} webgpu: ${gpuState}`
+	);
+}
+
+/**
+ * While letters-1 runs (paused) in `page`, a second tab of the site resumes it: refused at
+ * once with 'run-locked' (IndexedDB's writer holds the run's Web Lock), the run untouched.
+ */
+async function secondTabRefused(page: Page, url: string, check: CheckFn): Promise<void> {
+	const other = await page.context().newPage();
+	try {
+		await openPage(other, url);
+		await other.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-resume')}`);
+		await other.waitForSelector(testid('train-error'), { timeout: 60_000 });
+		const refused = await errorText(other);
+		check(
+			'a second tab resuming the run going in the first is refused (run-locked), nothing written',
+			/^run-locked: .*another tab of this site.*Stop the run in that tab/.test(refused) &&
+				(await page.$(testid('phase-guide'))) !== null,
+			refused
+		);
+	} finally {
+		await other.close();
+	}
+}
+
+/** Waits until the run is in `phase` (or shows an error); false on timeout. */
+function waitRunPhase(page: Page, phase: string): Promise<boolean> {
+	return page
+		.waitForFunction(
+			(want) =>
+				document.querySelector('[data-testid="train-status"]')?.getAttribute('data-run-phase') ===
+					want || !!document.querySelector('[data-testid="train-error"]'),
+			phase,
+			{ timeout: 120_000 }
+		)
+		.then(() => true)
+		.catch(() => false);
 }
 
 /** Records every step number the status line shows. */
@@ -216,16 +302,7 @@ export async function trainPanelChecks(
 		const t = Date.now();
 		await page.selectOption(testid('train-preset'), name);
 		await page.click(testid('train-start'));
-		const began = await page
-			.waitForFunction(
-				() =>
-					document.querySelector('[data-testid="train-status"]')?.getAttribute('data-run-phase') ===
-						'rollouts' || !!document.querySelector('[data-testid="train-error"]'),
-				undefined,
-				{ timeout: 120_000 }
-			)
-			.then(() => true)
-			.catch(() => false);
+		const began = await waitRunPhase(page, 'rollouts');
 		const error = await errorText(page);
 		await page.click(testid('train-stop'));
 		await waitIdle(page);
@@ -234,9 +311,10 @@ export async function trainPanelChecks(
 			began && !error && (await status(page, 'data-status')) === 'stopped',
 			`${since(t)} ${error}`
 		);
-		// Tidied up with its Delete button (the saved-runs checks below count two runs). The
-		// model is freed once the turn still decoding in the worker ends (a stopped run's last
-		// generation is not aborted): on SwiftShader an inbox turn takes up to a minute.
+		if (name === 'inbox') await deviceLostAndResume(page, check);
+		// Tidied up with its Delete button (the saved-runs checks below count two runs). Stop
+		// ends the turn's decode at its next token, but a prompt's prefill already on the GPU
+		// runs to its end first: on SwiftShader a 2048 or inbox prefill takes up to a minute.
 		await page.click(`${testid('saved-runs')} tr[data-run="${name}-1"] ${testid('run-delete')}`);
 		await page.waitForFunction(
 			(run) => !document.querySelector(`[data-testid="saved-runs"] tr[data-run="${run}"]`),
@@ -269,6 +347,7 @@ export async function trainPanelChecks(
 			if (title.startsWith('2') && !worked) {
 				worked = text;
 				await page.screenshot({ path: 'test-results/train-step-through.png', fullPage: true });
+				await secondTabRefused(page, server.url, check);
 			}
 			const focused = await page.evaluate(
 				() => document.activeElement?.getAttribute('data-testid') ?? ''
@@ -355,6 +434,12 @@ export async function trainPanelChecks(
 		JSON.stringify(charted)
 	);
 	await page.screenshot({ path: 'test-results/train.png', fullPage: true });
+	const names = await unnamedControls(page);
+	check(
+		"with a run's games, charts and saved runs shown, every control has an accessible name, none ambiguous",
+		names.unnamed.length === 0 && names.same.length === 0,
+		JSON.stringify(names)
+	);
 
 	// 3. After a reload: saved runs listed; resume, export, delete with buttons.
 	await openPage(page, server.url);
@@ -487,6 +572,19 @@ export async function trainPanelChecks(
 		'a base model URL with no model gets a typed error',
 		!!missingKind && missingKind !== 'internal',
 		await errorText(page)
+	);
+	// the same files from another origin (localhost, not 127.0.0.1) that sends no CORS headers
+	await page.fill(testid('train-run'), 'e2e-cors');
+	await page.fill(testid('train-url'), `${fixtures.replace('127.0.0.1', 'localhost')}llama/`);
+	await page.click(testid('train-start'));
+	await page.waitForSelector(`${testid('train-error')}[data-kind="download-failed"]`, {
+		timeout: 60_000
+	});
+	const cors = await errorText(page);
+	check(
+		'a model host that does not allow this page (CORS) is a plain error saying so and what to do',
+		/did not answer/.test(cors) && /CORS/.test(cors) && /Check the address/.test(cors),
+		cors
 	);
 	await page.fill(testid('train-run'), 'letters-1');
 	await page.fill(testid('train-url'), `${fixtures}llama/`);

@@ -78,7 +78,12 @@ export class SelfTestSession {
 		this.#backend = backend;
 		void backend.failed.then((error) => this.#fail(error));
 		void backend.subscribe((event) => {
-			if (event.type === 'device-lost') this.#fail(event.error);
+			if (event.type !== 'device-lost') return;
+			// The self-test going (or the page's flag) shows the loss; otherwise the panel whose
+			// work it ended says so (a run: device-lost, press Resume), and the GPU shown here is
+			// the new device the worker acquires at once, not a stale "lost".
+			if (this.phase === 'done') void this.#probeAgain();
+			else this.#fail(event.error);
 		});
 		const cases = await Promise.race([backend.api.listCases(), backend.failed.then(() => [])]);
 		this.rows = cases.map((c) => ({ ...c, status: 'pending' }));
@@ -117,6 +122,17 @@ export class SelfTestSession {
 		});
 		if (!result.ok) return this.#fail(result.error);
 		this.report = result.value;
+		this.phase = 'done';
+	}
+
+	/** After a loss outside the self-test: the worker's new device, described. */
+	async #probeAgain(): Promise<void> {
+		const backend = this.#backend;
+		if (!backend) return;
+		this.phase = 'probing';
+		const probe = await backend.guard(backend.api.probe());
+		if (!probe.ok) return this.#fail(probe.error);
+		this.summary = probe.value;
 		this.phase = 'done';
 	}
 
