@@ -13,7 +13,8 @@
  *   4. At phone width (375 px) the page has no sideways scroll, with the judge's fields and
  *      the diagnostics (GPU limits, the self-test's table) open.
  *   5. Every control then has an accessible name (Chromium's accessibility tree), none shared.
- * Screenshots: test-results/share-{restored,malformed,future,phone}.png.
+ *   6. A link's result (`result=STEP:REWARD:EVALUATION`) is shown as the sharer's run's.
+ * Screenshots: test-results/share-{restored,malformed,future,result,phone}.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
@@ -161,6 +162,18 @@ export async function shareLinkChecks(
 			future.replace(/\s+/g, ' ')
 		);
 		await page.screenshot({ path: `${RESULTS}/share-future.png` });
+		await open(page, `${server.url}?v=1&preset=2048&steps=40&result=40:0.57:0.49`);
+		const result = ((await page.textContent(testid('train-shared-result'))) ?? '').replace(
+			/\s+/g,
+			' '
+		);
+		check(
+			"share link: a link's result is shown as the sharer's run's, beside its settings",
+			/reached step 40, reward 0\.570, evaluation 0\.490 in the sharer's browser/.test(result) &&
+				(await fields(page)).steps === '40',
+			result
+		);
+		await page.screenshot({ path: `${RESULTS}/share-result.png` });
 
 		// 4. phone width: nothing scrolls sideways
 		// (the judge's fields and the diagnostics open: the widest things the page shows)

@@ -434,6 +434,23 @@ export async function trainPanelChecks(
 		JSON.stringify(charted)
 	);
 	await page.screenshot({ path: 'test-results/train.png', fullPage: true });
+	// Copy link after the run: the link carries its result; opened, it shows it
+	await page.click(testid('train-copy-link'));
+	const shared = await page.inputValue(testid('train-link-text'));
+	const opened = await page.context().newPage();
+	let sharedNote = '';
+	try {
+		await openPage(opened, shared);
+		sharedNote = (await opened.textContent(testid('train-shared-result'))) ?? '';
+	} finally {
+		await opened.close();
+	}
+	check(
+		"Copy link after a run carries the run's result (its step and reward); the link opened shows it",
+		new URL(shared).searchParams.get('result')?.startsWith(`${trained}:`) === true &&
+			sharedNote.includes(`reached step ${trained}, reward`),
+		`${shared} | ${sharedNote.replace(/\s+/g, ' ')}`
+	);
 	const names = await unnamedControls(page);
 	check(
 		"with a run's games, charts and saved runs shown, every control has an accessible name, none ambiguous",

@@ -14,6 +14,9 @@
  *   named; each with a sentence the page shows. Reading never throws.
  * - `model`, `selftest` and `simulate` are also the page's own parameters (see +page.svelte);
  *   `model` is read here too, with or without a version (links made before versions).
+ * - A link may carry a run's result for display (`result=STEP:REWARD[:EVALUATION]`, e.g.
+ *   `result=100:0.74:0.81`): "Copy link" adds it when the form holds the settings of the run
+ *   shown; the run itself stays in the sharer's browser (Export makes a file of it).
  */
 import {
 	DEFAULT_PRESET,
@@ -43,6 +46,38 @@ export interface ShareSettings {
 	judgeModel: string;
 	/** Empty: ART's default rubric. */
 	rubric: string;
+}
+
+/** A run's result as a link carries it: shown to whoever opens the link, never trained on. */
+export interface SharedResult {
+	/** The last trained step. */
+	step: number;
+	/** Its mean training reward. */
+	reward: number;
+	/** The last evaluation's score (greedy), when the run had one. */
+	evaluation?: number;
+}
+
+const RESULT_PARAM = 'result';
+const RESULT_WANT = 'STEP:REWARD or STEP:REWARD:EVALUATION (e.g. 100:0.74:0.81)';
+const RESULT_NUMBER = /^-?\d{1,7}(\.\d{1,6})?$/;
+
+/** A result as its parameter writes it (rewards to 4 decimals). */
+function writeResult(r: SharedResult): string {
+	const n = (x: number) => String(Number(x.toFixed(4)));
+	return [
+		String(r.step),
+		n(r.reward),
+		...(r.evaluation === undefined ? [] : [n(r.evaluation)])
+	].join(':');
+}
+
+function readResult(text: string): SharedResult | null {
+	const parts = text.split(':');
+	if (parts.length < 2 || parts.length > 3 || !/^\d{1,7}$/.test(parts[0])) return null;
+	if (!parts.slice(1).every((p) => RESULT_NUMBER.test(p))) return null;
+	const [step, reward, evaluation] = parts.map(Number);
+	return { step, reward, ...(parts.length === 3 ? { evaluation } : {}) };
 }
 
 /** The page's own parameters: not settings, left alone. */
@@ -204,9 +239,10 @@ const FIELDS = Object.keys(CODECS) as Field[];
 /**
  * The query string (without '?') of `settings`: the version, the preset when it is not the
  * first one, and each setting that differs from that preset's; '' when nothing differs.
- * `root` is where the bundled models are (the site's base path).
+ * `root` is where the bundled models are (the site's base path). `result`: a run's result to
+ * show whoever opens the link (with the settings of that run only).
  */
-export function shareQuery(settings: ShareSettings, root = '/'): string {
+export function shareQuery(settings: ShareSettings, root = '/', result?: SharedResult): string {
 	const defaults = presetSettings(settings.preset, root);
 	const params = new URLSearchParams();
 	if (settings.preset !== DEFAULT_PRESET) params.set('preset', settings.preset);
@@ -219,6 +255,8 @@ export function shareQuery(settings: ShareSettings, root = '/'): string {
 		if (codec.read(text) === null) continue;
 		params.set(codec.param, text);
 	}
+	if (result && Number.isFinite(result.reward) && readResult(writeResult(result)))
+		params.set(RESULT_PARAM, writeResult(result));
 	if ([...params.keys()].length === 0) return '';
 	return `v=${SHARE_VERSION}&${params}`;
 }
@@ -235,6 +273,8 @@ export interface ReadLink {
 	ignored: string[];
 	/** Whether the link held any setting at all (a bare page holds none). */
 	shared: boolean;
+	/** The result of the sharer's run, when the link carries one (to show, not to trust). */
+	result?: SharedResult;
 }
 
 const quote = (text: string) => JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
@@ -246,7 +286,7 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 	const names = [...new Set(params.keys())].filter((k) => !PAGE_PARAMS.has(k));
 	const shared = names.length > 0;
 	const version = params.get('v');
-	const known = new Set(['v', 'preset', ...FIELDS.map((f) => CODECS[f].param)]);
+	const known = new Set(['v', 'preset', RESULT_PARAM, ...FIELDS.map((f) => CODECS[f].param)]);
 	for (const name of names) {
 		if (params.getAll(name).length > 1)
 			ignored.push(`"${name}" was given more than once: the first value was used.`);
@@ -258,7 +298,7 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 			);
 	}
 	let presetName: PresetName = DEFAULT_PRESET;
-	const settingNames = names.filter((n) => known.has(n) && n !== 'v');
+	const settingNames = names.filter((n) => known.has(n) && n !== 'v' && n !== RESULT_PARAM);
 	if (version === null) {
 		// links from before versions carried only the model
 		const legacy = settingNames.filter((n) => n !== 'model');
@@ -302,7 +342,11 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 		if (value === null) ignored.push(`${codec.param} ${quote(text)} is not ${codec.want}.`);
 		else (settings as unknown as Record<Field, unknown>)[field] = value;
 	}
-	return { settings, ignored, shared };
+	const resultText = params.get(RESULT_PARAM);
+	const result = resultText === null ? null : readResult(resultText);
+	if (resultText !== null && !result)
+		ignored.push(`${RESULT_PARAM} ${quote(resultText)} is not ${RESULT_WANT}.`);
+	return { settings, ignored, shared, ...(result ? { result } : {}) };
 }
 
 /** The query string of the page's own parameters in `search` (kept when a link is rewritten). */

@@ -34,7 +34,13 @@ import { policyClient } from '../agent/policy-client';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
 import { judgeStep, rewardErrors, rewardOf, type RewardField } from './reward-form';
-import { changesPreset, recipeSettings, type ReadLink, type ShareSettings } from './share-link';
+import {
+	changesPreset,
+	recipeSettings,
+	type ReadLink,
+	type SharedResult,
+	type ShareSettings
+} from './share-link';
 import { chartData } from './chart-series';
 import type { LoadProgress } from '../util/throttle-progress';
 import { replyTokens, type ReplyToken } from './reply-tokens';
@@ -101,6 +107,13 @@ export interface GameView {
 
 /** Games kept for display (the newest). */
 const GAMES_SHOWN = 8;
+
+/** Whether two settings make the same run (a judge typed in but not used changes nothing). */
+function sameRun(a: ShareSettings, b: ShareSettings): boolean {
+	const used = (s: ShareSettings) =>
+		s.reward === 'env' ? { ...s, judgeUrl: '', judgeModel: '', rubric: '' } : s;
+	return JSON.stringify(used(a)) === JSON.stringify(used(b));
+}
 
 function rowsOf(history: HistoryEntry[]): StepRow[] {
 	return history
@@ -193,6 +206,10 @@ export class TrainSession {
 	rows = $state<StepRow[]>([]);
 	/** The run's history lines (stored, then each step's and evaluation's event): the charts. */
 	history = $state<HistoryEntry[]>([]);
+	/** The result a share link carried (the sharer's run, shown, not trained on). */
+	sharedResult = $state<SharedResult | null>(null);
+	/** The settings of the run shown (started, resumed or opened), for its result in a link. */
+	#shownSettings = $state<ShareSettings | null>(null);
 	readonly charts = $derived(chartData(this.history));
 	games = $state<GameView[]>([]);
 	evaluations = $state<EvaluationReport[]>([]);
@@ -326,6 +343,26 @@ export class TrainSession {
 	openLink(link: ReadLink): void {
 		this.#fill(link.settings);
 		this.linkNotice = link.ignored;
+		this.sharedResult = link.result ?? null;
+	}
+
+	/**
+	 * The shown run's result for a share link: its last trained step with its reward, and its
+	 * last evaluation; undefined when nothing is trained yet or the form no longer holds that
+	 * run's settings (a result must go with the settings that made it).
+	 */
+	runResult(): SharedResult | undefined {
+		const shown = this.#shownSettings;
+		if (!shown || !sameRun(shown, this.shareSettings())) return undefined;
+		const last = (key: string) => this.history.findLast((h) => typeof h[key] === 'number');
+		const trained = last('train/reward');
+		if (!trained || trained.step < 1) return undefined;
+		const evaluation = last('val/reward')?.['val/reward'] as number | undefined;
+		return {
+			step: trained.step,
+			reward: trained['train/reward'] as number,
+			...(evaluation === undefined ? {} : { evaluation })
+		};
 	}
 
 	/** The form set to `s` (a preset alone, unchanged, is scaled as this GPU runs it). */
@@ -451,6 +488,7 @@ export class TrainSession {
 		const recipe = this.saved?.find((r) => r.name === name)?.recipe as Recipe | undefined;
 		if (recipe) this.#fill(recipeSettings($state.snapshot(recipe) as Recipe));
 		this.#show(name, history.value);
+		this.#shownSettings = recipe ? recipeSettings($state.snapshot(recipe) as Recipe) : null;
 	}
 
 	async remove(name: string): Promise<void> {
@@ -528,6 +566,7 @@ export class TrainSession {
 		try {
 			const history = await backend.runHistory(name);
 			this.#show(name, history.ok ? history.value : []);
+			this.#shownSettings = recipeSettings(recipe);
 			this.#groupGames = recipe.grpo.groups * recipe.grpo.groupSize;
 			this.#environment = recipe.environment;
 			// the key goes beside the recipe (never in it), and only to a run RULER judges

@@ -160,6 +160,35 @@ describe('share links', () => {
 		expect(old.ignored).toEqual(['The link has no version (v=1), so its steps was not used.']);
 	});
 
+	it("a run's result rides along for display: written as STEP:REWARD[:EVALUATION], read back exactly, refused when malformed", () => {
+		const s = { ...presetSettings('2048'), steps: 40, seed: 3 };
+		const query = shareQuery(s, '/', { step: 40, reward: 0.571234567, evaluation: 0.49 });
+		expect(new URLSearchParams(query).get('result')).toBe('40:0.5712:0.49');
+		const read = readShareQuery(query);
+		expect(read.ignored).toEqual([]);
+		expect(read.settings).toEqual(s);
+		expect(read.result).toEqual({ step: 40, reward: 0.5712, evaluation: 0.49 });
+		// no evaluation; a negative reward; the result alone on a bare preset
+		expect(readShareQuery(shareQuery(s, '/', { step: 2, reward: -1 })).result).toEqual({
+			step: 2,
+			reward: -1
+		});
+		expect(shareQuery(presetSettings('tictactoe'), '/', { step: 1, reward: 0.5 })).toBe(
+			'v=1&result=1%3A0.5'
+		);
+		// not written when it cannot be read back (a non-finite reward)
+		expect(shareQuery(s, '/', { step: 1, reward: NaN })).toBe(shareQuery(s));
+		for (const bad of ['', '40', '40:', 'x:1', '1:2:3:4', '1:1e9', '1:NaN', '-1:0.5', '1:0.5:']) {
+			const r = readShareQuery(`v=1&result=${encodeURIComponent(bad)}`);
+			expect(r.result, bad).toBeUndefined();
+			expect(r.ignored, bad).toEqual([
+				`result ${JSON.stringify(bad)} is not STEP:REWARD or STEP:REWARD:EVALUATION (e.g. 100:0.74:0.81).`
+			]);
+		}
+		// a link of another version carries no result
+		expect(readShareQuery('v=2&result=1:0.5').result).toBeUndefined();
+	});
+
 	it('bad values are dropped one by one, each named, the rest kept', () => {
 		const read = readShareQuery(
 			'v=1&preset=2048&steps=-4&groups=3&size=1&lr=1e9&seed=x&reward=judge&model=javascript%3Aalert(1)&x=1'
@@ -181,7 +210,18 @@ describe('share links', () => {
 
 	it('fuzz: random and mangled links never throw and always give a valid recipe', () => {
 		const rng = new Rng(7);
-		const names = ['v', 'preset', 'model', 'steps', 'groups', 'size', 'lr', 'seed', 'reward'];
+		const names = [
+			'v',
+			'preset',
+			'model',
+			'steps',
+			'groups',
+			'size',
+			'lr',
+			'seed',
+			'reward',
+			'result'
+		];
 		const junk = [
 			'',
 			'0',
@@ -193,13 +233,17 @@ describe('share links', () => {
 			'2048',
 			'ruler',
 			'/x',
-			'9'.repeat(40)
+			'9'.repeat(40),
+			'12:0.5',
+			'3:-0.25:0.9'
 		];
 		const check = (query: string) => {
 			let read: ReturnType<typeof readShareQuery> | undefined;
 			expect(() => (read = readShareQuery(query)), query).not.toThrow();
 			expect(() => validateRecipe(recipeOf(read!.settings)), query).not.toThrow();
 			const s = read!.settings;
+			const r = read!.result;
+			if (r) expect([r.step, r.reward, r.evaluation ?? 0].every(Number.isFinite), query).toBe(true);
 			expect(PRESET_NAMES).toContain(s.preset);
 			expect(REWARD_SOURCES).toContain(s.reward);
 			for (const text of [s.model, s.judgeUrl, s.judgeModel, s.rubric])
