@@ -10,24 +10,50 @@
  * result and end with another status (`train`: 3 when the run ends 'stuck').
  */
 import { ExitWith, UsageError } from './cli/args';
-import { parseScoreArgs, runScore, SCORE_USAGE } from './cli/score';
-import { GENERATE_USAGE, parseGenerateArgs, runGenerate } from './cli/generate';
-import { parseServeArgs, runServe, SERVE_USAGE } from './cli/serve';
-import { parseTrainArgs, runTrain, TRAIN_USAGE } from './cli/train';
-import { parsePlayArgs, PLAY_USAGE, runPlay } from './cli/play';
-import { JUDGE_USAGE, parseJudgeArgs, runJudge } from './cli/judge';
 
-const COMMANDS: Record<string, { usage: string; run(argv: string[]): Promise<unknown> }> = {
-	score: { usage: SCORE_USAGE, run: (argv) => runScore(parseScoreArgs(argv)) },
-	serve: { usage: SERVE_USAGE, run: (argv) => runServe(parseServeArgs(argv)) },
-	generate: { usage: GENERATE_USAGE, run: (argv) => runGenerate(parseGenerateArgs(argv)) },
-	train: { usage: TRAIN_USAGE, run: (argv) => runTrain(parseTrainArgs(argv)) },
-	play: { usage: PLAY_USAGE, run: (argv) => runPlay(parsePlayArgs(argv)) },
-	judge: { usage: JUDGE_USAGE, run: (argv) => runJudge(parseJudgeArgs(argv)) }
+interface Command {
+	usage: string;
+	run(argv: string[]): Promise<unknown>;
+}
+
+/**
+ * Each command's module is loaded only when it runs (Dawn, the tokenizers, the training
+ * stack: ~1 s of imports for all of them), so `score` does not pay for `train`.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+	score: async () => {
+		const m = await import('./cli/score');
+		return { usage: m.SCORE_USAGE, run: (argv) => m.runScore(m.parseScoreArgs(argv)) };
+	},
+	serve: async () => {
+		const m = await import('./cli/serve');
+		return { usage: m.SERVE_USAGE, run: (argv) => m.runServe(m.parseServeArgs(argv)) };
+	},
+	generate: async () => {
+		const m = await import('./cli/generate');
+		return { usage: m.GENERATE_USAGE, run: (argv) => m.runGenerate(m.parseGenerateArgs(argv)) };
+	},
+	train: async () => {
+		const m = await import('./cli/train');
+		return { usage: m.TRAIN_USAGE, run: (argv) => m.runTrain(m.parseTrainArgs(argv)) };
+	},
+	play: async () => {
+		const m = await import('./cli/play');
+		return { usage: m.PLAY_USAGE, run: (argv) => m.runPlay(m.parsePlayArgs(argv)) };
+	},
+	judge: async () => {
+		const m = await import('./cli/judge');
+		return { usage: m.JUDGE_USAGE, run: (argv) => m.runJudge(m.parseJudgeArgs(argv)) };
+	}
 };
-const USAGE = `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${Object.values(COMMANDS)
-	.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))
-	.join('\n  ')}`;
+
+/** Every command's usage line (loads them all: only for help and mistakes). */
+async function usage(): Promise<string> {
+	const commands = await Promise.all(Object.values(COMMANDS).map((load) => load()));
+	return `usage: npm run -s cli -- COMMAND ...\ncommands:\n  ${commands
+		.map((c) => c.usage.replace(/^usage: npm run -s cli -- /, ''))
+		.join('\n  ')}`;
+}
 
 function exit(code: number, stdout?: string, stderr?: string): void {
 	if (stderr) process.stderr.write(stderr.endsWith('\n') ? stderr : stderr + '\n');
@@ -39,9 +65,10 @@ function exit(code: number, stdout?: string, stderr?: string): void {
 async function main(argv: string[]): Promise<void> {
 	const [name, ...rest] = argv;
 	if (name === undefined || name === '--help' || name === '-h' || name === 'help')
-		return exit(name === undefined ? 2 : 0, undefined, USAGE);
-	const command = COMMANDS[name];
-	if (!command) return exit(2, undefined, `tabrl: unknown command '${name}'\n${USAGE}`);
+		return exit(name === undefined ? 2 : 0, undefined, await usage());
+	const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+	if (!load) return exit(2, undefined, `tabrl: unknown command '${name}'\n${await usage()}`);
+	const command = await load();
 	if (rest.includes('--help') || rest.includes('-h')) return exit(0, undefined, command.usage);
 	try {
 		const result = await command.run(rest);

@@ -20,7 +20,7 @@ import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
 import { EXIT_STUCK, parseTrainArgs, savedRecipe, trainRecipe } from '../../../scripts/cli/train';
-import { runCli, type CliRun } from './run-cli';
+import { runCli, usageText, type CliRun } from './run-cli';
 
 const ROOT = join(import.meta.dirname, '../../..');
 
@@ -412,19 +412,25 @@ describe('cli train: runs', () => {
 	it('refuses bad flags with the usage line, exit 2', async () => {
 		const cases: [string[], RegExp][] = [
 			[trainArgs({ env: 'chess' }), /--env: 'chess' is not an environment/],
+			[trainArgs({ 'sft-first': '2' }), /--sft-first: letters has no demonstrations/],
 			[trainArgs({ 'group-size': '1' }), /--group-size: '1' is not an integer >= 2/],
 			[trainArgs({ loss: 'sgd' }), /--loss: 'sgd' is not cispo or ppo/],
-			[trainArgs({ 'sft-first': '2' }), /--sft-first: letters has no demonstrations/],
 			[['train', '--steps', '1'], /--out is required/],
 			[trainArgs({ reward: 'ruler' }), /--reward ruler needs --judge-base-url/],
 			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/]
 		];
-		for (const [args, message] of cases) {
-			const r = await runCli(args, 60_000);
-			expect(r.code, r.stderr).toBe(2);
-			expect(r.stdout).toBe('');
-			expect(r.stderr).toMatch(message);
-			expect(r.stderr).toMatch(/usage: npm run -s cli -- train --out DIR/);
+		const usage = /usage: npm run -s cli -- train --out DIR/;
+		// one through the CLI (exit 2, the message and the usage line on stderr, nothing on stdout)
+		const r = await runCli(cases[0][0], 60_000);
+		expect(r.code, r.stderr).toBe(2);
+		expect(r.stdout).toBe('');
+		expect(r.stderr).toMatch(cases[0][1]);
+		expect(r.stderr).toMatch(usage);
+		// the rest from the parser and the recipe it makes (flags that do not fit together)
+		for (const [args, message] of cases.slice(1)) {
+			const text = usageText((argv) => trainRecipe(parseTrainArgs(argv)), args.slice(1));
+			expect(text, args.join(' ')).toMatch(message);
+			expect(text).toMatch(usage);
 		}
 	}, 300_000);
 });
