@@ -4,6 +4,7 @@
  *   play --env ENV --policy random|expert|model [--games N] [--seed S] [--winning-value W]
  *       [--history-turns K|all] [--max-turns N] [--model DIR] [--adapter DIR|none]
  *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]
+ *       [--changes SHARE]
  *
  * `random` and `expert` are the environment's scripted players (run/environments.ts: random
  * picks uniformly among the environment's actions; expert is the player whose games the
@@ -49,7 +50,8 @@ import { STATIC_ROOT } from './train';
 export const PLAY_USAGE =
 	'usage: npm run -s cli -- play --env ENV --policy random|expert|model [--games N] [--seed S] ' +
 	'[--winning-value W] [--history-turns K|all] [--max-turns N] [--model DIR] ' +
-	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]';
+	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] ' +
+	'[--changes SHARE (inbox: the share 0..1 of emails a later email changes)]';
 
 export type PolicyName = 'random' | 'expert' | 'model';
 
@@ -75,6 +77,7 @@ const FLAGS = {
 	'winning-value': {},
 	'history-turns': {},
 	'max-turns': {},
+	changes: {},
 	model: {},
 	adapter: {},
 	run: {},
@@ -124,6 +127,17 @@ export function parsePlayArgs(argv: readonly string[]): PlayArgs {
 		envOptions.historyTurns = history === 'all' ? null : count('history-turns', 0)!;
 	const maxTurns = count('max-turns');
 	if (maxTurns !== undefined) envOptions.maxTurns = maxTurns;
+	const changes = numberFlag(
+		'changes',
+		f.changes,
+		(x) => x >= 0 && x <= 1,
+		'a share from 0 to 1',
+		PLAY_USAGE
+	);
+	if (changes !== undefined) {
+		if (f.env !== 'inbox') throw new UsageError('--changes: only for --env inbox', PLAY_USAGE);
+		envOptions.changes = changes;
+	}
 	return {
 		env: f.env as EnvironmentName,
 		policy,

@@ -77,11 +77,13 @@ export const TRAIN_USAGE =
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
-	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE]\n' +
+	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
-	'G a step), then --steps GRPO steps';
+	'G a step), then --steps GRPO steps\n' +
+	'    --changes SHARE (inbox): the share 0..1 of emails a later email changes, so their ' +
+	'questions need two emails';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -118,6 +120,8 @@ export interface TrainArgs {
 	rubric?: string;
 	/** The rubric file's text (runTrain reads it). */
 	rubricText?: string;
+	/** inbox: the share of emails a later email changes (envOptions.changes). */
+	changes?: number;
 }
 
 const isCount = (n: number, min = 1) => Number.isSafeInteger(n) && n >= min;
@@ -148,7 +152,8 @@ const FLAGS = {
 	'judge-base-url': {},
 	'judge-model': {},
 	'judge-api-key-env': {},
-	rubric: {}
+	rubric: {},
+	changes: {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -208,7 +213,8 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		judgeBaseUrl: f['judge-base-url'],
 		judgeModel: f['judge-model'],
 		judgeApiKeyEnv: f['judge-api-key-env'],
-		rubric: f.rubric
+		rubric: f.rubric,
+		changes: n('changes', (x) => x >= 0 && x <= 1, 'a share from 0 to 1')
 	};
 }
 
@@ -278,6 +284,8 @@ export function trainRecipe(
 				: { ...DEFAULT_SFT, games: args.sftFirst * grpo.groups, batchSize: grpo.groups };
 	if (sft && !RUN_ENVIRONMENTS[env].demonstrations)
 		throw new UsageError(`--sft-first: ${env} has no demonstrations to imitate`, TRAIN_USAGE);
+	if (args.changes !== undefined && env !== 'inbox')
+		throw new UsageError(`--changes: only for --env inbox, not ${env}`, TRAIN_USAGE);
 	const reward = rewardConfig(args, base.reward);
 	const rank = args.rank ?? base.lora.rank;
 	const lora = {
@@ -299,6 +307,9 @@ export function trainRecipe(
 			games: args.evalGames ?? base.eval.games
 		},
 		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal,
+		...(args.changes === undefined
+			? {}
+			: { envOptions: { ...base.envOptions, changes: args.changes } }),
 		...(reward ? { reward } : {})
 	});
 }

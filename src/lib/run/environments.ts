@@ -42,6 +42,11 @@ export interface EnvOptions {
 	historyTurns?: number | null;
 	/** inbox: model turns at most. */
 	maxTurns?: number;
+	/**
+	 * inbox: the share (0..1) of emails whose fact a later email changes; a question about a
+	 * changed fact needs both emails (default 0: every question needs one).
+	 */
+	changes?: number;
 }
 
 /** How one finished game went, in the terms every environment shares (play.ts). */
@@ -222,12 +227,13 @@ const inboxEnv: RunEnvironment = {
 			// a group answers one question (ART-E's groups share the scenario)
 			seed: r.scenario,
 			maxTurns: r.options.maxTurns,
+			changes: r.options.changes,
 			maxTokens: r.maxTokens,
 			signal: r.signal,
 			request: { temperature: r.temperature, ...sampling(r) }
 		}),
 	demonstrations: (count, seed, options) =>
-		inbox.demonstrations(count, seed, { maxTurns: options.maxTurns }),
+		inbox.demonstrations(count, seed, { maxTurns: options.maxTurns, changes: options.changes }),
 	evalMetrics: (games) =>
 		meanMetrics(games, ['correct', 'format_error', 'tool_calls', 'cited_email']),
 	outcome: (t) => ({
@@ -238,7 +244,7 @@ const inboxEnv: RunEnvironment = {
 	}),
 	scripted: (kind, r) =>
 		kind === 'expert'
-			? inbox.expertPolicy(inbox.scenario(r.scenario))
+			? inbox.expertPolicy(inbox.scenario(r.scenario, { changes: r.options.changes }))
 			: inbox.randomPolicy(r.scenario * 64 + r.index),
 	replay: (t) => inbox.replay(t)
 };

@@ -141,6 +141,11 @@ export function validateRecipe(r: Recipe): Recipe {
 		bad('envOptions.historyTurns', o.historyTurns, 'an integer >= 0 or null (the whole game)');
 	if (o.maxTurns !== undefined && !isCount(o.maxTurns))
 		bad('envOptions.maxTurns', o.maxTurns, 'an integer >= 1');
+	if (
+		o.changes !== undefined &&
+		!(typeof o.changes === 'number' && o.changes >= 0 && o.changes <= 1)
+	)
+		bad('envOptions.changes', o.changes, 'a share from 0 to 1');
 	if (r.reward) validateReward(r, bad);
 	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
 		bad('baseModel', r.baseModel, 'a model folder or URL');

@@ -91,3 +91,73 @@ describe('scenario', () => {
 		expect(() => scenario(-1)).toThrow(RangeError);
 	});
 });
+
+describe('changes: questions answered by two emails', () => {
+	it('leave a mailbox without changes as it was; with them, add one later email per changeable email', () => {
+		const plain = generateMailbox(21);
+		expect(generateMailbox(21, MAILBOX_SIZE, { changes: 0 })).toEqual(plain);
+		expect(plain.changeOf.size).toBe(0);
+		const changed = generateMailbox(21, MAILBOX_SIZE, { changes: 1 });
+		// the emails drawn before are the same, the change emails come after them
+		expect(changed.emails.slice(0, MAILBOX_SIZE)).toEqual(plain.emails);
+		const changes = changed.emails.slice(MAILBOX_SIZE);
+		const changeable = plain.emails.filter((e) =>
+			['flight', 'hotel', 'order', 'parcel', 'meeting', 'event'].includes(e.kind)
+		);
+		expect(changes).toHaveLength(changeable.length);
+		expect(new Set(changed.emails.map((e) => e.id)).size).toBe(changed.emails.length);
+		for (const c of changes) {
+			const original = changed.byId.get(c.changes!.id)!;
+			const fact = c.changes!.fact;
+			expect(c.kind).toBe('change');
+			expect(changed.changeOf.get(`${original.id}/${fact}`)).toBe(c);
+			// the same sender, no earlier, with a new value, naming the email by its number or
+			// code (which the email states) and not by what a question names, or (a meeting, an
+			// invitation) as the email does
+			expect(c.fromAddress).toBe(original.fromAddress);
+			expect(c.date >= original.date).toBe(true);
+			expect(c.facts[fact]).not.toBe(original.facts[fact]);
+			expect(c.body).toContain(c.facts[fact]);
+			const { via } = c.changes!;
+			expect(via === undefined).toBe(['meeting', 'event'].includes(original.kind));
+			for (const word of original.key.split('|'))
+				if (via === undefined) expect(`${c.subject} ${c.body}`).toContain(word);
+				else expect(`${c.subject} ${c.body}`).not.toContain(word);
+			if (via !== undefined) {
+				expect(original.body).toContain(via);
+				expect(c.body).toContain(via);
+			}
+		}
+		expect(() => generateMailbox(1, 10, { changes: 1.5 })).toThrow(RangeError);
+		// a share of one half: about half of the changeable emails
+		const half = generateMailbox(21, MAILBOX_SIZE, { changes: 0.5 }).emails.length - MAILBOX_SIZE;
+		expect(half).toBeGreaterThan(changeable.length * 0.35);
+		expect(half).toBeLessThan(changeable.length * 0.65);
+	});
+
+	it('ask the same question as without; a changed fact is answered by the change, both emails expected', () => {
+		let twoEmail = 0;
+		const n = 600;
+		for (let seed = 0; seed < n; seed++) {
+			const plain = scenario(seed);
+			const s = scenario(seed, { changes: 1 });
+			expect(s.question).toBe(plain.question);
+			expect(s.changes).toBe(1);
+			expect(s.messageIds[0]).toBe(plain.messageIds[0]);
+			const m = mailboxOf(s.mailboxSeed, 1);
+			if (s.messageIds.length === 1) {
+				expect(s.answer).toBe(plain.answer);
+				continue;
+			}
+			twoEmail++;
+			const change = m.byId.get(s.messageIds[1])!;
+			expect(change.changes).toMatchObject({ id: plain.messageIds[0], fact: s.fact });
+			expect(s.answer).toBe(change.facts[s.fact]);
+			expect(s.answer).not.toBe(plain.answer);
+			expect(m.byId.get(s.messageIds[0])!.body).not.toContain(s.answer);
+			expect(s.followUp).toBe(change.changes!.via); // (none for a meeting or an invitation)
+		}
+		expect(twoEmail / n).toBeGreaterThan(0.15);
+		expect(twoEmail / n).toBeLessThan(0.45);
+	});
+});

@@ -131,6 +131,58 @@ describe('inbox rollout', () => {
 	});
 });
 
+describe('changes: two-email questions', () => {
+	it('the expert reads the email and its change (searching the number the first one gives) and answers the new value, citing both; one that stops at the first email is wrong', async () => {
+		const seeds = Array.from({ length: 400 }, (_, i) => EVAL_SEED + i).filter(
+			(seed) => scenario(seed, { changes: 1 }).messageIds.length === 2
+		);
+		expect(seeds.length).toBeGreaterThan(60);
+		let followed = 0;
+		for (const seed of seeds.slice(0, 60)) {
+			const s = scenario(seed, { changes: 1 });
+			const t = await rollout(policyClient(expertPolicy(s)), { model: 'm', seed, changes: 1 });
+			expect(t.metrics.correct, `seed ${seed}`).toBe(1);
+			expect(t.metrics.cited_email).toBe(1);
+			expect(t.metadata.reference_message_ids).toBe(s.messageIds.join(' '));
+			expect(t.reward).toBeGreaterThan(1);
+			const searches = t
+				.messages()
+				.flatMap((m) => ('tool_calls' in m ? (m.tool_calls ?? []) : []))
+				.filter((c) => c.type === 'function' && c.function.name === 'search_inbox')
+				.map((c) => c.type === 'function' && JSON.parse(c.function.arguments));
+			expect(searches[0]).toEqual({ keywords: questionKeywords(s.question) });
+			if (s.followUp) {
+				// search, read, search the number, read the change, answer
+				followed++;
+				expect(searches).toEqual([searches[0], { keywords: [s.followUp] }]);
+				expect(Number(t.metrics.num_turns)).toBe(5);
+			} else expect(Number(t.metrics.num_turns)).toBeLessThanOrEqual(5);
+			// the expert of the question without changes reads the first email only: its (old)
+			// value is now wrong
+			const stale = await rollout(policyClient(expertPolicy(scenario(seed))), {
+				model: 'm',
+				seed,
+				changes: 1
+			});
+			expect(stale.metrics.correct).toBe(0);
+			expect(stale.metadata.outcome).toBe('wrong');
+			expect(stale.reward).toBeLessThan(0);
+		}
+		expect(followed).toBeGreaterThan(5);
+	});
+
+	it('demonstrations with changes are the expert solving them; without, they are as before', async () => {
+		const demos = await demonstrations(40, 3, { changes: 1 });
+		expect(demos.every((t) => t.metrics.correct === 1)).toBe(true);
+		expect(demos.some((t) => String(t.metadata.expected_message_ids).includes(' '))).toBe(true);
+		const plain = await demonstrations(5, 3);
+		expect(plain.map((t) => t.metadata.question)).toEqual(
+			demos.slice(0, 5).map((t) => t.metadata.question)
+		);
+		expect(plain.every((t) => !String(t.metadata.expected_message_ids).includes(' '))).toBe(true);
+	});
+});
+
 describe('demonstrations', () => {
 	it('are expert episodes on training seeds only', async () => {
 		const demos = await demonstrations(5, 2);

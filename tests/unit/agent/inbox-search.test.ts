@@ -81,7 +81,12 @@ describe('InboxIndex', () => {
 			// "Oslo" as a substring of a longer word: the scan counts it, BM25 does not.
 			email('m1007', 'Koslov report', 'Koslov sends the Koslova report.')
 		];
-		const mailbox: Mailbox = { seed: 0, emails, byId: new Map(emails.map((e) => [e.id, e])) };
+		const mailbox: Mailbox = {
+			seed: 0,
+			emails,
+			byId: new Map(emails.map((e) => [e.id, e])),
+			changeOf: new Map()
+		};
 		const keywords = ['meeting', 'room', 'Oslo'];
 		const scan = substringScan(mailbox, keywords).map((e) => e.id);
 		expect(scan[0]).toBe('m1001');

@@ -409,6 +409,16 @@ describe('cli train: runs', () => {
 		);
 	}, 300_000);
 
+	it("--changes gives the inbox its share of changed emails, the preset's other options kept", () => {
+		const recipe = trainRecipe(
+			parseTrainArgs(['--out', join(root, 'x'), '--env', 'inbox', '--changes', '0.5'])
+		);
+		expect(recipe.envOptions).toEqual({ ...preset('inbox').envOptions, changes: 0.5 });
+		expect(
+			trainRecipe(parseTrainArgs(['--out', join(root, 'x'), '--env', 'inbox'])).envOptions
+		).toEqual(preset('inbox').envOptions);
+	});
+
 	it('refuses bad flags with the usage line, exit 2', async () => {
 		const cases: [string[], RegExp][] = [
 			[trainArgs({ env: 'chess' }), /--env: 'chess' is not an environment/],
@@ -417,7 +427,9 @@ describe('cli train: runs', () => {
 			[trainArgs({ loss: 'sgd' }), /--loss: 'sgd' is not cispo or ppo/],
 			[['train', '--steps', '1'], /--out is required/],
 			[trainArgs({ reward: 'ruler' }), /--reward ruler needs --judge-base-url/],
-			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/]
+			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/],
+			[trainArgs({ env: 'inbox', changes: '2' }), /--changes: '2' is not a share from 0 to 1/],
+			[trainArgs({ changes: '0.5' }), /--changes: only for --env inbox, not letters/]
 		];
 		const usage = /usage: npm run -s cli -- train --out DIR/;
 		// one through the CLI (exit 2, the message and the usage line on stderr, nothing on stdout)

@@ -157,7 +157,9 @@ describe('presets', () => {
 			{ winningValue: 100 },
 			{ winningValue: 4 },
 			{ historyTurns: -1 },
-			{ maxTurns: 0 }
+			{ maxTurns: 0 },
+			{ changes: 1.5 },
+			{ changes: -0.1 }
 		])
 			expect(() => validateRecipe({ ...r, envOptions })).toThrow(/envOptions/);
 		expect(

@@ -32,12 +32,13 @@ export function demonstrationSeeds(count: number, seed: number): number[] {
 export async function demonstrations(
 	count: number,
 	seed: number,
-	options: { maxTurns?: number } = {}
+	options: { maxTurns?: number; changes?: number } = {}
 ): Promise<Trajectory[]> {
 	const out: Trajectory[] = [];
+	const { maxTurns, changes } = options;
 	for (const s of demonstrationSeeds(count, seed)) {
-		const client = policyClient(expertPolicy(scenario(s)), 'expert');
-		const t = await rollout(client, { model: 'expert', seed: s, maxTurns: options.maxTurns });
+		const client = policyClient(expertPolicy(scenario(s, { changes })), 'expert');
+		const t = await rollout(client, { model: 'expert', seed: s, maxTurns, changes });
 		t.metadata.source = 'expert';
 		out.push(t);
 	}

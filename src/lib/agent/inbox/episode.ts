@@ -68,7 +68,7 @@ export class InboxEpisode {
 		if (!Number.isInteger(maxTurns) || maxTurns < 1)
 			throw new RangeError(`maxTurns is a positive integer, not ${maxTurns}`);
 		this.scenario = scenario;
-		this.mailbox = mailboxOf(scenario.mailboxSeed);
+		this.mailbox = mailboxOf(scenario.mailboxSeed, scenario.changes);
 		this.index = indexOf(this.mailbox);
 		this.maxTurns = maxTurns;
 	}

@@ -14,11 +14,31 @@
  * Each email records its `key` (what makes it findable: a flight's city, a meeting's topic
  * and organizer) and its `facts` (what a question may ask); questions.ts asks only about
  * emails whose key is unique in the mailbox, so every question has exactly one answer.
+ *
+ * Changes (`generateMailbox(seed, size, { changes })`): a share of the emails whose facts can
+ * move (a flight's time or gate, a hotel's or an order's date, a parcel's pickup place, a
+ * meeting's or an invitation's day, time or place) get a later email that changes one of
+ * them, so a question about that fact needs two emails (ART-E's questions need one or two):
+ * the first names the thing, the later one the value that holds now. A flight's, booking's,
+ * order's or parcel's change names it by its number or code only ("Flight SJ123 now boards
+ * at gate B7."), so "Which gate does my flight to Oslo board at?" takes two searches: the
+ * second for the number the first email gives. Without changes (the default) a mailbox is exactly what
+ * it was before changes existed: the change emails are drawn after the others, from a
+ * generator of their own.
  */
 import { Rng } from '../../util/random';
 
 export type EmailKind =
-	'flight' | 'hotel' | 'meeting' | 'order' | 'invoice' | 'event' | 'parcel' | 'newsletter';
+	| 'flight'
+	| 'hotel'
+	| 'meeting'
+	| 'order'
+	| 'invoice'
+	| 'event'
+	| 'parcel'
+	| 'newsletter'
+	/** A later email changing one fact of an earlier one (asked about through that one). */
+	| 'change';
 
 export interface Email {
 	/** 'm' and four digits, unique in its mailbox. */
@@ -36,12 +56,25 @@ export interface Email {
 	key: string;
 	/** The facts a question may ask for, each written in the body exactly as here. */
 	facts: Record<string, string>;
+	/**
+	 * A change email's: the email and the fact it changes (its new value in `facts`), and the
+	 * value it names that email by, when not by what the email names (`via`: its flight
+	 * number, booking code, ...).
+	 */
+	changes?: { id: string; fact: string; via?: string };
 }
 
 export interface Mailbox {
 	seed: number;
 	emails: Email[];
 	byId: Map<string, Email>;
+	/** The change email of an email's fact, by `${id}/${fact}` (none without changes). */
+	changeOf: Map<string, Email>;
+}
+
+export interface MailboxOptions {
+	/** The share (0..1) of emails with facts that can move that get a change email (default 0). */
+	changes?: number;
 }
 
 /** Emails in a mailbox unless told otherwise. */
@@ -290,13 +323,145 @@ function draft(kind: EmailKind, rng: Rng): Draft {
 				body: `This week at ${shop}: the ${a} and the ${b} are on sale. See you soon!`
 			};
 		}
+		case 'change':
+			throw new RangeError('change emails are drawn by changeEmails, after the others');
 	}
 }
 
-/** The mailbox of `seed`: `size` emails, each kind equally likely, ids unique. */
-export function generateMailbox(seed: number, size = MAILBOX_SIZE): Mailbox {
+/**
+ * Facts that a later email may change, by kind, and how a new value is drawn; `via`: the fact
+ * by which the change names the email (a flight's number, a booking's code), never the thing
+ * a question names (the city, the product), so that change is found by a second search. A
+ * meeting's or an invitation's change names the meeting as the email does (topic and
+ * organizer): the first search finds both.
+ */
+const CHANGEABLE: Partial<
+	Record<EmailKind, { via?: string; facts: Record<string, (rng: Rng) => string> }>
+> = {
+	flight: {
+		via: 'flight',
+		facts: { time, gate: (rng) => `${pick(rng, ['A', 'B', 'C', 'D'])}${1 + rng.int(30)}` }
+	},
+	hotel: { via: 'code', facts: { date: day } },
+	order: { via: 'number', facts: { date: day } },
+	parcel: {
+		via: 'code',
+		facts: { place: (rng) => `${pick(rng, STREETS)} ${pick(rng, PICKUP_PLACES)}` }
+	},
+	meeting: {
+		facts: {
+			day: (rng) => pick(rng, WEEKDAYS),
+			time,
+			room: (rng) => `${pick(rng, ['A', 'B', 'C'])}${1 + rng.int(20)}`
+		}
+	},
+	event: { facts: { venue: (rng) => pick(rng, VENUES), date: day, time } }
+};
+
+/** How a change of `e`'s `fact` to `value` reads, [subject, body]; `via` names `e` in it. */
+function changeText(
+	e: Email,
+	fact: string,
+	via: string | undefined,
+	value: string
+): [string, string] {
+	const [a, b] = e.key.split('|');
+	switch (e.kind) {
+		case 'flight':
+			return fact === 'gate'
+				? [`Gate change for flight ${via}`, `Flight ${via} now boards at gate ${value}.`]
+				: [`New time for flight ${via}`, `Flight ${via} now departs at ${value}.`];
+		case 'hotel':
+			return [`Booking ${via}: new date`, `Your check-in for booking ${via} moved to ${value}.`];
+		case 'order':
+			return [`Order ${via} is late`, `Your order ${via} will now arrive on ${value}.`];
+		case 'parcel':
+			return [
+				`Parcel ${via} moved`,
+				`The parcel with pickup code ${via} now waits at the ${value}.`
+			];
+		case 'meeting': {
+			const now =
+				fact === 'room'
+					? `is now in room ${value}`
+					: fact === 'day'
+						? `is now on ${value}`
+						: `now starts at ${value}`;
+			return [`${e.subject} moved`, `Hi, the ${a} meeting ${now}. Thanks, ${b}`];
+		}
+		case 'event': {
+			const now =
+				fact === 'venue'
+					? `is now at ${value}`
+					: fact === 'date'
+						? `is now on ${value}`
+						: `now starts at ${value}`;
+			return [`Change: ${a}`, `${b}'s ${a} ${now}.`];
+		}
+		default:
+			throw new RangeError(`a ${e.kind} email has no facts that change`);
+	}
+}
+
+/** A day of 2024 no earlier than `date` (YYYY-MM-DD), up to a fortnight later. */
+function laterDate(date: string, rng: Rng): string {
+	const [y, m, d] = date.split('-').map(Number);
+	const t = new Date(Date.UTC(y, m - 1, d + rng.int(15)));
+	const last = Date.UTC(2024, 11, 31);
+	const when = new Date(Math.min(t.getTime(), last));
+	return `2024-${pad2(when.getUTCMonth() + 1)}-${pad2(when.getUTCDate())}`;
+}
+
+/**
+ * The change emails of `emails` (new ids beside `used`), from their own generator: each email
+ * with changeable facts gets one with probability `share`, changing one fact to a new value.
+ */
+function changeEmails(emails: Email[], used: Set<string>, seed: number, share: number): Email[] {
+	const rng = new Rng((Math.imul(seed, 0x9e3779b1) ^ 0x7f4a7c15) >>> 0);
+	const out: Email[] = [];
+	for (const e of emails) {
+		const changeable = CHANGEABLE[e.kind];
+		if (!changeable || rng.next() >= share) continue;
+		const fact = pick(rng, Object.keys(changeable.facts));
+		let value: string;
+		do value = changeable.facts[fact](rng);
+		while (value === e.facts[fact]);
+		const via = changeable.via === undefined ? undefined : e.facts[changeable.via];
+		let id: string;
+		do id = `m${1000 + rng.int(9000)}`;
+		while (used.has(id));
+		used.add(id);
+		const [subject, body] = changeText(e, fact, via, value);
+		out.push({
+			id,
+			date: laterDate(e.date, rng),
+			fromName: e.fromName,
+			fromAddress: e.fromAddress,
+			subject,
+			body,
+			kind: 'change',
+			key: `${e.kind}/${e.key}`,
+			facts: { [fact]: value },
+			changes: { id: e.id, fact, ...(via === undefined ? {} : { via }) }
+		});
+	}
+	return out;
+}
+
+/**
+ * The mailbox of `seed`: `size` emails, each kind equally likely, ids unique; with
+ * `changes`, the change emails of a share of them besides (see the file's doc).
+ */
+export function generateMailbox(
+	seed: number,
+	size = MAILBOX_SIZE,
+	options: MailboxOptions = {}
+): Mailbox {
 	if (!Number.isInteger(size) || size < 1 || size > 9000)
 		throw new RangeError(`a mailbox holds 1 to 9000 emails, not ${size}`);
+	const share = options.changes ?? 0;
+	if (!(share >= 0 && share <= 1))
+		throw new RangeError(`changes is a share from 0 to 1, not ${share}`);
 	const rng = new Rng(seed);
 	const used = new Set<string>();
 	const emails: Email[] = [];
@@ -308,7 +473,11 @@ export function generateMailbox(seed: number, size = MAILBOX_SIZE): Mailbox {
 		const date = sentDate(rng);
 		emails.push({ id, date, ...draft(pick(rng, KINDS), rng) });
 	}
-	return { seed, emails, byId: new Map(emails.map((e) => [e.id, e])) };
+	if (share > 0) emails.push(...changeEmails(emails, used, seed, share));
+	const changeOf = new Map(
+		emails.flatMap((e) => (e.changes ? [[`${e.changes.id}/${e.changes.fact}`, e] as const] : []))
+	);
+	return { seed, emails, byId: new Map(emails.map((e) => [e.id, e])), changeOf };
 }
 
 /** The email as read_email returns it (and as a search result shows part of it). */

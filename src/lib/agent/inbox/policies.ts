@@ -3,10 +3,13 @@
  * go through the same rollout a model does:
  *
  * - `expertPolicy(scenario)`: searches with the question's keywords (`questionKeywords`, a
- *   fixed stop-word filter a model can learn to imitate), reads the expected email when the
- *   results list it (searching once more with the longer keywords only when they do not),
- *   and answers with the answer copied from the email's body, citing its id; "I don't know"
- *   when the email never shows up. One tool call per reply, three replies per episode.
+ *   fixed stop-word filter a model can learn to imitate), reads each expected email (the one
+ *   named; then its change, for a fact changed later) once the results list it: when one is
+ *   not listed, it searches once more, for the change with the number or code the first email
+ *   gave (the scenario's followUp), else with the longer keywords; and answers with the
+ *   answer copied from the latest email read that holds it, citing the emails read; "I don't
+ *   know" when none shows up. One tool call per reply: three replies per episode, five when
+ *   a change is searched for and read too.
  * - `randomPolicy(seed)`: a random tool each turn with plausible random arguments (words of
  *   the question, ids seen in tool results, words seen as the answer); always well-formed.
  *
@@ -64,26 +67,54 @@ export function expertPolicy(s: Scenario): Policy {
 		reference_message_ids: []
 	});
 	return ({ messages }) => {
-		const last = messages[messages.length - 1];
-		if (last?.role !== 'tool') return call('search_inbox', { keywords });
-		const result = parse(text(last));
-		if (Array.isArray(result)) {
-			const listed = new Set(result.map((r: { message_id?: unknown }) => r?.message_id));
-			const target = s.messageIds.find((id) => listed.has(id));
-			if (target) return call('read_email', { message_id: target });
-			const searches = messages.filter((m) => m.role === 'tool').length;
-			const longer = keywords.filter((k) => k.length >= 4);
-			return searches < 2 && longer.length && longer.length < keywords.length
-				? call('search_inbox', { keywords: longer })
-				: idk;
+		const results = messages.filter((m) => m.role === 'tool').map((m) => parse(text(m)));
+		if (results.length === 0) return call('search_inbox', { keywords });
+		// what the episode showed so far: ids some search listed, emails read (id -> body)
+		const listed = new Set<unknown>();
+		const read = new Map<string, string>();
+		const searched = new Set(
+			messages.flatMap((m) =>
+				m.role === 'assistant' && 'tool_calls' in m
+					? (m.tool_calls ?? []).flatMap((c) =>
+							c.type === 'function' && c.function.name === 'search_inbox'
+								? ((parse(c.function.arguments) as { keywords?: string[] } | null)?.keywords ?? [])
+								: []
+						)
+					: []
+			)
+		);
+		let searches = 0;
+		for (const r of results) {
+			if (Array.isArray(r)) {
+				searches++;
+				for (const hit of r as { message_id?: unknown }[]) listed.add(hit?.message_id);
+			} else {
+				const email = r as { message_id?: unknown; body?: unknown } | null;
+				if (typeof email?.body === 'string' && typeof email.message_id === 'string')
+					read.set(email.message_id, email.body);
+			}
 		}
-		const email = result as { message_id?: unknown; body?: unknown } | null;
-		if (typeof email?.body === 'string' && typeof email.message_id === 'string') {
-			const at = email.body.indexOf(s.answer);
+		// each expected email in turn (the one named, then its change): read once listed
+		const next = s.messageIds.find((id) => listed.has(id) && !read.has(id));
+		if (next) return call('read_email', { message_id: next });
+		if (s.messageIds.some((id) => !listed.has(id))) {
+			// a change names the email by its number: search for that once the email is read
+			if (s.followUp && read.has(s.messageIds[0]) && !searched.has(s.followUp))
+				return call('search_inbox', { keywords: [s.followUp] });
+			const longer = keywords.filter((k) => k.length >= 4);
+			if (searches < 2 && longer.length && longer.length < keywords.length)
+				return call('search_inbox', { keywords: longer });
+			if (read.size === 0) return idk;
+		}
+		// the answer as the latest email read that holds it writes it (a change's new value)
+		const cited = s.messageIds.filter((id) => read.has(id));
+		for (const id of [...cited].reverse()) {
+			const body = read.get(id)!;
+			const at = body.indexOf(s.answer);
 			if (at >= 0)
 				return call('return_final_answer', {
-					answer: email.body.slice(at, at + s.answer.length),
-					reference_message_ids: [email.message_id]
+					answer: body.slice(at, at + s.answer.length),
+					reference_message_ids: cited
 				});
 		}
 		return idk;

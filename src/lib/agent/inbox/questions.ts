@@ -9,9 +9,22 @@
  * floor(seed / QUESTIONS_PER_MAILBOX), so training (small seeds) and evaluation (seeds from
  * EVAL_SEED on) never share a mailbox, and a held-out question is about emails the model has
  * never seen. Only emails whose key is unique in their mailbox are asked about.
+ *
+ * With changes (`scenario(seed, { changes })`, mailbox.ts): the mailbox also holds change
+ * emails, and a question about a fact that a later email changed is answered by two emails:
+ * its answer is the new value, its `messageIds` the email and its change, its `followUp` the
+ * number or code the change names the email by. The same seed asks the same question with
+ * or without changes.
  */
 import { Rng } from '../../util/random';
-import { generateMailbox, MAILBOX_SIZE, type Email, type EmailKind, type Mailbox } from './mailbox';
+import {
+	generateMailbox,
+	MAILBOX_SIZE,
+	type Email,
+	type EmailKind,
+	type Mailbox,
+	type MailboxOptions
+} from './mailbox';
 
 /** Evaluation scenarios are EVAL_SEED + i (the run loop's EVAL_SEED, src/lib/run). */
 export const EVAL_SEED = 900_000_000;
@@ -32,6 +45,11 @@ export interface Scenario extends Question {
 	kind: EmailKind;
 	/** Which fact of the email is asked for. */
 	fact: string;
+	/** The mailbox's share of changed emails, when it has changes (absent: none). */
+	changes?: number;
+	/** A two-email question's: what names the first email in its change (its number or code),
+	 * the keyword that finds the change. */
+	followUp?: string;
 }
 
 const possessive = (name: string) => `${name}'s`;
@@ -80,6 +98,7 @@ export function questionsFor(email: Email): [string, string][] {
 				['code', `What is the pickup code for my parcel from ${a}?`]
 			];
 		case 'newsletter':
+		case 'change': // (asked about through the email it changes)
 			return [];
 	}
 }
@@ -97,43 +116,56 @@ export function mailboxSeedOf(seed: number): number {
 	return Math.floor(seed / QUESTIONS_PER_MAILBOX);
 }
 
-const cache = new Map<number, { mailbox: Mailbox; answerable: Email[] }>();
+const cache = new Map<string, { mailbox: Mailbox; answerable: Email[] }>();
 const CACHE_SIZE = 8;
 
 /** The mailbox of a mailbox seed, kept for the next few calls (scenarios share them). */
-export function mailboxOf(mailboxSeed: number): Mailbox {
-	return cached(mailboxSeed).mailbox;
+export function mailboxOf(mailboxSeed: number, changes = 0): Mailbox {
+	return cached(mailboxSeed, changes).mailbox;
 }
 
-function cached(mailboxSeed: number) {
-	let entry = cache.get(mailboxSeed);
+function cached(mailboxSeed: number, changes: number) {
+	const key = `${mailboxSeed}/${changes}`;
+	let entry = cache.get(key);
 	if (!entry) {
-		const mailbox = generateMailbox(mailboxSeed, MAILBOX_SIZE);
+		const mailbox = generateMailbox(mailboxSeed, MAILBOX_SIZE, { changes });
 		entry = { mailbox, answerable: answerableEmails(mailbox) };
-		if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value as number);
-		cache.set(mailboxSeed, entry);
+		if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+		cache.set(key, entry);
 	}
 	return entry;
 }
 
-/** The scenario of a seed (a non-negative integer): its mailbox and one question. */
-export function scenario(seed: number): Scenario {
+/**
+ * The scenario of a seed (a non-negative integer): its mailbox and one question; with
+ * `changes`, in a mailbox with that share of changed emails (see the file's doc).
+ */
+export function scenario(seed: number, mailboxOptions: MailboxOptions = {}): Scenario {
 	if (!Number.isSafeInteger(seed) || seed < 0)
 		throw new RangeError(`a scenario seed is a non-negative integer, not ${seed}`);
+	const share = mailboxOptions.changes ?? 0;
 	const mailboxSeed = mailboxSeedOf(seed);
-	const { answerable } = cached(mailboxSeed);
+	const { mailbox, answerable } = cached(mailboxSeed, share);
 	// The question's own generator: mixed so that neighbouring seeds draw unrelated questions.
 	const rng = new Rng(Math.imul(seed ^ 0x5bd1e995, 0x27d4eb2d) ^ (seed >>> 16));
 	const email = answerable[rng.int(answerable.length)];
 	const options = questionsFor(email);
 	const [fact, question] = options[rng.int(options.length)];
+	const change = mailbox.changeOf.get(`${email.id}/${fact}`);
 	return {
 		seed,
 		mailboxSeed,
 		kind: email.kind,
 		fact,
 		question,
-		answer: email.facts[fact],
-		messageIds: [email.id]
+		// a fact changed later: the change holds the answer, both emails are the question's
+		...(change
+			? {
+					answer: change.facts[fact],
+					messageIds: [email.id, change.id],
+					...(change.changes!.via === undefined ? {} : { followUp: change.changes!.via })
+				}
+			: { answer: email.facts[fact], messageIds: [email.id] }),
+		...(share > 0 ? { changes: share } : {})
 	};
 }

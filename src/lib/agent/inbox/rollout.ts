@@ -43,6 +43,8 @@ export interface InboxOptions {
 	seed: number;
 	/** Model turns at most (default 6). */
 	maxTurns?: number;
+	/** The mailbox's share of changed emails (default 0: questions of one email only). */
+	changes?: number;
 	/** max_completion_tokens of each reply (default 128). */
 	maxTokens?: number;
 	request?: RequestExtras;
@@ -86,7 +88,7 @@ export function finishTrajectory(trajectory: Trajectory, episode: InboxEpisode):
 /** Plays one episode; the trajectory's reward, metrics and metadata say how it went. */
 export async function rollout(client: OpenAI, options: InboxOptions): Promise<Trajectory> {
 	const { model, seed, maxTurns = MAX_TURNS, maxTokens = 128, request = {}, signal } = options;
-	const s = scenarioOf(seed);
+	const s = scenarioOf(seed, { changes: options.changes });
 	const episode = new InboxEpisode(s, maxTurns);
 	const trajectory = startTrajectory(s);
 	for (let turn = 0; !episode.done; turn++) {
