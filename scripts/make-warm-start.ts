@@ -7,14 +7,15 @@
  *
  *   npx tsx scripts/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
  *       [--work DIR] [--resume] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X]
- *       [--explore P]
+ *       [--explore P] [--changes SHARE]
  *
  * --resume continues the SFT run kept in --work by an earlier call that was cut short (its
  * checkpoints, one every `chunk` steps; the same flags must be given): a warm start too long
  * for one GPU-machine call is made over several. Without it --work is emptied first.
  * The --sft-* flags and --explore (2048: recipe.ts SftPhaseConfig.explore) replace the
  * environment's WARM_START_SFT fields (presets.ts), for trying a recipe before it is made the
- * default there.
+ * default there. --changes SHARE (inbox: envOptions.changes, questions that need two emails)
+ * applies to the demonstrations, the check and the GRPO check alike.
  *
  * After writing, the files are checked the way the page uses them: a new run registers the
  * base with the warm start merged from the written (f16) files, and the evaluation recorded
@@ -57,7 +58,7 @@ const DEMONSTRATIONS: Partial<Record<PresetName, string>> = {
 	'2048':
 		"moves of the expert player (game2048/policies.ts: corner, then empty cells), each a conversation of ART's prompt and the board",
 	inbox:
-		"episodes of the expert player (inbox/policies.ts: search with the question's words, read the top result, answer from it)"
+		"episodes of the expert player (inbox/policies.ts: search with the question's words, read the expected email (and its change, searching its number), answer from it)"
 };
 
 const t0 = performance.now();
@@ -154,7 +155,12 @@ async function main(): Promise<void> {
 	// --base DIR: another base (a smoke test's tiny model); default the bundled one
 	const baseDir = resolve(flag(argv, 'base') ?? join('static', bundledModelPath(env)));
 	await ensureBundledModel(baseDir, resolve('static'));
-	const onBase = (r: Recipe): Recipe => ({ ...r, baseModel: baseDir });
+	const changes = flag(argv, 'changes');
+	const onBase = (r: Recipe): Recipe => ({
+		...r,
+		baseModel: baseDir,
+		...(changes === undefined ? {} : { envOptions: { ...r.envOptions, changes: Number(changes) } })
+	});
 	if (!argv.includes('--resume')) await rm(work, { recursive: true, force: true });
 	// the check below evaluates from scratch (a resumed one would skip a logged evaluation)
 	await rm(join(work, 'warm-start', 'models', `${env}-check`), { recursive: true, force: true });
