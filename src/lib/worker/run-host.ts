@@ -138,12 +138,13 @@ export interface RunHost {
 	readonly active: string | null;
 }
 
-/** Where a stopped run is kept, for its error's advice: "it is saved at step N". */
-async function savedAt(name: string, env: Pick<RunHostEnv, 'store'>): Promise<string> {
+/** The sentence that opens a stopped run's advice: that it stopped and where it is kept. */
+async function stoppedAt(name: string, env: Pick<RunHostEnv, 'store'>): Promise<string> {
 	const store = await env.store(name).catch(() => undefined);
 	const step = (await store?.readMeta().catch(() => undefined))?.step;
 	await store?.close?.();
-	return step === undefined ? 'its saved steps are kept' : `it is saved at step ${step}`;
+	const kept = step === undefined ? 'its saved steps are kept' : `it is saved at step ${step}`;
+	return `The run '${name}' stopped: ${kept}, nothing saved is lost.`;
 }
 
 /**
@@ -162,7 +163,7 @@ export async function deviceFailure(
 		return new DeviceLostError(
 			reason,
 			detail,
-			`The run '${name}' stopped: ${await savedAt(name, env)}, nothing saved is lost. Press ` +
+			`${await stoppedAt(name, env)} Press ` +
 				'Resume to go on: the model is loaded again on a new GPU device. If the GPU is lost ' +
 				'again, close other tabs or programs that use it, or use fewer games per step.'
 		);
@@ -170,7 +171,7 @@ export async function deviceFailure(
 	if (device.outOfMemory.length > oomBefore)
 		return new OutOfMemoryError(
 			device.outOfMemory[oomBefore],
-			`The run '${name}' stopped: ${await savedAt(name, env)}, nothing saved is lost. Use ` +
+			`${await stoppedAt(name, env)} Use ` +
 				'fewer groups or games per step, shorter replies or a smaller model, or close other ' +
 				'tabs or programs that use the GPU; then press Resume (the model is loaded again).'
 		);
@@ -272,9 +273,10 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						maxContext: recipe.maxContext,
 						recipe: input
 					});
-					await model.register(env.backend);
-					registered.set(name, model);
-				} else await model.register(env.backend); // (loaded again if its device was lost)
+				}
+				// (a model registered before is loaded again if its device was lost)
+				await model.register(env.backend);
+				registered.set(name, model);
 				return redact(
 					await runRecipe(model, recipe, {
 						signal: abort.signal,
