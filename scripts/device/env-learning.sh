@@ -6,6 +6,14 @@
 #      grpo:ENV:WS:RUN[:FLAGS]          `cli train` into .scratch/dev/RUN from warm start WS
 #                                       (a NAME above, or `preset`: the shipped one)
 #      wsgrpo:ENV:NAME:RUN[:WSFLAGS[:FLAGS]]   the warm start, then GRPO from it
+#      play:ENV:NAME[:FLAGS]            `cli play` (e.g. --policy+model+--games+200) into NAME.json
+#      prof:ENV:NAME[:FLAGS]            `cli train` from the shipped warm start under node's CPU
+#                                       profiler (--steps+3 ...): NAME.cpuprofile, the host's time
+#      judge:PORT                       the rule-following RULER judge (scripts/rule-judge.ts) on
+#                                       127.0.0.1:PORT for the jobs after it; `@judge` in their
+#                                       FLAGS is its URL (--reward+ruler+--judge-base-url+@judge+
+#                                       --judge-model+rule: a job's fields cannot hold a ':')
+#   bash ../shared/device/pack.sh scripts/make-warm-start.ts scripts/cli.ts scripts/rule-judge.ts
 # FLAGS are extra flags with '+' for spaces (e.g. --explore+0.25, --eval-every+20).
 # A warm start or run continues where it stopped when its folder is still there (a warm
 # start's SFT resumes from its last checkpoint: make-warm-start --resume): the machine stays warm
@@ -33,6 +41,7 @@ warm_start() { # ENV NAME [FLAGS]
 }
 grpo() { # ENV WS RUN [FLAGS]
   local flags=${4:-} ws=$2
+  flags=${flags//@judge/http://127.0.0.1:${judge_port:-0}/v1}
   [ "$ws" = preset ] || ws=$D/ws/$2
   # when the run began (a continued run keeps its first call's), for scripts/eval-rise.ts
   [ -e $D/$3 ] || date -u +%FT%T.%3NZ > $D/$3.started
@@ -49,11 +58,18 @@ for job in "$@"; do
   case $kind in
     ws) ( warm_start "$env" "$a" "$b"; pack ws-$a ws-$a.json ws-$a.log ws/$a ) & ;;
     grpo) ( grpo "$env" "$a" "$b" "$c"; pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
+    play) ( timeout "$(left)" node .gpu/cli.mjs play --env "$env" ${b//+/ } > $D/$a.json 2> $D/$a.log
+            pack $a $a.json $a.log ) & ;;
+    prof) ( timeout "$(left)" node --cpu-prof --cpu-prof-dir=$D/$a-prof .gpu/cli.mjs train --env "$env" \
+              --out $D/$a --eval-every 1000 ${b//+/ } > $D/$a.json 2> $D/$a.log
+            cp $D/$a-prof/*.cpuprofile $D/$a.cpuprofile; pack $a $a.json $a.log $a.cpuprofile $a/history.jsonl ) & ;;
+    judge) node .gpu/rule-judge.mjs --port "$env" > $D/judge.log 2>&1 & judge=$! judge_port=$env; sleep 1 ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
               pack $b ws-$a.json ws-$a.log ws/$a $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
   esac
   sleep 2
 done
-wait
+wait $(jobs -p | grep -vx "${judge:-none}")
+[ -n "${judge:-}" ] && { kill "$judge"; wait "$judge"; cat $D/judge.log; }
 for f in $D/*.log; do echo "== $f"; grep -E "eval|rc |wrote|Error|error" "$f" | tail -n 8; done
 echo "done at $(( $(date +%s) - t0 )) s"

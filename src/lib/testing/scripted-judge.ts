@@ -108,9 +108,10 @@ export class ScriptedJudge {
 	delayMs = 0;
 	private hanging: ServerResponse[] = [];
 
-	async start(): Promise<void> {
+	/** Listens on loopback, on `port` (0: any free one). */
+	async start(port = 0): Promise<void> {
 		this.server = createServer((req, res) => void this.handle(req, res));
-		await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+		await new Promise<void>((r) => this.server.listen(port, '127.0.0.1', r));
 		this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
 	}
 

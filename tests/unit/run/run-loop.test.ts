@@ -33,7 +33,8 @@ import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
 import { preset, runRecipe, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { lettersReward } from '../../../src/lib/agent/letters';
-import { illegalMoveReward, readBoard, squareName } from '../../../src/lib/agent/tictactoe';
+import { squareName } from '../../../src/lib/agent/tictactoe';
+import { ticTacToeRule } from '../../../src/lib/testing/tictactoe-judge';
 import { DEFAULT_RUBRIC, judgeSystemPrompt, RESPONSE_FORMAT } from '../../../src/lib/agent/ruler';
 import {
 	ok,
@@ -64,27 +65,6 @@ const byRule =
  * scores is told apart from one that trains on the game's.
  */
 const opposite = byRule((reply) => 1 - lettersReward(reply));
-/**
- * Tic-tac-toe's reward as a judge can read it from the trajectory alone, mapped to [0, 1] as
- * (reward + 1) / 2: the outcome from the game-over message, and for an illegal move the
- * agent's legal moves before it (its marks on the final board; its mark from the system
- * prompt, in the trajectory or, when the group shares it, in the context).
- */
-const ticTacToeRule: Behaviour = (seen) => {
-	const prompt = seen.body.messages[1].content;
-	const scores = [...trajectoriesOf(seen)].map(([id, text]) => {
-		const messages = JSON.parse(text) as { role: string; content: string }[];
-		const over = messages.at(-1)!.content;
-		const mark = (/tic-tac-toe as ([xo]) /.exec(text) ?? /tic-tac-toe as ([xo]) /.exec(prompt))![1];
-		const outcome = /Game over: (you win|a draw|you lose)/.exec(over)![1];
-		const moves = readBoard(over)!.filter((c) => c === mark).length;
-		const reward = over.includes('illegal move')
-			? illegalMoveReward(moves)
-			: { 'you win': 1, 'a draw': 0.5, 'you lose': 0 }[outcome]!;
-		return { trajectory_id: id, explanation: 'by rule', score: (reward + 1) / 2 };
-	});
-	return ok(JSON.stringify({ scores }));
-};
 const judge = new ScriptedJudge(opposite);
 
 beforeAll(async () => {
