@@ -8,7 +8,14 @@
  *   const [a, b] = await gen.generate([[1, 2, 3], [4, 5]], { maxTokens: 64, seed: 7 });
  *   a.ids, a.logprobs, a.finishReason   // new tokens, their sampling logprobs, 'stop' | 'length'
  *
- * Prefill: prompts in groups of at most PREFILL_TOKENS padded tokens, each group a
+ * Batches: a call's prompts are decoded in batches of at most `maxBatch` (default: as many
+ * as the KV cache takes within AUTO_KV_BYTES, 64 to AUTO_MAX_BATCH), so hundreds of short
+ * games decode in one batch, not in rounds of 64 (each round is a prefill and a decode loop
+ * of its own, with their waits on the GPU: what bounds a small model's rollouts).
+ *
+ * Prefill: prompts in groups of at most prefillTokenLimit padded tokens (4096 for a model
+ * as wide as Qwen2.5-0.5B, more for narrower ones: a group's activations stay about the
+ * same size in bytes), each group a
  * right-padded batch through layer.ts's layerForward (the training forward), whose
  * post-RoPE k and v of each sequence are copied into the cache slots 0..len-1, and whose
  * last real row per sequence becomes the sequence's hidden state for the first sample.
@@ -72,10 +79,11 @@ import {
 import { ContextLengthError, GenerationOptionsError } from './errors';
 import { StepMasks } from './step-masks';
 import { estimateGenerationMemory } from './generation-memory';
-import { KvCache } from './kv-cache';
+import { KvCache, kvCacheBufferBytes, kvCacheBytes } from './kv-cache';
 import { layerForward, type LayerContext } from './layer';
-import { checkModelMemory } from './memory';
+import { checkModelMemory, type MemoryEstimate } from './memory';
 import type { TransformerModel } from './transformer';
+import type { ModelConfig } from './types';
 import { layerSpecs, loraActSpecs, type TensorSpec } from './workspace';
 
 export interface GenerateOptions {
@@ -156,7 +164,7 @@ export interface GeneratedSequence {
 
 export interface GeneratorOptions {
 	/** Sequences decoded together at most; a call with more runs them in rounds of this
-	 * many (seeds and indices stay those of the whole call). Default 64. */
+	 * many (seeds and indices stay those of the whole call). Default: autoBatch's. */
 	maxBatch?: number;
 	/** Context window (prompt + new tokens) at most; default and cap: the model's
 	 * max_position_embeddings. */
@@ -164,12 +172,50 @@ export interface GeneratorOptions {
 	/** The decode step's matmul kernels (default: fused skinny kernels up to 32 sequences,
 	 * see decode-layer.ts); benchmarks compare the variants. */
 	decodeMatmul?: DecodeMatmulOptions;
+	/** Padded tokens per prefill group at most (default: prefillTokenLimit's for the model);
+	 * benchmarks compare. */
+	prefillTokens?: number;
 }
 
-const DEFAULT_MAX_BATCH = 64;
-/** Padded tokens per prefill group at most: bounds the prefill's activations (one layer's
- * gate, up and SwiGLU output are 3 x 4096 x I f32: 240 MB for Qwen2.5-0.5B). */
+/** The default batch's bounds (autoBatch). */
+const MIN_AUTO_BATCH = 64;
+const AUTO_MAX_BATCH = 1024;
+/** The KV cache a default batch may take (f32 k and v of every layer). */
+const AUTO_KV_BYTES = 1 << 30;
+
+/**
+ * The default batch for prompts needing `slots` cache slots each: all of them up to
+ * AUTO_MAX_BATCH, while the KV cache stays within AUTO_KV_BYTES and its buffers within the
+ * device's binding limit; never under MIN_AUTO_BATCH (as before: the memory check then
+ * says what does not fit).
+ */
+export function autoBatch(
+	config: ModelConfig,
+	limits: { maxStorageBufferBindingSize: number; maxBufferSize: number },
+	prompts: number,
+	slots: number
+): number {
+	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+	const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+	const byBytes = Math.floor(AUTO_KV_BYTES / kvCacheBytes(config, 1, S));
+	const byBuffer = Math.floor(perBuffer / kvCacheBufferBytes(config, 1, S));
+	const fit = Math.min(byBytes, byBuffer, AUTO_MAX_BATCH);
+	return Math.max(MIN_AUTO_BATCH, Math.min(prompts, fit));
+}
+
+/** Padded tokens per prefill group for Qwen2.5-0.5B's width (intermediate 4864): one
+ * layer's gate, up and SwiGLU output are then 3 x 4096 x 4864 f32, 240 MB. */
 const PREFILL_TOKENS = 4096;
+const PREFILL_REFERENCE_WIDTH = 4864;
+/** The most padded tokens of one prefill group for any model. */
+const PREFILL_MAX_TOKENS = 32768;
+
+/** Padded tokens per prefill group: PREFILL_TOKENS scaled to keep the widest activations
+ * (3 x tokens x intermediate f32) at the reference model's bytes, from 4096 to 32768. */
+export function prefillTokenLimit(config: ModelConfig): number {
+	const scaled = Math.floor((PREFILL_TOKENS * PREFILL_REFERENCE_WIDTH) / config.intermediateSize);
+	return Math.max(PREFILL_TOKENS, Math.min(PREFILL_MAX_TOKENS, scaled));
+}
 /** Cache slots per sequence are allocated in multiples of this, so calls of similar
  * lengths share one cache and one recorded step. */
 const SLOT_GRANULE = 256;
@@ -248,13 +294,16 @@ function resolveOptions(o: GenerateOptions, eos: readonly number[], vocab: numbe
 	};
 }
 
-/** Groups of consecutive prompts whose padded size stays within PREFILL_TOKENS. */
-function prefillGroups(lengths: readonly number[]): { start: number; count: number; T: number }[] {
+/** Groups of consecutive prompts whose padded size stays within `limit` tokens. */
+function prefillGroups(
+	lengths: readonly number[],
+	limit: number
+): { start: number; count: number; T: number }[] {
 	const groups: { start: number; count: number; T: number }[] = [];
 	for (let b = 0; b < lengths.length; b++) {
 		const g = groups.at(-1);
 		const T = g ? Math.max(g.T, lengths[b]) : lengths[b];
-		if (g && (g.count + 1) * T <= PREFILL_TOKENS) {
+		if (g && (g.count + 1) * T <= limit) {
 			g.count++;
 			g.T = T;
 		} else groups.push({ start: b, count: 1, T: lengths[b] });
@@ -527,21 +576,53 @@ class DecodeSession {
 	}
 }
 
+/**
+ * What a Generator has done since it was made: where a rollout's time goes (the rest of a
+ * rollout's wall time is the host's: templates, tokenizing, the environment, scheduling).
+ * Wall times on the host's clock, each call's prefill and decode loop awaited to its end.
+ */
+export interface GeneratorStats {
+	/** generate() calls, the batches they were decoded in, and the sequences of all of them. */
+	calls: number;
+	batches: number;
+	sequences: number;
+	/** Prompt tokens prefilled, and ms in the prefill. */
+	promptTokens: number;
+	prefillMs: number;
+	/** Decode steps (one token for every live sequence), and ms in the decode loops. */
+	decodeSteps: number;
+	decodeMs: number;
+	/** Decode sessions made (a KV cache and recorded step each; a kept one is reused). */
+	sessions: number;
+}
+
 /** Decodes with the model's current LoRA adapters (the policy being trained). */
 export class Generator {
+	readonly stats: GeneratorStats = {
+		calls: 0,
+		batches: 0,
+		sequences: 0,
+		promptTokens: 0,
+		prefillMs: 0,
+		decodeSteps: 0,
+		decodeMs: 0,
+		sessions: 0
+	};
 	readonly #model: TransformerModel;
-	readonly #maxBatch: number;
+	/** undefined: autoBatch per call. */
+	readonly #maxBatch: number | undefined;
 	readonly #context: number;
 	readonly #pool: BufferPool;
 	readonly #decodeMatmul?: DecodeMatmulOptions;
+	readonly #prefillTokens: number;
 	#session: DecodeSession | undefined;
 	/** Calls run one at a time, in order. */
 	#queue: Promise<unknown> = Promise.resolve();
 	#released = false;
 
 	constructor(model: TransformerModel, options: GeneratorOptions = {}) {
-		const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
-		if (!(Number.isInteger(maxBatch) && maxBatch >= 1))
+		const maxBatch = options.maxBatch;
+		if (maxBatch !== undefined && !(Number.isInteger(maxBatch) && maxBatch >= 1))
 			throw new GenerationOptionsError(`maxBatch must be a positive integer, got ${maxBatch}`);
 		const limit = model.config.maxPositionEmbeddings;
 		const maxContext = options.maxContext ?? limit;
@@ -552,6 +633,7 @@ export class Generator {
 		this.#context = Math.min(maxContext, limit);
 		this.#pool = new BufferPool(model.gpu);
 		this.#decodeMatmul = options.decodeMatmul;
+		this.#prefillTokens = options.prefillTokens ?? prefillTokenLimit(model.config);
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
@@ -611,8 +693,14 @@ export class Generator {
 		});
 		options.signal?.throwIfAborted();
 		const out: GeneratedSequence[] = [];
-		for (let start = 0; start < prompts.length; start += this.#maxBatch) {
-			const batch = prompts.slice(start, start + this.#maxBatch);
+		const longest = Math.max(...prompts.map((p) => p.length));
+		const slots = Math.min(this.#context, longest + o.maxTokens);
+		const most = this.#maxBatch ?? this.#autoBatch(prompts, slots);
+		// the default splits evenly (512 prompts by at most 341: two of 256, not 341 + 171)
+		const maxBatch = this.#maxBatch ?? Math.ceil(prompts.length / Math.ceil(prompts.length / most));
+		this.stats.calls++;
+		for (let start = 0; start < prompts.length; start += maxBatch) {
+			const batch = prompts.slice(start, start + maxBatch);
 			out.push(...(await this.#generateBatch(batch, start, o, options)));
 		}
 		return out;
@@ -647,7 +735,44 @@ export class Generator {
 		writeTensor(session.topP, new Float32Array(B).fill(o.topP));
 		writeTensor(session.seeds, seeds);
 		writeTensor(session.positions, lengths);
+		const stats = this.stats;
+		stats.batches++;
+		stats.sequences += B;
+		stats.promptTokens += lengths.reduce((a, n) => a + n, 0);
+		const prefillStart = performance.now();
 		await this.#prefill(session, prompts);
+		const decodeStart = performance.now();
+		stats.prefillMs += decodeStart - prefillStart;
+		try {
+			return await this.#decode(session, prompts, base, o, options, {
+				results,
+				budget,
+				active,
+				steps,
+				top
+			});
+		} finally {
+			stats.decodeMs += performance.now() - decodeStart;
+		}
+	}
+
+	/** The decode loop of one batch after its prefill: a token per live sequence a step. */
+	async #decode(
+		session: DecodeSession,
+		prompts: readonly (readonly number[])[],
+		base: number,
+		o: Resolved,
+		options: GenerateOptions,
+		state: {
+			results: GeneratedSequence[];
+			budget: number[];
+			active: boolean[];
+			steps: number;
+			top: boolean;
+		}
+	): Promise<GeneratedSequence[]> {
+		const { results, budget, active, steps, top } = state;
+		const B = prompts.length;
 
 		// Constrained: each step's masks need the step before's tokens, so no look-ahead.
 		const constraints = options.constraints?.slice(base, base + B);
@@ -662,6 +787,7 @@ export class Generator {
 		session.submitStep(0, masks !== undefined, top);
 		for (let s = 0; s < steps; s++) {
 			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1, false, top);
+			this.stats.decodeSteps++;
 			const { ids, logprobs } = await session.readStep(s);
 			const best = top ? await session.readTop(s) : undefined;
 			this.#checkLive();
@@ -707,34 +833,60 @@ export class Generator {
 		const S = Math.ceil(need / SLOT_GRANULE) * SLOT_GRANULE;
 		const kept = this.#session;
 		const model = this.#model;
-		const groups = prefillGroups(lengths);
-		const prefill = groups.reduce(
-			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
-			{ B: 0, T: 0 }
-		);
 		const reuse = kept && kept.B === B && kept.S >= need && kept.S <= 2 * S;
 		if (!reuse) {
 			kept?.release();
 			this.#session = undefined;
 		}
-		const estimate = estimateGenerationMemory(model.gpu, model.config, {
-			B,
-			S: reuse ? kept.S : S,
-			prefill,
-			lora: model.lora?.config,
-			weightChunkRows: model.weights.lmHead.chunks[0].rows,
-			weightDtype: model.weights.dtypes
-		});
 		checkModelMemory(
-			estimate,
+			this.#estimate(B, reuse ? kept.S : S, lengths),
 			model.gpu.limits,
 			model.memoryBudgetBytes,
 			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
 				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
 		);
 		if (reuse) return kept;
+		this.stats.sessions++;
 		this.#session = new DecodeSession(model, B, S, this.#decodeMatmul);
 		return this.#session;
+	}
+
+	/** The memory of generating for prompts of these lengths with S cache slots each. */
+	#estimate(B: number, S: number, lengths: readonly number[]): MemoryEstimate {
+		const model = this.#model;
+		const groups = prefillGroups(lengths, this.#prefillTokens);
+		const prefill = groups.reduce(
+			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
+			{ B: 0, T: 0 }
+		);
+		return estimateGenerationMemory(model.gpu, model.config, {
+			B,
+			S,
+			prefill,
+			lora: model.lora?.config,
+			weightChunkRows: model.weights.lmHead.chunks[0].rows,
+			weightDtype: model.weights.dtypes
+		});
+	}
+
+	/**
+	 * The default batch (autoBatch) for these prompts, halved (not below MIN_AUTO_BATCH)
+	 * while a batch of it would not fit the model's memory budget or the device's buffers.
+	 */
+	#autoBatch(prompts: readonly (readonly number[])[], slots: number): number {
+		const { gpu, config, memoryBudgetBytes } = this.#model;
+		let B = autoBatch(config, gpu.limits, prompts.length, slots);
+		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		while (B > MIN_AUTO_BATCH) {
+			const lengths = prompts.slice(0, B).map((p) => p.length);
+			try {
+				checkModelMemory(this.#estimate(B, S, lengths), gpu.limits, memoryBudgetBytes, '');
+				break;
+			} catch {
+				B = Math.max(MIN_AUTO_BATCH, Math.ceil(B / 2));
+			}
+		}
+		return B;
 	}
 
 	/** Runs the prompts through the layers, fills the cache and the last hidden states. */
@@ -743,7 +895,10 @@ export class Generator {
 		const { gpu, config, weights } = model;
 		const C = config.hiddenSize;
 		const kvRow = 4 * config.numKvHeads * config.headDim;
-		for (const g of prefillGroups(prompts.map((p) => p.length))) {
+		for (const g of prefillGroups(
+			prompts.map((p) => p.length),
+			this.#prefillTokens
+		)) {
 			const dims = { B: g.count, T: g.T };
 			const owned: Tensor[] = [];
 			const make = (spec: TensorSpec) => {

@@ -168,7 +168,19 @@ describe('TrainableModel with the Node LocalBackend', () => {
 				// The checkpoint's capture and encoding are timed into the step's line.
 				expect(Number.isFinite(h['train/checkpoint_ms'])).toBe(true);
 				expect(h['train/checkpoint_ms']).toBeGreaterThanOrEqual(0);
+				// The engine's work for the step's 8 rollouts (one sequence each, up to 6 tokens):
+				// where the rollouts' time went
+				expect(h['engine/sequences']).toBe(8);
+				expect(h['engine/generate_calls']).toBeGreaterThanOrEqual(1);
+				expect(h['engine/generate_calls']).toBeLessThanOrEqual(8);
+				expect(h['engine/prompt_tokens']).toBeGreaterThan(8 * 5);
+				expect(h['engine/decode_steps']).toBeGreaterThanOrEqual(h['engine/generate_calls']);
+				expect(h['engine/decode_steps']).toBeLessThanOrEqual(6 * h['engine/generate_calls']);
+				expect(h['engine/prefill_ms']).toBeGreaterThan(0);
+				expect(h['engine/decode_ms']).toBeGreaterThan(0);
 			}
+			// the first step made the decode session; the second reuses it when its batch is alike
+			expect(history[0]['engine/sessions']).toBeGreaterThanOrEqual(1);
 			const adapter = await model.exportAdapter();
 
 			// A second writer of the run is refused while the first holds it (run.lock)...

@@ -23,7 +23,9 @@ import {
 	ModelTooLargeError
 } from '../../../src/lib/model/errors';
 import {
+	autoBatch,
 	Generator,
+	prefillTokenLimit,
 	sequenceSeed,
 	type GenerateOptions,
 	type GeneratedSequence,
@@ -188,6 +190,11 @@ describe('generation', () => {
 		const d = await rounds.generate(prompts, { ...options, seed: 11 });
 		expect(d.map((r) => r.ids)).toEqual(a.map((r) => r.ids));
 		expect(rounds.session?.batch).toBe(2);
+		expect(rounds.stats).toMatchObject({ calls: 1, batches: 2, sequences: 4, sessions: 1 });
+		expect(rounds.stats.promptTokens).toBe(4 + 9 + 1 + 6);
+		// the default batch: all four at once, three calls so far, one session
+		expect(gen.stats).toMatchObject({ calls: 3, batches: 3, sequences: 12, sessions: 1 });
+		expect(gen.stats.decodeSteps).toBe(3 * 6);
 		// Keys per sequence are distinct and depend on the seed and the index only.
 		const keys = new Set([11, 12].flatMap((s) => [0, 1, 2, 3].map((i) => sequenceSeed(s, i))));
 		expect(keys.size).toBe(8);
@@ -195,6 +202,32 @@ describe('generation', () => {
 		rounds.release();
 		gen.release();
 		model.release();
+	});
+
+	it("the default batch: all of a call's prompts while their KV cache fits 1 GiB, split evenly; prefill groups scale with the model's width", () => {
+		const small = {
+			...TINY.llama,
+			numLayers: 6,
+			numKvHeads: 4,
+			headDim: 64,
+			intermediateSize: 768
+		};
+		const roomy = { maxStorageBufferBindingSize: 2 ** 31, maxBufferSize: 2 ** 40 };
+		// k and v, 6 layers, 4 x 64 f32 a token: 12 KiB; 256 slots: 3 MiB a sequence
+		expect(autoBatch(small, roomy, 100, 200)).toBe(100);
+		expect(autoBatch(small, roomy, 512, 200)).toBe(341);
+		expect(autoBatch(small, roomy, 512, 300)).toBe(170); // 512 slots a sequence
+		// a binding limit of 32 MiB: one layer's k of 128 sequences
+		const strict = { maxStorageBufferBindingSize: 2 ** 25, maxBufferSize: 2 ** 28 };
+		expect(autoBatch(small, strict, 512, 200)).toBe(128);
+		// never under 64 (the memory check then says what does not fit), never over 1024
+		expect(autoBatch(small, { ...roomy, maxStorageBufferBindingSize: 2 ** 20 }, 512, 200)).toBe(64);
+		expect(autoBatch({ ...small, numLayers: 1 }, roomy, 5000, 10)).toBe(1024);
+		// Qwen2.5-0.5B's width keeps 4096 padded tokens a group; narrower models more, to 32768
+		expect(prefillTokenLimit({ ...small, intermediateSize: 4864 })).toBe(4096);
+		expect(prefillTokenLimit({ ...small, intermediateSize: 8960 })).toBe(4096);
+		expect(prefillTokenLimit(small)).toBe(25941);
+		expect(prefillTokenLimit({ ...small, intermediateSize: 64 })).toBe(32768);
 	});
 
 	it('stop tokens end a sequence (kept, finish stop); the config eos is the default; onStep streams and stops', async () => {

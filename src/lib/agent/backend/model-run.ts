@@ -11,7 +11,7 @@
  */
 import type { Gpu } from '../../gpu/device';
 import type { Checkpoint } from '../../model/checkpoint';
-import { Generator } from '../../model/generation';
+import { Generator, type GeneratorStats } from '../../model/generation';
 import { resolveLoraConfig } from '../../model/lora';
 import { Tokenizer } from '../../model/tokenizer';
 import { TransformerModel } from '../../model/transformer';
@@ -154,7 +154,9 @@ export class ModelRun {
 		readonly store: RunStore,
 		readonly baseId: string,
 		readonly gate: TrainGate
-	) {}
+	) {
+		this.#engineMark = { ...generator.stats };
+	}
 
 	/** Loads the base model and its adapters: the latest checkpoint's, or new ones (saved as step 0). */
 	static async open(spec: ModelSpec, env: ModelRunEnv): Promise<ModelRun> {
@@ -301,7 +303,8 @@ export class ModelRun {
 				...config,
 				lr: config.learningRate
 			});
-			const report = await this.#finishStep(result, input.metrics, 'train', input.trajectories);
+			const metrics = { ...input.metrics, ...this.#engineSinceLastStep() };
+			const report = await this.#finishStep(result, metrics, 'train', input.trajectories);
 			await this.#touchMeta(report.metrics['train/reward']);
 			if (!result.skipped && input.probe?.length)
 				report.probe = await this.#probe(input.sequences, input.probe, config.temperature);
@@ -455,6 +458,30 @@ export class ModelRun {
 		const start = performance.now();
 		const files = encodeTrainingCheckpoint(await this.#capture(metrics));
 		return { files, ms: performance.now() - start };
+	}
+
+	/** The generator's stats when the last GRPO step began (engineSinceLastStep). */
+	#engineMark: GeneratorStats;
+
+	/**
+	 * What the engine did since the last GRPO step: this step's rollouts, and the evaluation
+	 * when one ran before them. Where a rollout's time went: prefill and decode (the rest of
+	 * train/rollout_ms is the host's), in how many generate calls and batches, how many decode sessions made.
+	 */
+	#engineSinceLastStep(): StepMetrics {
+		const now = { ...this.generator.stats };
+		const was = this.#engineMark;
+		this.#engineMark = now;
+		return {
+			'engine/generate_calls': now.calls - was.calls,
+			'engine/batches': now.batches - was.batches,
+			'engine/sequences': now.sequences - was.sequences,
+			'engine/prompt_tokens': now.promptTokens - was.promptTokens,
+			'engine/prefill_ms': now.prefillMs - was.prefillMs,
+			'engine/decode_steps': now.decodeSteps - was.decodeSteps,
+			'engine/decode_ms': now.decodeMs - was.decodeMs,
+			'engine/sessions': now.sessions - was.sessions
+		};
 	}
 
 	async #finishStep(
