@@ -10,9 +10,9 @@ describe('kernel profiler', () => {
 
 	it('times each dispatch by kernel name while attached, and nothing after detach', async () => {
 		const g = gpu();
-		const x = createTensor(g, [64, 256], 'f32');
-		const weight = createTensor(g, [256], 'f32');
-		const y = createTensor(g, [64, 256], 'f32');
+		const x = createTensor(g, [64, 1024], 'f32');
+		const weight = createTensor(g, [1024], 'f32');
+		const y = createTensor(g, [64, 1024], 'f32');
 		const rstd = createTensor(g, [64], 'f32');
 		const forward = () => run(g, (rec) => rmsNormForward(rec, { x, weight, y, rstd, eps: 1e-6 }));
 		const profiler = new KernelProfiler(g);

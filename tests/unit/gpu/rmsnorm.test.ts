@@ -10,9 +10,15 @@ describe('rmsnorm', () => {
 	const gpu = useGpu();
 	itRunsCases(
 		rmsNormCases([
+			// workgroups of 32, 64, 128 and 256 by width (rmsNormWorkgroup), each at its edges
 			{ rows: 1, cols: 1 },
+			{ rows: 9, cols: 32 },
+			{ rows: 5, cols: 128 },
+			{ rows: 3, cols: 129 },
 			{ rows: 7, cols: 255 },
 			{ rows: 33, cols: 257 },
+			{ rows: 2, cols: 512 },
+			{ rows: 2, cols: 513 },
 			{ rows: 64, cols: 896 },
 			{ rows: 16, cols: 2048 }
 		]),

@@ -145,7 +145,8 @@ describe('tuningFor: the table keyed on adapter info', () => {
 			computeUnits: 132,
 			targetWorkgroups: 264,
 			largeTileOutputs: 8 << 20,
-			tallTileOutputs: 1 << 20
+			tallTileOutputs: 1 << 20,
+			mediumTileOutputs: 1
 		});
 	});
 
@@ -247,27 +248,27 @@ describe('the H200: the same choices as the constants tuning.ts replaced', () =>
 });
 
 describe('software (SwiftShader): 16 workgroups fill it', () => {
-	it('matmul splits K only below 16 output tiles; tiles as on the H200', () => {
+	it('matmul takes 32x32 tiles at every size and splits K only below 16 of them', () => {
 		expect(matmulChoices(SWIFTSHADER, MATMUL_SHAPES)).toEqual([
-			'4096x4096x4096*1: 128x128x8 / 1',
-			'4096x576x576*1: 128x64x8 / 1',
-			'576x576x4096*1: 64x64x16 / 1', // 81 tiles
-			'192x576x4096*1: 64x64x16 / 1', // 27 tiles
-			'1536x576x4096*1: 64x64x16 / 1',
-			'49152x576x4096*1: 128x128x8 / 1',
-			'1x576x576*1: 64x64x16 / 2', // 9 tiles: 2 slices of 288
-			'8x1536x576*1: 64x64x16 / 1', // 24 tiles
-			'8x576x1536*1: 64x64x16 / 2', // 9 tiles: ceil(16 / 9)
-			'8x49152x576*1: 64x64x16 / 1',
-			'32x8x576*1: 64x64x16 / 2', // 1 tile: as deep as K allows
-			'8x576x8*1: 64x64x16 / 1',
-			'512x512x64*72: 128x128x8 / 1',
-			'512x64x512*72: 128x64x8 / 1',
-			'2048x4096x64*1: 128x128x8 / 1',
-			'2048x4095x64*1: 128x64x8 / 1',
-			'256x256x4096*1: 64x64x16 / 1', // 16 tiles already
-			'300x300x2000*1: 64x64x16 / 1',
-			'96x96x1024*3: 64x64x16 / 2' // 12 tiles
+			'4096x4096x4096*1: 32x32x8 / 1',
+			'4096x576x576*1: 32x32x8 / 1',
+			'576x576x4096*1: 32x32x8 / 1',
+			'192x576x4096*1: 32x32x8 / 1',
+			'1536x576x4096*1: 32x32x8 / 1',
+			'49152x576x4096*1: 32x32x8 / 1',
+			'1x576x576*1: 32x32x8 / 1', // 18 tiles
+			'8x1536x576*1: 32x32x8 / 1',
+			'8x576x1536*1: 32x32x8 / 1',
+			'8x49152x576*1: 32x32x8 / 1',
+			'32x8x576*1: 32x32x8 / 2', // 1 tile: as deep as K allows
+			'8x576x8*1: 32x32x8 / 1',
+			'512x512x64*72: 32x32x8 / 1',
+			'512x64x512*72: 32x32x8 / 1',
+			'2048x4096x64*1: 32x32x8 / 1',
+			'2048x4095x64*1: 32x32x8 / 1',
+			'256x256x4096*1: 32x32x8 / 1', // 64 tiles
+			'300x300x2000*1: 32x32x8 / 1',
+			'96x96x1024*3: 32x32x8 / 1' // 27 tiles
 		]);
 	});
 
@@ -324,8 +325,8 @@ describe("this machine's device", () => {
 
 	it('kernel wrappers read the tuning of the gpu they are given', async () => {
 		const g = gpu();
-		// One 64x64 output tile, K = 512: split in two for a target of 2 workgroups, not for 1.
-		const [m, n, k] = [64, 64, 512];
+		// One output tile (32x32), K = 512: split in two for a target of 2 workgroups, not for 1.
+		const [m, n, k] = [32, 32, 512];
 		const a = Array.from({ length: m * k }, (_, i) => ((i * 7) % 13) / 13 - 0.5);
 		const b = Array.from({ length: k * n }, (_, i) => ((i * 5) % 11) / 11 - 0.5);
 		const ta = uploadTensor(g, a, [m, k], 'f32');

@@ -180,17 +180,20 @@ function fits(gpu: Gpu, t: TileShape): boolean {
 /** The tile shape for a problem, by output size (the rule the H200 sweep supports, see the
  * file's doc): 128x128 from gpu.tuning.largeTileOutputs (8M on every row of tuning.ts),
  * 128x64 from tallTileOutputs (1M), 64x64 (4x4) below, where split-K (chooseSplits) then
- * makes up the workgroups a long K allows. Falls back to smaller tiles on devices with
- * less workgroup memory or fewer invocations. */
+ * makes up the workgroups a long K allows; 32x32 below mediumTileOutputs (every size on a
+ * CPU renderer, tuning.ts). Falls back to smaller tiles on devices with less workgroup
+ * memory or fewer invocations. */
 export function chooseTile(gpu: Gpu, p: MatmulProblem): TileShape {
-	const { largeTileOutputs, tallTileOutputs } = tuningOf(gpu);
+	const { largeTileOutputs, tallTileOutputs, mediumTileOutputs } = tuningOf(gpu);
 	const outputs = p.m * p.n * p.batch;
 	const order =
 		outputs >= largeTileOutputs
 			? [TILE_LARGE, TILE_TALL, TILE_MEDIUM]
 			: outputs >= tallTileOutputs
 				? [TILE_TALL, TILE_MEDIUM]
-				: [TILE_MEDIUM];
+				: outputs >= mediumTileOutputs
+					? [TILE_MEDIUM]
+					: [];
 	return order.find((t) => fits(gpu, t)) ?? TILE_SMALL;
 }
 

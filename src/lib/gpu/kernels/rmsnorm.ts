@@ -5,10 +5,25 @@
 import { assertShape } from '../errors';
 import { Params, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
-import { RMSNORM_BACKWARD, RMSNORM_FORWARD } from './rmsnorm.wgsl';
+import { rmsNormBackwardWgsl, rmsNormForwardWgsl } from './rmsnorm.wgsl';
 
-const FORWARD = { name: 'rmsnorm.forward', code: RMSNORM_FORWARD };
-const BACKWARD = { name: 'rmsnorm.backward', code: RMSNORM_BACKWARD };
+/** Workgroup sizes by row width: about 4 values per invocation, 32 to 256 invocations. */
+export function rmsNormWorkgroup(cols: number): 32 | 64 | 128 | 256 {
+	if (cols <= 128) return 32;
+	if (cols <= 256) return 64;
+	if (cols <= 512) return 128;
+	return 256;
+}
+
+const variants = (name: string, wgsl: (wg: number) => string) =>
+	Object.fromEntries(
+		[32, 64, 128, 256].map((wg) => [
+			wg,
+			{ name: wg === 256 ? name : `${name}.wg${wg}`, code: wgsl(wg) }
+		])
+	);
+const FORWARD = variants('rmsnorm.forward', rmsNormForwardWgsl);
+const BACKWARD = variants('rmsnorm.backward', rmsNormBackwardWgsl);
 
 function rowsCols(x: Tensor): [number, number] {
 	const cols = x.shape[x.shape.length - 1];
@@ -28,7 +43,12 @@ export function rmsNormForward(
 			`rmsnorm: x [${x.shape}] needs weight [${cols}], y of ${x.size} and rstd [${rows}]; ` +
 			`got weight [${weight.shape}], y [${y.shape}], rstd [${rstd.shape}]`
 	);
-	rec.dispatch(FORWARD, [x, weight, y, rstd], rows, new Params().u32(rows).u32(cols).f32(eps));
+	rec.dispatch(
+		FORWARD[rmsNormWorkgroup(cols)],
+		[x, weight, y, rstd],
+		rows,
+		new Params().u32(rows).u32(cols).f32(eps)
+	);
 }
 
 /** dx from dy, given the forward's input x and saved rstd. */
@@ -43,5 +63,10 @@ export function rmsNormBackward(
 		() =>
 			`rmsnorm backward: x [${x.shape}] needs dy and dx of ${x.size}, weight [${cols}], rstd [${rows}]`
 	);
-	rec.dispatch(BACKWARD, [dy, x, weight, rstd, dx], rows, new Params().u32(rows).u32(cols));
+	rec.dispatch(
+		BACKWARD[rmsNormWorkgroup(cols)],
+		[dy, x, weight, rstd, dx],
+		rows,
+		new Params().u32(rows).u32(cols)
+	);
 }

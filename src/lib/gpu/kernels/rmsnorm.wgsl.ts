@@ -4,12 +4,16 @@
  *
  * Versions: one workgroup of 256 per row. 256 is the largest size every WebGPU device
  * supports (the default maxComputeInvocationsPerWorkgroup); rows are 576..2048 wide in
- * the target models, so each invocation sums 3..8 values before the reduction.
+ * the target models, so each invocation sums 3..8 values before the reduction. Narrower
+ * rows (the bundled tiny models: 32..256) take a workgroup of 32, 64 or 128 (rmsnorm.ts
+ * chooses): 256 invocations for 32 values left 7 of 8 idle, and a CPU driver (SwiftShader)
+ * pays for every invocation and barrier, idle or not.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 
-const COMMON = /* wgsl */ `
-const WG: u32 = 256u;
+/** The shared part for workgroups of `wg` invocations (a power of 2, 32..256). */
+const common = (wg: number) => /* wgsl */ `
+const WG: u32 = ${wg}u;
 var<workgroup> partial: array<f32, WG>;
 ${LINEAR_WORKGROUP_WGSL}
 // Sums partial[0..WG) into partial[0]; every invocation must call it.
@@ -21,14 +25,14 @@ fn reduce_partial(lid: u32) {
 }`;
 
 /** y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
-export const RMSNORM_FORWARD = /* wgsl */ `
+export const rmsNormForwardWgsl = (wg: number) => /* wgsl */ `
 @group(0) @binding(0) var<storage, read> x: array<f32>;          // [R, C]
 @group(0) @binding(1) var<storage, read> weight: array<f32>;     // [C]
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;    // [R, C]
 @group(0) @binding(3) var<storage, read_write> rstd: array<f32>; // [R], kept for backward
 struct Params { rows: u32, cols: u32, eps: f32 }
 @group(0) @binding(4) var<uniform> p: Params;
-${COMMON}
+${common(wg)}
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -46,7 +50,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }`;
 
 /** dx_j = r * (w_j dy_j - x_j r^2 mean_i(w_i dy_i x_i)), the derivative of the forward. */
-export const RMSNORM_BACKWARD = /* wgsl */ `
+export const rmsNormBackwardWgsl = (wg: number) => /* wgsl */ `
 @group(0) @binding(0) var<storage, read> dy: array<f32>;         // [R, C]
 @group(0) @binding(1) var<storage, read> x: array<f32>;          // [R, C]
 @group(0) @binding(2) var<storage, read> weight: array<f32>;     // [C]
@@ -54,7 +58,7 @@ export const RMSNORM_BACKWARD = /* wgsl */ `
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;   // [R, C]
 struct Params { rows: u32, cols: u32 }
 @group(0) @binding(5) var<uniform> p: Params;
-${COMMON}
+${common(wg)}
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
