@@ -7,6 +7,7 @@
  * turn (~120 tokens at the first, ~40 more a turn), up to 16 new tokens at T 1.
  *
  *   npx tsx scripts/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny]
+ *       [--tiles h200] [--profile]
  *
  * Configurations, each on a new Generator over the same model: `before` (batches of 64,
  * prefill groups of 4096 padded tokens: the engine until 2026-12-05) and `auto` (the
@@ -14,8 +15,14 @@
  * max over REPS (after one warm-up) of the whole rollout's ms, and the Generator's stats of
  * one rollout (calls, sessions, prefill and decode ms). ONE JSON object on stdout.
  * --tiny: a 2-layer stand-in and 32 games, to check the script on a CPU driver.
+ * --tiles h200: matmul tiles chosen by the H200's thresholds whatever the device (on
+ * SwiftShader: as before 2026-12-05, when the software tuning took 32x32 tiles at every size).
+ * --profile: also the GPU time of each kernel over one more rollout of `auto` (timestamp
+ * queries, one pass per dispatch: compare kernels with each other, not with the wall times).
  */
 import { acquireGpu } from '../src/lib/gpu/device';
+import { KernelProfiler } from '../src/lib/gpu/profiler';
+import { H200_TUNING } from '../src/lib/gpu/tuning';
 import { Generator, type GeneratorOptions } from '../src/lib/model/generation';
 import { TransformerModel } from '../src/lib/model/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
@@ -51,7 +58,13 @@ function lcg(seed: number) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
-	const gpu = await acquireGpu();
+	const tiles = option('tiles');
+	if (tiles !== undefined && tiles !== 'h200')
+		throw new Error(`--tiles h200 or nothing, not ${tiles}`);
+	const { largeTileOutputs, tallTileOutputs, mediumTileOutputs } = H200_TUNING;
+	const gpu = await acquireGpu(
+		tiles ? { tuning: { largeTileOutputs, tallTileOutputs, mediumTileOutputs } } : {}
+	);
 	const model = await TransformerModel.create(gpu, CONFIG, new SyntheticWeights(CONFIG), {
 		lora: { rank: 64, alpha: 128 },
 		seed: 1
@@ -78,6 +91,7 @@ async function main() {
 	const result: Record<string, unknown> = {
 		bench: 'rollout',
 		device: gpu.adapter,
+		tiles: tiles ?? 'device',
 		games: GAMES,
 		turns: TURNS,
 		newTokens: NEW,
@@ -117,6 +131,17 @@ async function main() {
 				promptTokens: per('promptTokens')
 			}
 		};
+		if (name === 'auto' && flag('profile')) {
+			const profiler = new KernelProfiler(gpu);
+			await rollout(generator, 7);
+			const report = profiler.report();
+			profiler.detach();
+			result.kernels = report.kernels.slice(0, 12).map((k) => ({
+				name: k.name,
+				count: k.count,
+				ms: Number(k.totalMs.toFixed(1))
+			}));
+		}
 		generator.release();
 	}
 	result.speedup = median(times.before) / median(times.auto);
