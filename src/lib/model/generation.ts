@@ -877,8 +877,10 @@ export class Generator {
 		const { gpu, config, memoryBudgetBytes } = this.#model;
 		let B = autoBatch(config, gpu.limits, prompts.length, slots);
 		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		// the longest prompts: any batch of B of them fits if these do
+		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
 		while (B > MIN_AUTO_BATCH) {
-			const lengths = prompts.slice(0, B).map((p) => p.length);
+			const lengths = longest.slice(0, B);
 			try {
 				checkModelMemory(this.#estimate(B, S, lengths), gpu.limits, memoryBudgetBytes, '');
 				break;
