@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
 """Generation benchmark, PyTorch's side of scripts/bench-generate.ts: transformers'
 generate() with its KV cache at batch 1, 8 and 32 for SmolLM2-135M's shape and
-Qwen2.5-0.5B's shape, random weights (no download), eager attention, in fp32 (TF32 off:
+Qwen2.5-0.5B's shape, random weights (no download), in fp32 (TF32 off:
 true fp32 GEMMs, as TabRL's f32 path) and in bf16. The same work as TabRL's: B prompts of
 128 random tokens (no padding), 256 new tokens each (min_new_tokens = max_new_tokens, so
 eos never ends a sequence early), do_sample with temperature 1, top-k and top-p off.
+
+Configurations (--configs, each on a model built for it; issue 18 item 3, honest baselines):
+  eager        attn_implementation="eager", dynamic cache (the continuity column);
+  sdpa         attn_implementation="sdpa" (transformers' default), dynamic cache;
+  sdpa-static  sdpa with cache_implementation="static" and the model's forward compiled
+               (torch.compile, mode "reduce-overhead", fullgraph: transformers' recipe for
+               fast decoding), two warm-up calls at least (compilation, CUDA graphs); a
+               configuration that fails to run there is reported with its error, not dropped.
+Report ratios against the fastest configuration that ran.
 
 Timing: CUDA-synchronised wall time of one generate() call, median of REPS after WARMUP
 calls. Beside it, the prefill alone (one forward over the prompts with use_cache) is timed
@@ -15,7 +24,7 @@ Prints ONE JSON object on stdout, progress on stderr. No network.
 
   python3 scripts/bench_generate_torch.py [--shape smollm2-135m|qwen2.5-0.5b]
       [--batches 1,8,32] [--prompt 128] [--new 256] [--reps N] [--warmup N]
-      [--dtypes fp32,bf16]
+      [--dtypes fp32,bf16] [--configs eager,sdpa,sdpa-static]
 """
 
 import argparse
@@ -60,7 +69,14 @@ def log(*a):
     print("[bench_generate_torch]", *a, file=sys.stderr, flush=True)
 
 
-def build(shape, dtype):
+CONFIGS = {
+    "eager": dict(attn="eager", cache=None),
+    "sdpa": dict(attn="sdpa", cache=None),
+    "sdpa-static": dict(attn="sdpa", cache="static", compile=True),
+}
+
+
+def build(shape, dtype, attn="eager"):
     kw = dict(shape)
     cls = kw.pop("cls")
     theta = kw.pop("theta")
@@ -76,7 +92,7 @@ def build(shape, dtype):
         model_cls = transformers.Qwen2ForCausalLM
     torch.manual_seed(0)
     with torch.device("cuda"):
-        model = model_cls._from_config(config, attn_implementation="eager")
+        model = model_cls._from_config(config, attn_implementation=attn)
     return model.to(dtype).eval()
 
 
@@ -94,7 +110,7 @@ def timed(fn, reps, warmup):
     return times
 
 
-def bench_batch(model, B, prompt, new, reps, warmup):
+def bench_batch(model, B, prompt, new, reps, warmup, cache=None):
     V = model.config.vocab_size
     g = torch.Generator(device="cuda").manual_seed(B)
     ids = torch.randint(0, V, (B, prompt), generator=g, device="cuda")
@@ -110,6 +126,8 @@ def bench_batch(model, B, prompt, new, reps, warmup):
         pad_token_id=0,
         use_cache=True,
     )
+    if cache:
+        kwargs["cache_implementation"] = cache
 
     def generate():
         with torch.no_grad():
@@ -123,23 +141,31 @@ def bench_batch(model, B, prompt, new, reps, warmup):
     torch.cuda.reset_peak_memory_stats()
     total = timed(generate, reps, warmup)
     peak = torch.cuda.max_memory_allocated()
-    pre = timed(prefill, reps, warmup)
     total_ms = statistics.median(total)
-    prefill_ms = statistics.median(pre)
-    decode_ms = max(total_ms - prefill_ms, 1e-6)
     r = {
         "B": B,
         "promptTokens": prompt,
         "newTokens": new,
         "totalMs": round(total_ms, 2),
+        "tokensPerSecond": round(B * new / (total_ms / 1000)),
+        "totalMsAll": [round(t, 2) for t in total],
+        "totalMsMin": round(min(total), 2),
+        "totalMsMax": round(max(total), 2),
+        "peakAllocatedBytes": peak,
+    }
+    try:
+        prefill_ms = statistics.median(timed(prefill, reps, warmup))
+    except Exception as e:  # noqa: BLE001 - a compiled forward may refuse the plain call
+        r["prefillError"] = f"{type(e).__name__}: {e}"
+        log(f"  B={B}: the prefill alone failed ({e}); total only")
+        return r
+    decode_ms = max(total_ms - prefill_ms, 1e-6)
+    r.update({
         "prefillMs": round(prefill_ms, 2),
         "decodeMs": round(decode_ms, 2),
         "msPerDecodeStep": round(decode_ms / (new - 1), 3),
-        "tokensPerSecond": round(B * new / (total_ms / 1000)),
         "decodeTokensPerSecond": round(B * (new - 1) / (decode_ms / 1000)),
-        "totalMsAll": [round(t, 2) for t in total],
-        "peakAllocatedBytes": peak,
-    }
+    })
     log(f"  B={B}: {r['decodeTokensPerSecond']} tok/s decode ({r['msPerDecodeStep']} ms/step), "
         f"{r['tokensPerSecond']} tok/s overall")
     return r
@@ -154,6 +180,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--dtypes", default="fp32,bf16")
+    ap.add_argument("--configs", default="eager,sdpa,sdpa-static")
     args = ap.parse_args()
     transformers.logging.set_verbosity_error()
     batches = [int(b) for b in args.batches.split(",")]
@@ -161,17 +188,23 @@ def main():
     for name, shape in SHAPES.items():
         if args.shape and args.shape != name:
             continue
-        for dname in args.dtypes.split(","):
-            log(f"{name} {dname}")
-            entry = {"name": name, "dtype": dname, "shape": shape, "batches": []}
+        for dname, cname in [(d, c) for d in args.dtypes.split(",") for c in args.configs.split(",")]:
+            log(f"{name} {dname} {cname}")
+            conf = CONFIGS[cname]
+            entry = {"name": name, "dtype": dname, "config": cname, "cache": conf["cache"] or "dynamic",
+                     "shape": shape, "batches": []}
             try:
-                model = build(shape, DTYPES[dname])
+                model = build(shape, DTYPES[dname], conf["attn"])
+                if conf.get("compile"):
+                    model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
                 entry["attention"] = getattr(model.config, "_attn_implementation", "?")
                 entry["weightsBytes"] = torch.cuda.memory_allocated()
                 for B in batches:
                     try:
                         entry["batches"].append(
-                            bench_batch(model, B, args.prompt, args.new, args.reps, args.warmup))
+                            bench_batch(model, B, args.prompt, args.new, args.reps,
+                                        max(args.warmup, 2) if conf.get("compile") else args.warmup,
+                                        conf["cache"]))
                     except Exception as e:  # noqa: BLE001 - report and go on
                         entry["batches"].append({"B": B, "error": f"{type(e).__name__}: {e}"})
                         log(f"  B={B} failed: {e}")
@@ -183,7 +216,7 @@ def main():
             torch.cuda.empty_cache()
             results.append(entry)
     out = {
-        "bench": "generation: transformers generate() with KV cache (eager attention)",
+        "bench": "generation: transformers generate() with KV cache (eager, sdpa, sdpa + static cache)",
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
         "transformers": transformers.__version__,

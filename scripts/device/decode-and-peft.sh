@@ -10,7 +10,7 @@ timeout 110 bash .gpu/run node .gpu/bench-generate.mjs --shape qwen2.5-0.5b --ba
 el decode-ts-smollm
 timeout 90 bash .gpu/run node .gpu/bench-generate.mjs --shape smollm2-135m --batches 1,8,32 --reps 2 --lora > $OUT/gen-ts-smollm.json 2> $OUT/gen-ts-smollm.log; el "rc $?"
 el gen-torch
-timeout 290 python3 scripts/bench_generate_torch.py --batches 1,8,32 --reps 1 --warmup 1 --dtypes fp32,bf16 > $OUT/gen-torch.json 2> $OUT/gen-torch.log; el "rc $?"
+timeout 290 python3 scripts/bench_generate_torch.py --batches 1,8,32 --reps 1 --warmup 1 --dtypes fp32,bf16 --configs eager > $OUT/gen-torch.json 2> $OUT/gen-torch.log; el "rc $?"
 el peft
 rm -rf /tmp/rt
 timeout 30 bash .gpu/run node .gpu/peft-roundtrip.mjs export /tmp/rt 2> $OUT/peft.log && timeout 50 python3 scripts/parity/peft_roundtrip.py /tmp/rt 2>> $OUT/peft.log && timeout 25 bash .gpu/run node .gpu/peft-roundtrip.mjs import /tmp/rt > $OUT/peft-roundtrip.json 2>> $OUT/peft.log; el "rc $?"
