@@ -633,7 +633,12 @@ export class Generator {
 		this.#context = Math.min(maxContext, limit);
 		this.#pool = new BufferPool(model.gpu);
 		this.#decodeMatmul = options.decodeMatmul;
-		this.#prefillTokens = options.prefillTokens ?? prefillTokenLimit(model.config);
+		const prefillTokens = options.prefillTokens ?? prefillTokenLimit(model.config);
+		if (!(Number.isInteger(prefillTokens) && prefillTokens >= 1))
+			throw new GenerationOptionsError(
+				`prefillTokens must be a positive integer, got ${prefillTokens}`
+			);
+		this.#prefillTokens = prefillTokens;
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */

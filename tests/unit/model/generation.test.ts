@@ -395,6 +395,7 @@ describe('generation', () => {
 			await expect(gen.generate(prompts, options)).rejects.toThrow(GenerationOptionsError);
 		await expect(gen.generate([[1, config.vocabSize]], ok)).rejects.toThrow(ShapeMismatchError);
 		expect(() => new Generator(model, { maxBatch: 0 })).toThrow(GenerationOptionsError);
+		expect(() => new Generator(model, { prefillTokens: 0.5 })).toThrow(GenerationOptionsError);
 		expect(await gen.generate([], ok)).toEqual([]);
 		gen.release();
 		await expect(gen.generate([[1]], ok)).rejects.toThrow(/after release/);
