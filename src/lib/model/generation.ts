@@ -81,7 +81,7 @@ import { StepMasks } from './step-masks';
 import { estimateGenerationMemory } from './generation-memory';
 import { KvCache, kvCacheBufferBytes, kvCacheBytes } from './kv-cache';
 import { layerForward, type LayerContext } from './layer';
-import { checkModelMemory, type MemoryEstimate } from './memory';
+import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from './memory';
 import type { TransformerModel } from './transformer';
 import type { ModelConfig } from './types';
 import { layerSpecs, loraActSpecs, type TensorSpec } from './workspace';
@@ -698,11 +698,7 @@ export class Generator {
 		});
 		options.signal?.throwIfAborted();
 		const out: GeneratedSequence[] = [];
-		const longest = Math.max(...prompts.map((p) => p.length));
-		const slots = Math.min(this.#context, longest + o.maxTokens);
-		const most = this.#maxBatch ?? this.#autoBatch(prompts, slots);
-		// the default splits evenly (512 prompts by at most 341: two of 256, not 341 + 171)
-		const maxBatch = this.#maxBatch ?? Math.ceil(prompts.length / Math.ceil(prompts.length / most));
+		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
 		this.stats.calls++;
 		for (let start = 0; start < prompts.length; start += maxBatch) {
 			const batch = prompts.slice(start, start + maxBatch);
@@ -875,25 +871,24 @@ export class Generator {
 	}
 
 	/**
-	 * The default batch (autoBatch) for these prompts, halved (not below MIN_AUTO_BATCH)
-	 * while a batch of it would not fit the model's memory budget or the device's buffers.
+	 * The default batch (autoBatch) for these prompts and up to `maxTokens` new tokens each,
+	 * halved (not below MIN_AUTO_BATCH) while a batch of it would not fit the model's memory
+	 * budget or the device's buffers, then evened out over the batches it makes (512
+	 * prompts by at most 341: two of 256, not 341 + 171).
 	 */
-	#autoBatch(prompts: readonly (readonly number[])[], slots: number): number {
+	#autoBatch(prompts: readonly (readonly number[])[], maxTokens: number): number {
 		const { gpu, config, memoryBudgetBytes } = this.#model;
-		let B = autoBatch(config, gpu.limits, prompts.length, slots);
-		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
 		// the longest prompts: any batch of B of them fits if these do
 		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
-		while (B > MIN_AUTO_BATCH) {
-			const lengths = longest.slice(0, B);
-			try {
-				checkModelMemory(this.#estimate(B, S, lengths), gpu.limits, memoryBudgetBytes, '');
-				break;
-			} catch {
-				B = Math.max(MIN_AUTO_BATCH, Math.ceil(B / 2));
-			}
-		}
-		return B;
+		const slots = Math.min(this.#context, longest[0] + maxTokens);
+		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		let B = autoBatch(config, gpu.limits, prompts.length, slots);
+		while (
+			B > MIN_AUTO_BATCH &&
+			!fitsModelMemory(this.#estimate(B, S, longest.slice(0, B)), gpu.limits, memoryBudgetBytes)
+		)
+			B = Math.max(MIN_AUTO_BATCH, Math.ceil(B / 2));
+		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
 	}
 
 	/** Runs the prompts through the layers, fills the cache and the last hidden states. */

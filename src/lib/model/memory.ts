@@ -204,6 +204,24 @@ export function describeEstimate(e: MemoryEstimate): string {
 	return e.lines.map((l) => `${l.what}: ${formatBytes(l.bytes)}`).join('; ');
 }
 
+/** The device's per-buffer limit, and the estimate's lines with a buffer over it. */
+function overBuffer(estimate: MemoryEstimate, limits: DeviceLimits) {
+	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+	return { perBuffer, over: estimate.lines.filter((l) => l.largestBuffer > perBuffer) };
+}
+
+/** Whether checkModelMemory would let the estimate through. */
+export function fitsModelMemory(
+	estimate: MemoryEstimate,
+	limits: DeviceLimits,
+	budgetBytes: number | undefined
+): boolean {
+	return (
+		overBuffer(estimate, limits).over.length === 0 &&
+		(budgetBytes === undefined || estimate.totalBytes <= budgetBytes)
+	);
+}
+
 /**
  * Throws ModelTooLargeError when one buffer of the estimate exceeds the device's
  * per-buffer limits, or the total exceeds `budgetBytes` (when given).
@@ -214,8 +232,7 @@ export function checkModelMemory(
 	budgetBytes: number | undefined,
 	what: string
 ): void {
-	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-	const over = estimate.lines.filter((l) => l.largestBuffer > perBuffer);
+	const { perBuffer, over } = overBuffer(estimate, limits);
 	if (over.length) {
 		throw new ModelTooLargeError(
 			`${what} needs single buffers larger than this device allows (` +

@@ -143,6 +143,8 @@ export class ModelRun {
 	#released = false;
 	/** The run's summary as last written (kept here: a step updates it without reading it back). */
 	#meta: RunMeta | undefined;
+	/** The generator's stats when the last GRPO step began (engineSinceLastStep). */
+	#engineMark: GeneratorStats;
 
 	private constructor(
 		readonly spec: ModelSpec,
@@ -459,9 +461,6 @@ export class ModelRun {
 		const files = encodeTrainingCheckpoint(await this.#capture(metrics));
 		return { files, ms: performance.now() - start };
 	}
-
-	/** The generator's stats when the last GRPO step began (engineSinceLastStep). */
-	#engineMark: GeneratorStats;
 
 	/**
 	 * What the engine did since the last GRPO step: this step's rollouts, and the evaluation
