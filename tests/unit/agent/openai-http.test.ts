@@ -25,8 +25,9 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 	let client: OpenAI;
 	/** Every engine call's results, in order (the real engine, observed). */
 	const calls: EngineSequence[][] = [];
-	/** Decode steps of the engine call in flight (for the abort test). */
+	/** Decode steps of the engine call in flight, and engine calls ended (for the abort test). */
 	let steps = 0;
+	let ended = 0;
 
 	beforeAll(async () => {
 		chat = await tinyChat(gpu());
@@ -34,15 +35,19 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 			contextLength: chat.generator.contextLength,
 			generate: async (prompts, options) => {
 				steps = 0;
-				const r = await chat.generator.generate(prompts, {
-					...options,
-					onStep: (tokens) => {
-						steps++;
-						return options.onStep?.(tokens);
-					}
-				});
-				calls.push(r);
-				return r;
+				try {
+					const r = await chat.generator.generate(prompts, {
+						...options,
+						onStep: (tokens) => {
+							steps++;
+							return options.onStep?.(tokens);
+						}
+					});
+					calls.push(r);
+					return r;
+				} finally {
+					ended++;
+				}
 			}
 		};
 		const service = new ChatService({
@@ -178,13 +183,25 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		);
 		let chunks = 0;
 		let stepsAtAbort = 0;
+		const endedBefore = ended;
 		for await (const chunk of stream) {
 			void chunk;
 			if (++chunks === 3) {
 				stepsAtAbort = steps;
 				controller.abort();
+				break;
 			}
 		}
+		// The engine call ends soon after the server sees the client go away. Waited for here
+		// with a deadline, so a server that keeps decoding fails with where it was, not with
+		// the test's timeout.
+		const deadline = Date.now() + 60_000;
+		while (ended === endedBefore && Date.now() < deadline)
+			await new Promise((r) => setTimeout(r, 50));
+		expect(
+			ended,
+			`engine still decoding at step ${steps}, 60 s after the client left at step ${stepsAtAbort}`
+		).toBeGreaterThan(endedBefore);
 		// The server is still answering, and the engine call it was in ended early.
 		const after = await client.chat.completions.create({
 			model: MODEL_NAME,
@@ -195,13 +212,13 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		const aborted = calls.at(-2)!;
 		expect(aborted).toHaveLength(1);
 		const ends = new Set(chat.config.eosTokenIds);
-		const ended = aborted[0].ids.some((id) => ends.has(id));
+		const endToken = aborted[0].ids.some((id) => ends.has(id));
 		// Stopped soon after the abort, not at 400. The client reads behind the server (which
 		// does not wait for it: 225 tokens decoded by the third chunk, once, under CI's load),
 		// so "soon" counts the steps decoded after the abort, not the tokens in all.
 		console.log(`abort: after step ${stepsAtAbort}, stopped at ${aborted[0].ids.length}`);
 		expect(aborted[0].ids.length).toBeLessThan(400);
-		if (!ended) expect(aborted[0].ids.length - stepsAtAbort).toBeLessThan(32);
+		if (!endToken) expect(aborted[0].ids.length - stepsAtAbort).toBeLessThan(32);
 	});
 
 	it('`cli serve` prints one JSON line when listening, serves, and exits 0 on SIGTERM', async () => {
