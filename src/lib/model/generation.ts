@@ -58,7 +58,7 @@
  */
 import { ShapeMismatchError } from '../gpu/errors';
 import { Recorder, type Params } from '../gpu/kernel';
-import { copyColumns } from '../gpu/kernels/copy';
+import { copyColumns, copyRowSpans, uploadRowSpans } from '../gpu/kernels/copy';
 import { embeddingForward } from '../gpu/kernels/embedding';
 import { advancePositions } from '../gpu/kernels/kv-cache';
 import { matmul } from '../gpu/kernels/matmul';
@@ -896,7 +896,6 @@ export class Generator {
 		const model = this.#model;
 		const { gpu, config, weights } = model;
 		const C = config.hiddenSize;
-		const kvRow = 4 * config.numKvHeads * config.headDim;
 		for (const g of prefillGroups(
 			prompts.map((p) => p.length),
 			this.#prefillTokens
@@ -942,27 +941,44 @@ export class Generator {
 					attentionScaling: model.attentionScaling,
 					lora: model.lora
 				};
+				// Where each prompt's rows go: its keys and values [T, W] to its sequence's cache
+				// slots 0..n-1, its last hidden state to its row of the decode batch.
+				const each = Array.from({ length: g.count }, (_, i) => ({
+					i,
+					n: lens[i],
+					seq: g.start + i
+				}));
+				const kvSpans = uploadRowSpans(
+					gpu,
+					each.map(({ i, n, seq }) => ({ src: i * g.T, dst: seq * session.S, rows: n })),
+					g.count * g.T,
+					session.B * session.S
+				);
+				const lastSpans = uploadRowSpans(
+					gpu,
+					each.map(({ i, n, seq }) => ({ src: i * g.T + n - 1, dst: seq, rows: 1 })),
+					g.count * g.T,
+					session.B
+				);
+				owned.push(kvSpans.tensor, lastSpans.tensor);
+				const kvWidth = config.numKvHeads * config.headDim;
 				const pending: Promise<void>[] = [];
 				let rec = new Recorder(gpu, this.#pool);
 				embeddingForward(rec, { ids, weight: weights.embed, out: stream });
 				for (let l = 0; l < config.numLayers; l++) {
 					layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
-					for (let i = 0; i < g.count; i++) {
-						const from = i * g.T * kvRow;
-						const to = (g.start + i) * session.S * kvRow;
-						const bytes = lens[i] * kvRow;
-						rec.copy(acts.k.buffer, from, session.cache.k[l].buffer, to, bytes);
-						rec.copy(acts.v.buffer, from, session.cache.v[l].buffer, to, bytes);
-					}
+					const cache = session.cache;
+					for (const [src, dst] of [
+						[acts.k, cache.k[l]],
+						[acts.v, cache.v[l]]
+					])
+						copyRowSpans(rec, { src, dst, width: kvWidth, spans: kvSpans });
 					// One command buffer per layer, at most two in flight (as transformer.ts).
 					pending.push(rec.submit());
 					rec = new Recorder(gpu, this.#pool);
 					while (pending.length > 1) await pending.shift();
 				}
-				for (let i = 0; i < g.count; i++) {
-					const last = (i * g.T + lens[i] - 1) * C * 4;
-					rec.copy(stream.buffer, last, session.x.buffer, (g.start + i) * C * 4, C * 4);
-				}
+				copyRowSpans(rec, { src: stream, dst: session.x, width: C, spans: lastSpans });
 				pending.push(rec.submit());
 				await Promise.all(pending);
 			} finally {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { Recorder } from '../../../src/lib/gpu/kernel';
-import { copyColumns } from '../../../src/lib/gpu/kernels/copy';
-import { copyCases } from '../../../src/lib/gpu/selftest/copy';
+import { copyColumns, copyRowSpans, uploadRowSpans } from '../../../src/lib/gpu/kernels/copy';
+import { copyCases, rowSpanCases } from '../../../src/lib/gpu/selftest/copy';
 import { createTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';
 
@@ -18,6 +18,73 @@ describe('copy', () => {
 		]),
 		gpu
 	);
+	itRunsCases(
+		rowSpanCases([
+			{ srcRows: 1, dstRows: 1, width: 1, spans: [{ src: 0, dst: 0, rows: 1 }] },
+			// empty spans write nothing; spans may overlap in src and come in any order
+			{
+				srcRows: 6,
+				dstRows: 9,
+				width: 3,
+				spans: [
+					{ src: 4, dst: 0, rows: 2 },
+					{ src: 0, dst: 5, rows: 0 },
+					{ src: 1, dst: 4, rows: 5 }
+				]
+			},
+			// a prefill group of 33 prompts padded to 7 into sequences 2..34 of 12 slots
+			// (SmolLM2-135M's kv row, 3 x 64): more than one workgroup per span
+			{
+				srcRows: 33 * 7,
+				dstRows: 40 * 12,
+				width: 192,
+				spans: Array.from({ length: 33 }, (_, g) => ({
+					src: g * 7,
+					dst: (2 + g) * 12,
+					rows: 1 + (g % 7)
+				}))
+			},
+			// each prompt's last row into the decode batch's rows
+			{
+				srcRows: 12,
+				dstRows: 5,
+				width: 33,
+				spans: [
+					{ src: 3, dst: 1, rows: 1 },
+					{ src: 4, dst: 2, rows: 1 },
+					{ src: 11, dst: 3, rows: 1 }
+				]
+			}
+		]),
+		gpu
+	);
+
+	it('rejects row spans outside either tensor, and tensors unlike the spans', () => {
+		const g = gpu();
+		for (const bad of [
+			{ src: 5, dst: 0, rows: 2 },
+			{ src: 0, dst: 8, rows: 2 },
+			{ src: -1, dst: 0, rows: 1 },
+			{ src: 0, dst: 0, rows: 1.5 },
+			{ src: 0, dst: 0, rows: -1 }
+		])
+			expect(() => uploadRowSpans(g, [bad], 6, 9)).toThrow(ShapeMismatchError);
+		const spans = uploadRowSpans(g, [{ src: 0, dst: 0, rows: 6 }], 6, 9);
+		const src = createTensor(g, [6, 4], 'f32');
+		const dst = createTensor(g, [9, 4], 'f32');
+		const short = createTensor(g, [8, 4], 'f32');
+		const u = createTensor(g, [9, 4], 'u32');
+		const rec = new Recorder(g); // never submitted
+		for (const bad of [
+			{ src, dst: short, width: 4, spans },
+			{ src, dst: u, width: 4, spans },
+			{ src, dst, width: 3, spans },
+			{ src: dst, dst, width: 4, spans }
+		])
+			expect(() => copyRowSpans(rec, bad)).toThrow(ShapeMismatchError);
+		copyRowSpans(rec, { src, dst, width: 4, spans });
+		for (const t of [spans.tensor, src, dst, short, u]) t.release();
+	});
 
 	it('rejects blocks that do not fit, other dtypes and aliasing', () => {
 		const g = gpu();

@@ -1,13 +1,17 @@
 /**
  * @file `copyColumns`: dst[r, offset + c] = src[r, c] (see copy.wgsl.ts). src [R, n] and
  * dst [R, m] f32 (leading dims flattened into R), offset + n <= m, distinct buffers.
+ * `copyRowSpans`: a list of row blocks of width W moved from src to dst in one dispatch,
+ * the list on the GPU as `uploadRowSpans` checked and wrote it.
  */
 import { assertShape, OverLimitError } from '../errors';
+import type { Gpu } from '../device';
 import { Params, type Recorder } from '../kernel';
-import type { Tensor } from '../tensor';
-import { COPY_COLUMNS, COPY_WG } from './copy.wgsl';
+import { uploadTensor, type Tensor } from '../tensor';
+import { COPY_COLUMNS, COPY_ROW_SPANS, COPY_WG } from './copy.wgsl';
 
 const KERNEL = { name: 'copy.columns', code: COPY_COLUMNS };
+const ROW_SPANS = { name: 'copy.row-spans', code: COPY_ROW_SPANS };
 
 export interface CopyColumnsArgs {
 	/** [R, n], f32. */
@@ -46,5 +50,82 @@ export function copyColumns(rec: Recorder, args: CopyColumnsArgs): void {
 		[src, dst],
 		Math.ceil(src.size / COPY_WG),
 		new Params().u32(rows).u32(n).u32(m).u32(offset)
+	);
+}
+
+/** One block of rows: `rows` rows from src row `src` on to dst row `dst` on. */
+export interface RowSpan {
+	src: number;
+	dst: number;
+	rows: number;
+}
+
+/** A span list on the GPU (u32 [G, 3]), checked against the row counts it was made for. */
+export interface RowSpans {
+	tensor: Tensor;
+	/** Rows of the longest span (the dispatch's extent per span). */
+	maxRows: number;
+	srcRows: number;
+	dstRows: number;
+}
+
+/** Checks each span lies inside src [srcRows, W] and dst [dstRows, W], and uploads the list;
+ * the caller releases `tensor` once the commands that read it have run. */
+export function uploadRowSpans(
+	gpu: Gpu,
+	spans: readonly RowSpan[],
+	srcRows: number,
+	dstRows: number
+): RowSpans {
+	const flat = new Uint32Array(3 * Math.max(1, spans.length));
+	spans.forEach((s, g) => {
+		const ok = (start: number, total: number) =>
+			Number.isInteger(start) && start >= 0 && start + s.rows <= total;
+		assertShape(
+			Number.isInteger(s.rows) && s.rows >= 0 && ok(s.src, srcRows) && ok(s.dst, dstRows),
+			() =>
+				`copy row spans: span ${g} (${s.rows} rows from ${s.src} to ${s.dst}) is outside ` +
+				`src [${srcRows}] or dst [${dstRows}] rows`
+		);
+		flat.set([s.src, s.dst, s.rows], 3 * g);
+	});
+	const maxRows = spans.reduce((m, s) => Math.max(m, s.rows), 0);
+	const tensor = uploadTensor(gpu, flat, [flat.length / 3, 3], 'u32');
+	return { tensor, maxRows: spans.length ? maxRows : 0, srcRows, dstRows };
+}
+
+/** dst rows of each span = its src rows; src and dst f32 of `width` columns, the rows
+ * counts the spans were checked for, distinct buffers. */
+export function copyRowSpans(
+	rec: Recorder,
+	args: { src: Tensor; dst: Tensor; width: number; spans: RowSpans }
+): void {
+	const { src, dst, width: W, spans } = args;
+	assertShape(
+		src.dtype === 'f32' &&
+			dst.dtype === 'f32' &&
+			Number.isInteger(W) &&
+			W > 0 &&
+			src.size === spans.srcRows * W &&
+			dst.size === spans.dstRows * W &&
+			spans.tensor.dtype === 'u32' &&
+			src.buffer !== dst.buffer,
+		() =>
+			`copy row spans: src and dst must be distinct f32 tensors of ${spans.srcRows} and ` +
+			`${spans.dstRows} rows of ${W}; got src ${src.dtype} [${src.shape}], dst ` +
+			`${dst.dtype} [${dst.shape}]`
+	);
+	const G = spans.tensor.shape[0];
+	const total = G * spans.maxRows * W;
+	if (total >= 2 ** 32 - COPY_WG || dst.size >= 2 ** 32)
+		throw new OverLimitError(
+			`copy row spans: ${G} spans of ${spans.maxRows} x ${W} exceed a u32 index`
+		);
+	if (total === 0) return;
+	rec.dispatch(
+		ROW_SPANS,
+		[src, dst, spans.tensor],
+		Math.ceil(total / COPY_WG),
+		new Params().u32(G).u32(spans.maxRows).u32(W)
 	);
 }

@@ -16,3 +16,17 @@ export function copyColumnsRef(
 		for (let c = 0; c < n; c++) out[r * m + offset + c] = src[r * n + c];
 	return out;
 }
+
+/** dst [*, W] with each span's rows of src [*, W] written at its destination rows. */
+export function copyRowSpansRef(
+	src: ArrayLike<number>,
+	dst: ArrayLike<number>,
+	width: number,
+	spans: readonly { src: number; dst: number; rows: number }[]
+): Float64Array {
+	const out = Float64Array.from(dst);
+	for (const s of spans)
+		for (let r = 0; r < s.rows; r++)
+			for (let c = 0; c < width; c++) out[(s.dst + r) * width + c] = src[(s.src + r) * width + c];
+	return out;
+}
