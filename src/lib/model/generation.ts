@@ -117,6 +117,8 @@ export interface GenerateOptions {
 	/** The k (0..20) most likely tokens of every step with their logprobs
 	 * (log_softmax(logits / T), as `logprob`); default 0: none, and no extra GPU work. */
 	topLogprobs?: number;
+	/** Aborts the call: checked between prefill layers, batches and decode steps; the call
+	 * rejects with the signal's reason once the GPU work it submitted has finished. */
 	signal?: AbortSignal;
 }
 
@@ -701,6 +703,7 @@ export class Generator {
 		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
 		this.stats.calls++;
 		for (let start = 0; start < prompts.length; start += maxBatch) {
+			options.signal?.throwIfAborted();
 			const batch = prompts.slice(start, start + maxBatch);
 			out.push(...(await this.#generateBatch(batch, start, o, options)));
 		}
@@ -741,7 +744,7 @@ export class Generator {
 		stats.sequences += B;
 		stats.promptTokens += lengths.reduce((a, n) => a + n, 0);
 		const prefillStart = performance.now();
-		await this.#prefill(session, prompts);
+		await this.#prefill(session, prompts, options.signal);
 		const decodeStart = performance.now();
 		stats.prefillMs += decodeStart - prefillStart;
 		try {
@@ -891,8 +894,13 @@ export class Generator {
 		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
 	}
 
-	/** Runs the prompts through the layers, fills the cache and the last hidden states. */
-	async #prefill(session: DecodeSession, prompts: readonly (readonly number[])[]): Promise<void> {
+	/** Runs the prompts through the layers, fills the cache and the last hidden states; an
+	 * abort stops it between layers (a long prefill is most of a big call's time). */
+	async #prefill(
+		session: DecodeSession,
+		prompts: readonly (readonly number[])[],
+		signal: AbortSignal | undefined
+	): Promise<void> {
 		const model = this.#model;
 		const { gpu, config, weights } = model;
 		const C = config.hiddenSize;
@@ -977,6 +985,11 @@ export class Generator {
 					pending.push(rec.submit());
 					rec = new Recorder(gpu, this.#pool);
 					while (pending.length > 1) await pending.shift();
+					if (signal?.aborted) {
+						// what was submitted reads the group's buffers: let it finish before they go
+						await Promise.all(pending);
+						signal.throwIfAborted();
+					}
 				}
 				copyRowSpans(rec, { src: stream, dst: session.x, width: C, spans: lastSpans });
 				pending.push(rec.submit());

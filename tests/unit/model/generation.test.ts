@@ -426,7 +426,7 @@ describe('generation', () => {
 		model.release();
 	});
 
-	it('keeps its cache for calls of the same size; abort rejects and leaves it usable', async () => {
+	it('keeps its cache for calls of the same size; abort (in decode or prefill) rejects and leaves it usable', async () => {
 		const config = TINY.llama;
 		const { model } = await modelFor(config);
 		const gen = new Generator(model);
@@ -446,6 +446,18 @@ describe('generation', () => {
 			onStep: () => controller.abort()
 		});
 		await expect(aborted).rejects.toMatchObject({ name: 'AbortError' });
+		// Aborted while its prefill runs (a long prefill is most of a big call's time): it
+		// stops between layers, before any decode step.
+		const { decodeSteps, batches } = gen.stats;
+		const inPrefill = new AbortController();
+		const during = gen.generate(prompts, { maxTokens: 50, signal: inPrefill.signal });
+		// one microtask on, the call has started (its batch counted) and waits on its prefill's
+		// first layers: generate() runs from its queue's next tick to its first wait on the GPU
+		await Promise.resolve();
+		expect(gen.stats.batches).toBe(batches + 1);
+		inPrefill.abort();
+		await expect(during).rejects.toMatchObject({ name: 'AbortError' });
+		expect(gen.stats.decodeSteps).toBe(decodeSteps);
 		const after = await gen.generate(prompts, { maxTokens: 3, temperature: 0 });
 		const fresh = new Generator(model);
 		expect(after).toEqual(await fresh.generate(prompts, { maxTokens: 3, temperature: 0 }));

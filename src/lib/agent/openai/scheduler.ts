@@ -21,7 +21,9 @@
  * Per-token work (stop strings, streaming) runs in the job's `onToken`, called from the
  * engine's onStep; returning true stops that sequence at once (finish 'stop').
  * A job whose signal aborts rejects at once with the signal's reason, and its sequences
- * are stopped at the engine's next step. If `generate` throws, every job of that call rejects with the error.
+ * are stopped at the engine's next step; once every job of a call has aborted, the call's
+ * own signal aborts the engine's work, a prefill included (a long one is most of a big
+ * call's time). If `generate` throws, every job of that call rejects with the error.
  */
 import {
 	randomSeed,
@@ -212,6 +214,14 @@ export class BatchScheduler {
 			options.constraints = live.flatMap((p) =>
 				p.job.prompts.map((_, i) => p.job.constraints?.[i])
 			);
+		// Nobody waits for this call once every job has aborted: stop the engine's work then.
+		const call = new AbortController();
+		const onJobAbort = () => {
+			if (live.every((p) => p.job.signal?.aborted))
+				call.abort(new Error('every request of this engine call was aborted'));
+		};
+		for (const p of live) p.job.signal?.addEventListener('abort', onJobAbort, { once: true });
+		options.signal = call.signal;
 		this.callSizes.push(seqs.length);
 		let results: EngineSequence[];
 		try {
@@ -222,6 +232,8 @@ export class BatchScheduler {
 		} catch (error) {
 			for (const p of live) p.reject(error);
 			return;
+		} finally {
+			for (const p of live) p.job.signal?.removeEventListener('abort', onJobAbort);
 		}
 		const ends = new Set(this.options.stopTokenIds ?? []);
 		live.forEach((p, j) => {
