@@ -951,20 +951,15 @@ export class Generator {
 				};
 				// Where each prompt's rows go: its keys and values [T, W] to its sequence's cache
 				// slots 0..n-1, its last hidden state to its row of the decode batch.
-				const each = Array.from({ length: g.count }, (_, i) => ({
-					i,
-					n: lens[i],
-					seq: g.start + i
-				}));
 				const kvSpans = uploadRowSpans(
 					gpu,
-					each.map(({ i, n, seq }) => ({ src: i * g.T, dst: seq * session.S, rows: n })),
+					Array.from(lens, (n, i) => ({ src: i * g.T, dst: (g.start + i) * session.S, rows: n })),
 					g.count * g.T,
 					session.B * session.S
 				);
 				const lastSpans = uploadRowSpans(
 					gpu,
-					each.map(({ i, n, seq }) => ({ src: i * g.T + n - 1, dst: seq, rows: 1 })),
+					Array.from(lens, (n, i) => ({ src: i * g.T + n - 1, dst: g.start + i, rows: 1 })),
 					g.count * g.T,
 					session.B
 				);
@@ -973,14 +968,11 @@ export class Generator {
 				const pending: Promise<void>[] = [];
 				let rec = new Recorder(gpu, this.#pool);
 				embeddingForward(rec, { ids, weight: weights.embed, out: stream });
+				const { cache } = session;
 				for (let l = 0; l < config.numLayers; l++) {
 					layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
-					const cache = session.cache;
-					for (const [src, dst] of [
-						[acts.k, cache.k[l]],
-						[acts.v, cache.v[l]]
-					])
-						copyRowSpans(rec, { src, dst, width: kvWidth, spans: kvSpans });
+					copyRowSpans(rec, { src: acts.k, dst: cache.k[l], width: kvWidth, spans: kvSpans });
+					copyRowSpans(rec, { src: acts.v, dst: cache.v[l], width: kvWidth, spans: kvSpans });
 					// One command buffer per layer, at most two in flight (as transformer.ts).
 					pending.push(rec.submit());
 					rec = new Recorder(gpu, this.#pool);

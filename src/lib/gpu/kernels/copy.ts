@@ -91,7 +91,7 @@ export function uploadRowSpans(
 	});
 	const maxRows = spans.reduce((m, s) => Math.max(m, s.rows), 0);
 	const tensor = uploadTensor(gpu, flat, [flat.length / 3, 3], 'u32');
-	return { tensor, maxRows: spans.length ? maxRows : 0, srcRows, dstRows };
+	return { tensor, maxRows, srcRows, dstRows };
 }
 
 /** dst rows of each span = its src rows; src and dst f32 of `width` columns, the rows
