@@ -14,6 +14,8 @@
  *      the diagnostics (GPU limits, the self-test's table) open.
  *   5. Every control then has an accessible name (Chromium's accessibility tree), none shared.
  *   6. A link's result (`result=STEP:REWARD:EVALUATION`) is shown as the sharer's run's.
+ *   7. Links mangled at random (seeded) open, and a form edit then rewrites the address, with
+ *      no page or console error in any visit of this part.
  * Screenshots: test-results/share-{restored,malformed,future,result,phone}.png.
  */
 import type { Browser, Page } from 'playwright-core';
@@ -65,6 +67,41 @@ const fields = (page: Page) =>
 		FIELDS
 	);
 
+/**
+ * `count` share-link queries broken in the ways links break (seeded, so a failure repeats):
+ * future or missing versions, unknown and duplicate keys, values of the wrong kind, markup,
+ * a result that is not one.
+ */
+function mangledLinks(count: number, seed: number): string[] {
+	let state = seed;
+	const pick = <T>(xs: readonly T[]): T => {
+		state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+		return xs[state % xs.length];
+	};
+	const parts = [
+		'v=999',
+		'v=1',
+		'v=',
+		'lr=abc',
+		'lr=-1',
+		'preset=<script>alert(1)</script>',
+		'preset=2048',
+		'steps=1e99',
+		'groups=0',
+		'size=x',
+		'seed=1&seed=2',
+		'result=10:0.5977',
+		'result=:::',
+		'judge=javascript:alert(1)',
+		'reward=ruler',
+		'zzz=1'
+	];
+	return Array.from(
+		{ length: count },
+		() => '?' + Array.from({ length: 1 + (state % 4) }, () => encodeURI(pick(parts))).join('&')
+	);
+}
+
 export async function shareLinkChecks(
 	check: CheckFn,
 	browser: Browser,
@@ -72,6 +109,9 @@ export async function shareLinkChecks(
 ): Promise<void> {
 	const t0 = Date.now();
 	const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+	const errors: string[] = [];
+	page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
+	page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
 	try {
 		// 1. a link opens its settings exactly
 		const judge = 'http://127.0.0.1:9/v1';
@@ -198,6 +238,30 @@ export async function shareLinkChecks(
 			'every control has an accessible name, none ambiguous (judge fields and diagnostics open)',
 			names.unnamed.length === 0 && names.same.length === 0,
 			JSON.stringify(names)
+		);
+		// 7. mangled links in the browser: each opens, takes an edit, and nothing throws
+		await page.setViewportSize({ width: 1200, height: 900 });
+		const mangled = mangledLinks(12, 7);
+		let rewritten = 0;
+		for (const query of mangled) {
+			await page.goto(server.url + query);
+			await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+			await page.fill(testid(FIELDS.seed), '41');
+			const moved = await page
+				.waitForFunction(() => location.search.includes('seed=41'), undefined, { timeout: 10_000 })
+				.then(() => true)
+				.catch(() => false);
+			if (moved) rewritten++;
+		}
+		check(
+			`${mangled.length} mangled links: each opens and an edit rewrites the address`,
+			rewritten === mangled.length,
+			`${rewritten} rewritten`
+		);
+		check(
+			'no page or console error in any share-link visit',
+			errors.length === 0,
+			errors.slice(0, 3).join(' | ')
 		);
 		console.log(`share links: ${since(t0)}`);
 	} finally {
