@@ -4,7 +4,7 @@
  * LocalBackend), exactly as the page's Train panel drives it through the worker.
  *
  *   train --out DIR [--env tictactoe|2048|inbox|letters] [--model DIR] [--warm-start preset|none|DIR]
- *       [--warm-start-mode merged|stacked] [--steps N] [--groups G] [--group-size K] [--lr X]
+ *       [--warm-start-mode merged|stacked] [--steps N] [--groups auto|G] [--group-size K] [--lr X]
  *       [--loss cispo|ppo] [--kl-beta B] [--temperature T] [--max-tokens N] [--seed S]
  *       [--rank R] [--alpha A] [--sft-first N] [--eval-every N] [--eval-games N]
  *       [--max-no-signal N] [--reward env|ruler|ruler+env --judge-base-url URL --judge-model NAME
@@ -57,6 +57,7 @@ import {
 	rootBundled,
 	runRecipe,
 	sftSteps,
+	sizedGrpo,
 	validateRecipe,
 	warmStartPath,
 	type EnvironmentName,
@@ -73,7 +74,7 @@ import { openModelFolder } from './model-folder';
 
 export const TRAIN_USAGE =
 	'usage: npm run -s cli -- train --out DIR [--env tictactoe|2048|inbox|letters] [--model DIR] ' +
-	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups G] ' +
+	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups auto|G] ' +
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
@@ -82,6 +83,8 @@ export const TRAIN_USAGE =
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
 	'G a step), then --steps GRPO steps\n' +
+	"    --groups auto (the presets' default): games per step sized so a step takes 2-4 s on this " +
+	"device, starting at the preset's; --groups G: G groups every step\n" +
 	'    --changes SHARE (inbox): the share 0..1 of emails a later email changes, so their ' +
 	'questions need two emails';
 
@@ -97,7 +100,8 @@ export interface TrainArgs {
 	warmStart?: string;
 	warmStartMode?: WarmStartMode;
 	steps?: number;
-	groups?: number;
+	/** 'auto': sized to the device (the presets' default; run/sizing.ts). */
+	groups?: number | 'auto';
 	groupSize?: number;
 	lr?: number;
 	loss?: 'cispo' | 'ppo';
@@ -195,7 +199,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		warmStart: f['warm-start'],
 		warmStartMode: oneOf('warm-start-mode', f['warm-start-mode'], ['merged', 'stacked']),
 		steps: count('steps', 0),
-		groups: count('groups'),
+		groups: f.groups === 'auto' ? 'auto' : count('groups'),
 		groupSize: count('group-size', 2),
 		lr: n('lr', isPositive, 'a positive number'),
 		loss: oneOf('loss', f.loss, ['cispo', 'ppo']),
@@ -265,10 +269,17 @@ export function trainRecipe(
 		: null;
 
 	const g = base.grpo;
+	// --groups N fixes the games per step; auto sizes them (the preset's bounds or the default)
+	const sized =
+		args.groups === undefined
+			? g
+			: sizedGrpo(
+					args.groups === 'auto' ? { ...preset(env, staticRoot).grpo, ...g } : g,
+					args.groups
+				);
 	const grpo = {
-		...g,
+		...sized,
 		steps: args.steps ?? g.steps,
-		groups: args.groups ?? g.groups,
 		groupSize: args.groupSize ?? g.groupSize,
 		learningRate: args.lr ?? g.learningRate,
 		loss: args.loss ?? g.loss,
@@ -521,14 +532,21 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 			`train ${recipe.environment} on ${recipe.baseModel}, warm start ` +
 				(recipe.warmStart ? `${recipe.warmStart.adapter} (${recipe.warmStart.mode})` : 'none') +
 				(recipe.sft ? `, ${sftSteps(recipe)} SFT steps` : '') +
-				`, ${g.steps} GRPO steps of ${g.groups} x ${g.groupSize} games -> ${out}` +
+				`, ${g.steps} GRPO steps of ${g.autoSize ? `auto (from ${g.groups})` : g.groups} x ${g.groupSize} games -> ${out}` +
 				(step > 0 ? ` (continuing at step ${step})` : '') +
 				'\n'
 		);
+		let sizedGroups: number | null = null;
 		const summary = await runRecipe(model, recipe, {
 			signal: abort.signal,
 			judgeApiKey,
 			onEvent: (event) => {
+				// auto sizing: said when the games per step change (every step says why)
+				if (event.type === 'sized') {
+					if (event.groups !== sizedGroups) process.stderr.write(event.reason + '\n');
+					sizedGroups = event.groups;
+					return;
+				}
 				const line = progressLine(event, recipe);
 				if (line) process.stderr.write(line + '\n');
 			}

@@ -127,7 +127,7 @@ export async function shareLinkChecks(
 					preset: '2048',
 					url: '/models/tabrl-tiny-2048/',
 					steps: '7',
-					groups: '4', // the preset's own (not scaled for the software GPU)
+					groups: 'auto', // the preset's own (not scaled for the software GPU)
 					size: '8',
 					lr: '0.0005',
 					seed: '3',

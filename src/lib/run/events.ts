@@ -43,6 +43,18 @@ export interface EvaluationReport {
 export type RunEvent =
 	| { type: 'phase'; phase: RunPhase; step: number }
 	| {
+			/**
+			 * Games per step chosen (auto sizing, sizing.ts): before the first GRPO step played and
+			 * after each trained one; `reason` says what was measured, for the page and the CLI.
+			 */
+			type: 'sized';
+			/** The step whose rollouts play at this size (the model's step before them). */
+			step: number;
+			groups: number;
+			groupSize: number;
+			reason: string;
+	  }
+	| {
 			type: 'rollout';
 			/** The GRPO step the rollout is for (the model's step before the update). */
 			step: number;

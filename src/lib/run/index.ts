@@ -6,6 +6,7 @@ export * from './recipe';
 export * from './presets';
 export * from './events';
 export * from './errors';
+export * from './sizing';
 export {
 	RUN_ENVIRONMENTS,
 	EVAL_SEED,

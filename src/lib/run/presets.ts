@@ -101,10 +101,12 @@ export function preset(name: PresetName, root = '/'): Recipe {
 			eval: { every: 5, games: 8, temperatures: [0] }
 		};
 	// The three games: the page's tic-tac-toe setup (from its warm start merged, a fresh
-	// r 64 adapter, KL 0.05 to the warm-start policy, lr 2e-4, T 1, cispo), sized per game.
+	// r 64 adapter, KL 0.05 to the warm-start policy, lr 2e-4, T 1, cispo), sized per game:
+	// games per step are auto (sizing.ts), from `groups` within the game's bounds.
 	const fromWarmStart = (
 		environment: EnvironmentName,
-		grpo: Pick<Recipe['grpo'], 'groups' | 'groupSize' | 'maxTokens' | 'tokenBudget'>
+		grpo: Pick<Recipe['grpo'], 'groups' | 'groupSize' | 'maxTokens' | 'tokenBudget' | 'autoSize'> &
+			Partial<Recipe['grpo']>
 	): Recipe => ({
 		...common,
 		environment,
@@ -123,18 +125,40 @@ export function preset(name: PresetName, root = '/'): Recipe {
 	});
 	if (name === '2048')
 		return {
-			...fromWarmStart('2048', { groups: 4, groupSize: 8, maxTokens: 16, tokenBudget: 32768 }),
+			// (a step of 4 x 8 games takes ~7 s on an H200: fewer groups would learn too little)
+			...fromWarmStart('2048', {
+				groups: 4,
+				groupSize: 8,
+				maxTokens: 16,
+				tokenBudget: 32768,
+				autoSize: { minGroups: 4, maxGroups: 32 }
+			}),
 			// ART's train.py plays to 128; the board alone each turn (2048 is Markov: the board
 			// is the whole state), so a game of ~70 moves is ~70 short conversations
 			envOptions: { winningValue: 128, historyTurns: 0 }
 		};
 	if (name === 'inbox')
 		return {
-			...fromWarmStart('inbox', { groups: 8, groupSize: 8, maxTokens: 96, tokenBudget: 65536 }),
+			...fromWarmStart('inbox', {
+				groups: 8,
+				groupSize: 8,
+				maxTokens: 96,
+				tokenBudget: 65536,
+				autoSize: { minGroups: 4, maxGroups: 32 }
+			}),
 			envOptions: { maxTurns: 6 },
 			maxContext: 2048
 		};
-	return fromWarmStart('tictactoe', { groups: 8, groupSize: 8, maxTokens: 16, tokenBudget: 32768 });
+	// 64 x 8 games at lr 5e-4 reach +0.15 in 20 steps, 32 x 16 at 2e-4 in 25 (BENCHMARKS.md,
+	// "Time to learn"): an H100 plays 512 games in ~2.7 s, so auto grows to 64 groups there
+	return fromWarmStart('tictactoe', {
+		groups: 8,
+		groupSize: 8,
+		maxTokens: 16,
+		tokenBudget: 32768,
+		learningRate: 5e-4,
+		autoSize: { minGroups: 1, maxGroups: 64 }
+	});
 }
 
 /**
@@ -168,7 +192,8 @@ export function warmStartRecipe(name: PresetName, root: string): Recipe {
 }
 
 /**
- * A recipe shrunk for a software GPU: few games per step and no evaluations. Turn-based
+ * A recipe shrunk for a software GPU: few games per step, fixed (the fewest a preset plays
+ * already takes minutes there), and no evaluations. Turn-based
  * games play one group of 4 (a turn costs seconds per sequence there); 2048 plays to 16, a
  * game of ~10 moves instead of ~85, and an inbox episode gets 4 turns.
  */
@@ -181,11 +206,13 @@ export function forSoftwareGpu(recipe: Recipe): Recipe {
 			: env === 'inbox'
 				? { ...recipe.envOptions, maxTurns: 4 }
 				: recipe.envOptions;
+	const grpo = { ...recipe.grpo };
+	delete grpo.autoSize;
 	return {
 		...recipe,
 		...(envOptions ? { envOptions } : {}),
 		grpo: {
-			...recipe.grpo,
+			...grpo,
 			// letters: one 4-token reply, so a group of 8 costs little and keeps a spread
 			groups: small ? 1 : Math.min(recipe.grpo.groups, 2),
 			groupSize: small ? 4 : Math.min(recipe.grpo.groupSize, 8),

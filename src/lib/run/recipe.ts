@@ -13,6 +13,7 @@
 import type { WarmStartMode } from '../model/warm-start';
 import type { EnvOptions } from './environments';
 import { RunError } from './errors';
+import type { AutoSize } from './sizing';
 
 export type EnvironmentName = 'tictactoe' | '2048' | 'inbox' | 'letters';
 export const ENVIRONMENTS: readonly EnvironmentName[] = ['tictactoe', '2048', 'inbox', 'letters'];
@@ -53,6 +54,11 @@ export interface GrpoPhaseConfig {
 	maxTokens: number;
 	/** Padded tokens per micro-batch of the update. */
 	tokenBudget: number;
+	/**
+	 * Games per step sized to the device (sizing.ts): `groups` is where it starts, each step's
+	 * time sets the next one's groups within these bounds. Absent: `groups` every step.
+	 */
+	autoSize?: AutoSize;
 }
 
 export interface EvalConfig {
@@ -161,6 +167,12 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isPositive(g.temperature)) bad('grpo.temperature', g.temperature, 'a positive number');
 	if (!isCount(g.maxTokens)) bad('grpo.maxTokens', g.maxTokens, 'an integer >= 1');
 	if (!isCount(g.tokenBudget)) bad('grpo.tokenBudget', g.tokenBudget, 'an integer >= 1');
+	const auto = g.autoSize;
+	if (
+		auto !== undefined &&
+		!(isCount(auto?.minGroups) && isCount(auto.maxGroups) && auto.minGroups <= auto.maxGroups)
+	)
+		bad('grpo.autoSize', auto, 'groups bounds {minGroups, maxGroups}, integers 1 <= min <= max');
 	if (r.sft) {
 		const s = r.sft;
 		if (!isCount(s.games)) bad('sft.games', s.games, 'an integer >= 1');

@@ -31,6 +31,7 @@ import { playGames } from './play';
 import type { EvaluationReport, PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
 import { sftSteps, validateRecipe, type Recipe } from './recipe';
+import { GROUPS_PLAYED, nextGroups, sizingReason, stepSeconds } from './sizing';
 
 export interface RunOptions {
 	/** Stop: aborts the rollouts in flight and ends the run 'stopped'. */
@@ -192,6 +193,29 @@ export async function runRecipe(
 			recipe.eval.every > 0 &&
 			(grpoStep % recipe.eval.every === 0 || grpoStep === recipe.grpo.steps);
 		let noSignal = 0;
+		// games per step: the recipe's, or (auto) set by the last trained step's time; a resumed
+		// run reads that step from its history, so it sizes exactly as it would have gone on
+		const auto = recipe.grpo.autoSize;
+		let played: Recipe = recipe;
+		const playGroups = (
+			at: number,
+			groups: number,
+			before: { groups: number; seconds: number } | null
+		) => {
+			if (!auto) return;
+			played = { ...recipe, grpo: { ...recipe.grpo, groups } };
+			const { groupSize } = recipe.grpo;
+			const reason = sizingReason(before, groups, groupSize, auto);
+			emit({ type: 'sized', step: at, groups, groupSize, reason });
+		};
+		if (auto) {
+			const last = (await model.history()).findLast((h) => typeof h[GROUPS_PLAYED] === 'number');
+			const seconds = last ? stepSeconds(last) : NaN;
+			const groups = last
+				? nextGroups(last[GROUPS_PLAYED] as number, seconds, auto)
+				: nextGroups(recipe.grpo.groups, NaN, auto);
+			playGroups(step, groups, last ? { groups: last[GROUPS_PLAYED] as number, seconds } : null);
+		}
 		for (;;) {
 			step = await model.getStep();
 			const grpoStep = step - sftTotal;
@@ -204,7 +228,7 @@ export async function runRecipe(
 				env,
 				client,
 				model.name,
-				recipe,
+				played,
 				round,
 				step,
 				emit,
@@ -247,7 +271,11 @@ export async function runRecipe(
 					temperature: g.temperature,
 					tokenBudget: g.tokenBudget
 				},
-				{ 'train/rollout_ms': rolloutMs, ...judged },
+				{
+					'train/rollout_ms': rolloutMs,
+					...(auto ? { [GROUPS_PLAYED]: played.grpo.groups } : {}),
+					...judged
+				},
 				{ shift: !!options.policyShift }
 			);
 			lastReward = report.metrics['train/reward'] ?? null;
@@ -278,6 +306,10 @@ export async function runRecipe(
 				continue;
 			}
 			noSignal = 0;
+			if (auto) {
+				const before = { groups: played.grpo.groups, seconds: stepSeconds(report.metrics) };
+				playGroups(report.step, nextGroups(before.groups, before.seconds, auto), before);
+			}
 			// every step is checkpointed: keep the latest and the best by val/reward
 			await model.deleteCheckpoints({ bestBy: 'val/reward' });
 			if (report.step - sftTotal < recipe.grpo.steps) await pause('updated', report.step);

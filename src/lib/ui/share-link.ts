@@ -37,7 +37,8 @@ export interface ShareSettings {
 	/** The base model's URL prefix (the preset's bundled model by default). */
 	model: string;
 	steps: number;
-	groups: number;
+	/** 'auto': games per step sized to the device (run/sizing.ts), the presets' default. */
+	groups: number | 'auto';
 	groupSize: number;
 	learningRate: number;
 	seed: number;
@@ -95,7 +96,7 @@ export function presetSettings(name: PresetName, root = '/'): ShareSettings {
 		preset: name,
 		model: r.baseModel,
 		steps: r.grpo.steps,
-		groups: r.grpo.groups,
+		groups: r.grpo.autoSize ? 'auto' : r.grpo.groups,
 		groupSize: r.grpo.groupSize,
 		learningRate: r.grpo.learningRate,
 		seed: r.seed,
@@ -113,7 +114,7 @@ export function recipeSettings(recipe: Recipe): ShareSettings {
 		preset: recipe.environment,
 		model: recipe.baseModel,
 		steps: recipe.grpo.steps,
-		groups: recipe.grpo.groups,
+		groups: recipe.grpo.autoSize ? 'auto' : recipe.grpo.groups,
 		groupSize: recipe.grpo.groupSize,
 		learningRate: recipe.grpo.learningRate,
 		seed: recipe.seed,
@@ -182,8 +183,8 @@ const CODECS: { [K in Field]: Codec<K> } = {
 	},
 	groups: {
 		param: 'groups',
-		want: 'an integer from 1 to 1024',
-		read: integer(1, 1024),
+		want: "'auto' or an integer from 1 to 1024",
+		read: (t) => (t === 'auto' ? 'auto' : integer(1, 1024)(t)),
 		write: String
 	},
 	groupSize: {

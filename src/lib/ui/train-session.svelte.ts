@@ -15,6 +15,7 @@ import {
 	DEFAULT_PRESET,
 	forSoftwareGpu,
 	preset,
+	sizedGrpo,
 	RUN_ENVIRONMENTS,
 	type EnvironmentName,
 	type EvaluationReport,
@@ -174,7 +175,10 @@ export class TrainSession {
 	url = $state('');
 	run = $state('');
 	steps = $state(0);
-	groups = $state(0);
+	/** Groups per step: 'auto' (sized to the device: run/sizing.ts) or a number. */
+	groups = $state<number | string>(0);
+	/** Auto sizing's last word: the games per step it chose and why (null: fixed sizes). */
+	sizing = $state<string | null>(null);
 	groupSize = $state(0);
 	learningRate = $state('');
 	seed = $state(1);
@@ -316,7 +320,7 @@ export class TrainSession {
 		this.url = r.baseModel;
 		this.run = `${name}-1`;
 		this.steps = r.grpo.steps;
-		this.groups = r.grpo.groups;
+		this.groups = r.grpo.autoSize ? 'auto' : r.grpo.groups;
 		this.groupSize = r.grpo.groupSize;
 		this.learningRate = String(r.grpo.learningRate);
 		this.seed = r.seed;
@@ -328,7 +332,7 @@ export class TrainSession {
 			preset: this.preset,
 			model: this.url.trim(),
 			steps: Number(this.steps),
-			groups: Number(this.groups),
+			groups: this.#autoGroups ? 'auto' : Number(this.groups),
 			groupSize: Number(this.groupSize),
 			learningRate: Number(this.learningRate),
 			seed: Number(this.seed),
@@ -425,9 +429,8 @@ export class TrainSession {
 			baseModel: this.url.trim(),
 			seed: Number(this.seed),
 			grpo: {
-				...base.grpo,
+				...sizedGrpo(base.grpo, this.#autoGroups ? 'auto' : Number(this.groups)),
 				steps: Number(this.steps),
-				groups: Number(this.groups),
 				groupSize: Number(this.groupSize),
 				learningRate: Number(this.learningRate)
 			}
@@ -537,6 +540,10 @@ export class TrainSession {
 		await this.open(run.name);
 	}
 
+	get #autoGroups(): boolean {
+		return String(this.groups).trim().toLowerCase() === 'auto';
+	}
+
 	#scaled(recipe: Recipe): Recipe {
 		return this.softwareGpu ? forSoftwareGpu(recipe) : recipe;
 	}
@@ -568,6 +575,7 @@ export class TrainSession {
 			this.#show(name, history.ok ? history.value : []);
 			this.#shownSettings = recipeSettings(recipe);
 			this.#groupGames = recipe.grpo.groups * recipe.grpo.groupSize;
+			this.sizing = null;
 			this.#environment = recipe.environment;
 			// the key goes beside the recipe (never in it), and only to a run RULER judges
 			const ruler = !!recipe.reward && recipe.reward.source !== 'env';
@@ -628,6 +636,13 @@ export class TrainSession {
 				this.loadReports++;
 				break;
 			}
+			case 'sized':
+				this.sizing = event.reason;
+				this.#groupGames = event.groups * event.groupSize;
+				// (the step-through guide counts the games played)
+				if (this.#recipe)
+					this.#recipe = { ...this.#recipe, grpo: { ...this.#recipe.grpo, groups: event.groups } };
+				break;
 			case 'phase':
 				this.runPhase = event.phase;
 				if (event.phase !== 'loading') this.load = null;

@@ -4,6 +4,8 @@
  * letters, and the tic-tac-toe model at its smoke-test size (scripts/tictactoe-model.ts: a
  * tokenizer learned from the game's text, so a game is ~250 tokens, not ~550) for
  * tic-tac-toe. Kept to a few games so the file runs in minutes:
+ * - auto games per step: each step plays the groups sizing.ts chose from the step before's
+ *   time (read back from the history), also across a resume;
  * - letters, 2 GRPO steps of 2 x 2 games, evaluated every step on 2 games: ends 'done',
  *   events in order (eval, rollouts with their trajectories, train, step, ..., end), history
  *   with val/reward at every evaluated step, checkpoints pruned to the latest and the best;
@@ -30,7 +32,15 @@ import { TrainableModel } from '../../../src/lib/agent';
 import { LocalBackend } from '../../../src/lib/agent/backend/node';
 import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
 import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
-import { preset, runRecipe, type Recipe, type RunEvent } from '../../../src/lib/run';
+import {
+	GROUPS_PLAYED,
+	nextGroups,
+	preset,
+	runRecipe,
+	stepSeconds,
+	type Recipe,
+	type RunEvent
+} from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { lettersReward } from '../../../src/lib/agent/letters';
 import { squareName } from '../../../src/lib/agent/tictactoe';
@@ -106,6 +116,7 @@ function recipe(over: RecipeOverrides = {}): Recipe {
 		warmStart: null,
 		grpo: {
 			...base.grpo,
+			autoSize: undefined, // fixed sizes unless a test asks for auto
 			steps: 2,
 			groups: 2,
 			groupSize: 2,
@@ -145,6 +156,7 @@ function trace(events: readonly RunEvent[]): string {
 			if (e.type === 'rollout') return `r@${e.step}`;
 			if (e.type === 'step') return `s:${e.split}@${e.step}${e.skipped ? '!' : ''}`;
 			if (e.type === 'eval') return `e@${e.report.step}`;
+			if (e.type === 'sized') return `z${e.groups}@${e.step}`;
 			return 'end';
 		});
 	const out: string[] = [];
@@ -256,6 +268,46 @@ describe('runRecipe', () => {
 		);
 		expect(refused?.kind).toBe('invalid-recipe');
 		expect(await model.getStep()).toBe(2);
+	}, 600_000);
+
+	it('auto games per step: each step plays what the last step took sizes, and a resumed run goes on from its history', async () => {
+		// bounds 1..3 from 2 groups of 4 (a group of 4 random letters replies mostly has a spread): SwiftShader's steps (seconds each) move the size; whichever
+		// way they move it, each step must play nextGroups(the step before's groups, its seconds)
+		const auto = { minGroups: 1, maxGroups: 3 };
+		const r = recipe({
+			maxNoSignal: 16,
+			grpo: { groupSize: 4, maxTokens: 8, learningRate: 1e-2, autoSize: auto }
+		});
+		const events: RunEvent[] = [];
+		const model = await register('auto', r);
+		expect((await runRecipe(model, r, { onEvent: (e) => events.push(e) })).status).toBe('done');
+		await backend.unregister('auto');
+		// resumed with one step more, by a new model over the same folder
+		const more = { ...r, grpo: { ...r.grpo, steps: 3 } };
+		const again = await register('auto', more);
+		expect((await runRecipe(again, more, { onEvent: (e) => events.push(e) })).status).toBe('done');
+		console.log(`auto: ${trace(events)}`);
+
+		const trained = (await again.history()).filter((h) => typeof h['train/step_ms'] === 'number');
+		expect(trained.map((h) => h.step)).toEqual([1, 2, 3]);
+		const played = trained.map((h) => h[GROUPS_PLAYED] as number);
+		expect(played[0]).toBe(2);
+		for (let i = 1; i < trained.length; i++)
+			expect(played[i]).toBe(nextGroups(played[i - 1], stepSeconds(trained[i - 1]), auto));
+		// the rollouts of each trained round are that many groups of 4
+		const rounds = new Map<number, number>();
+		for (const e of events) if (e.type === 'rollout') rounds.set(e.round, e.total);
+		const trainedRounds = events.filter((e) => e.type === 'step' && !e.skipped).length;
+		expect(trainedRounds).toBe(3);
+		expect(played.every((g) => [...rounds.values()].includes(g * 4))).toBe(true);
+		// a 'sized' event before the first step and after each trained one, saying why
+		const sized = events.filter((e) => e.type === 'sized');
+		expect(sized.map((e) => e.step)).toEqual([0, 1, 2, 2, 3]);
+		expect(sized[0].reason).toMatch(
+			/^Games per step: auto, starting at 2 × 4 games \(aiming at 2–4 s a step/
+		);
+		for (const e of sized.slice(1))
+			expect(e.reason).toMatch(/a step of \d × 4 games took \d+\.\d s/);
 	}, 600_000);
 
 	it('tic-tac-toe on a random model: no reward spread ends stuck after maxNoSignal rounds', async () => {

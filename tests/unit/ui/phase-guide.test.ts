@@ -55,7 +55,7 @@ describe('phase guide', () => {
 		const cispo = phaseGuide('update', { recipe: ttt, step: 3 }).paragraphs.join(' ');
 		expect(cispo).toContain('CISPO');
 		expect(cispo).toContain('β = 0.05');
-		expect(cispo).toContain('learning rate 0.0002');
+		expect(cispo).toContain('learning rate 0.0005');
 		const ppo = phaseGuide('update', {
 			recipe: { ...ttt, grpo: { ...ttt.grpo, loss: 'ppo', klBeta: 0 } },
 			step: 3

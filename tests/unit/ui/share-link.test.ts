@@ -14,6 +14,7 @@ import {
 	PRESET_NAMES,
 	REWARD_SOURCES,
 	preset,
+	sizedGrpo,
 	validateRecipe,
 	type Recipe
 } from '../../../src/lib/run';
@@ -36,9 +37,8 @@ function recipeOf(s: ShareSettings): Recipe {
 		baseModel: s.model,
 		seed: s.seed,
 		grpo: {
-			...base.grpo,
+			...sizedGrpo(base.grpo, s.groups),
 			steps: s.steps,
-			groups: s.groups,
 			groupSize: s.groupSize,
 			learningRate: s.learningRate
 		}

@@ -1,0 +1,88 @@
+/**
+ * @file Games per step sized to the device ("auto"): a run whose recipe has `grpo.autoSize`
+ * times each GRPO step (rollouts + update + checkpoint, as the visitor waits for it) and sets
+ * the next step's groups so a step takes STEP_SECONDS on this device, within the recipe's
+ * [minGroups, maxGroups]. The group size stays: GRPO compares games within a group.
+ *
+ * Why steps and not a separate calibration: a step's time is not proportional to its games
+ * (a GPU's step is dispatch-bound: 64 tic-tac-toe games take ~0.9 s on an H100, 512 ~2.7 s;
+ * BENCHMARKS.md "Time to learn"), and the update's share differs by device, so only a real
+ * step measures it; the first steps train as any other, at the sizes they were played.
+ */
+
+import type { GrpoPhaseConfig } from './recipe';
+
+/** The time a step should take, in seconds: long enough to fill a GPU, short enough to watch. */
+export const STEP_SECONDS = { low: 2, high: 4, target: 3 } as const;
+
+/** The bounds of `grpo.autoSize`. */
+export interface AutoSize {
+	minGroups: number;
+	maxGroups: number;
+}
+
+/** The bounds given to a recipe that asks for auto without its own (a form's, a flag's). */
+export const DEFAULT_AUTO_SIZE: AutoSize = { minGroups: 1, maxGroups: 64 };
+
+/**
+ * `grpo` with its games per step fixed at `groups`, or auto (its own bounds, else the default
+ * ones; `groups` then the size it starts at): how a form's or a flag's choice enters a recipe.
+ */
+export function sizedGrpo(grpo: GrpoPhaseConfig, groups: number | 'auto'): GrpoPhaseConfig {
+	if (groups === 'auto') return { ...grpo, autoSize: grpo.autoSize ?? DEFAULT_AUTO_SIZE };
+	const fixed = { ...grpo, groups };
+	delete fixed.autoSize;
+	return fixed;
+}
+
+/**
+ * The groups of the next step, given that a step of `groups` took `seconds`: doubled at most
+ * while under STEP_SECONDS.low (the step time grows slower than its games), scaled down by the
+ * overshoot when over STEP_SECONDS.high, else kept; always within the bounds.
+ */
+export function nextGroups(groups: number, seconds: number, bounds: AutoSize): number {
+	const clamp = (g: number) => Math.min(bounds.maxGroups, Math.max(bounds.minGroups, g));
+	if (!(seconds > 0)) return clamp(groups);
+	if (seconds < STEP_SECONDS.low)
+		return clamp(
+			Math.max(groups + 1, Math.round(groups * Math.min(2, STEP_SECONDS.target / seconds)))
+		);
+	if (seconds > STEP_SECONDS.high)
+		return clamp(Math.min(groups - 1, Math.floor((groups * STEP_SECONDS.target) / seconds)));
+	return clamp(groups);
+}
+
+/**
+ * A GRPO step's seconds from its history line: rollouts, update and checkpoint (what the
+ * visitor waits for; step-through pauses excluded). NaN when the line has no update.
+ */
+export function stepSeconds(metrics: Record<string, unknown>): number {
+	const ms = (key: string) => (typeof metrics[key] === 'number' ? (metrics[key] as number) : NaN);
+	return (ms('train/rollout_ms') + ms('train/step_ms') + (ms('train/checkpoint_ms') || 0)) / 1000;
+}
+
+/** The history key of the groups a step played (auto sizing reads it back on resume). */
+export const GROUPS_PLAYED = 'train/groups_played';
+
+/** Why a step has the groups it has, in a sentence the page and the CLI show. */
+export function sizingReason(
+	before: { groups: number; seconds: number } | null,
+	groups: number,
+	groupSize: number,
+	bounds: AutoSize
+): string {
+	const games = (g: number) => `${g} × ${groupSize} games`;
+	const aim = `aiming at ${STEP_SECONDS.low}–${STEP_SECONDS.high} s a step on this device`;
+	if (!before) return `Games per step: auto, starting at ${games(groups)} (${aim}).`;
+	const took = `a step of ${games(before.groups)} took ${before.seconds.toFixed(1)} s`;
+	if (groups === before.groups) {
+		const limit =
+			groups === bounds.maxGroups && before.seconds < STEP_SECONDS.low
+				? `, the most this preset plays`
+				: groups === bounds.minGroups && before.seconds > STEP_SECONDS.high
+					? `, the fewest this preset plays`
+					: '';
+		return `Games per step: auto, ${games(groups)}${limit} (${took}; ${aim}).`;
+	}
+	return `Games per step: auto, now ${games(groups)} (${took}; ${aim}).`;
+}

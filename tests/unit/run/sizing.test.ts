@@ -1,0 +1,62 @@
+/**
+ * Auto games per step (src/lib/run/sizing.ts): the next step's groups from the last step's
+ * time, within bounds, and the sentence that says why. Pure arithmetic, no GPU.
+ */
+import { describe, expect, it } from 'vitest';
+import { nextGroups, sizingReason, stepSeconds } from '../../../src/lib/run/sizing';
+
+const bounds = { minGroups: 1, maxGroups: 64 };
+
+describe('nextGroups', () => {
+	it('doubles at most while a step is under 2 s, to the target of 3 s when closer', () => {
+		expect(nextGroups(8, 0.9, bounds)).toBe(16); // an H100's 64-game step
+		expect(nextGroups(16, 1.2, bounds)).toBe(32);
+		expect(nextGroups(32, 1.8, bounds)).toBe(53); // 32 x 3 / 1.8
+		expect(nextGroups(1, 1.9, bounds)).toBe(2); // always at least one more
+	});
+	it('keeps the size within 2-4 s', () => {
+		for (const s of [2, 2.7, 4]) expect(nextGroups(24, s, bounds)).toBe(24);
+	});
+	it('shrinks by the overshoot over 4 s, at least one group', () => {
+		expect(nextGroups(8, 12, bounds)).toBe(2); // 8 x 3 / 12
+		expect(nextGroups(8, 4.2, bounds)).toBe(5);
+		expect(nextGroups(2, 300, bounds)).toBe(1); // SwiftShader
+	});
+	it('stays within the bounds, and keeps the size on an unknown time', () => {
+		expect(nextGroups(64, 0.5, bounds)).toBe(64);
+		expect(nextGroups(40, 0.5, bounds)).toBe(64);
+		expect(nextGroups(4, 7, { minGroups: 4, maxGroups: 32 })).toBe(4); // 2048 on an H200
+		expect(nextGroups(100, NaN, bounds)).toBe(64);
+		expect(nextGroups(8, NaN, bounds)).toBe(8);
+		expect(nextGroups(8, 0, bounds)).toBe(8);
+	});
+});
+
+describe('stepSeconds', () => {
+	it('is rollouts + update + checkpoint, NaN for a step with no update', () => {
+		const line = { 'train/rollout_ms': 1800, 'train/step_ms': 650, 'train/checkpoint_ms': 50 };
+		expect(stepSeconds(line)).toBeCloseTo(2.5, 12);
+		expect(stepSeconds({ 'train/rollout_ms': 1800, 'train/step_ms': 650 })).toBeCloseTo(2.45, 12);
+		expect(stepSeconds({ 'train/rollout_ms': 1800, 'train/skipped': 1 })).toBeNaN();
+	});
+});
+
+describe('sizingReason', () => {
+	it('says where it starts, what a step took, and when a bound holds it', () => {
+		expect(sizingReason(null, 8, 8, bounds)).toBe(
+			'Games per step: auto, starting at 8 × 8 games (aiming at 2–4 s a step on this device).'
+		);
+		expect(sizingReason({ groups: 8, seconds: 0.93 }, 16, 8, bounds)).toBe(
+			'Games per step: auto, now 16 × 8 games (a step of 8 × 8 games took 0.9 s; aiming at 2–4 s a step on this device).'
+		);
+		expect(sizingReason({ groups: 64, seconds: 1.5 }, 64, 8, bounds)).toMatch(
+			/^Games per step: auto, 64 × 8 games, the most this preset plays \(a step of 64 × 8 games took 1\.5 s;/
+		);
+		expect(sizingReason({ groups: 1, seconds: 200 }, 1, 4, bounds)).toMatch(
+			/1 × 4 games, the fewest this preset plays \(a step of 1 × 4 games took 200\.0 s/
+		);
+		expect(sizingReason({ groups: 24, seconds: 3 }, 24, 8, bounds)).toMatch(
+			/^Games per step: auto, 24 × 8 games \(a step of 24 × 8 games took 3\.0 s;/
+		);
+	});
+});
