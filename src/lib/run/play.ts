@@ -16,6 +16,8 @@ export interface PlayOptions {
 	games: number;
 	/** Game i plays scenario seed + i. */
 	seed: number;
+	/** The first game's i (default 0): a later batch of the same series of games. */
+	from?: number;
 	/** 0: greedy. */
 	temperature: number;
 	maxTokens: number;
@@ -38,7 +40,8 @@ export async function playGames(
 ): Promise<Trajectory[]> {
 	const [group] = await gatherTrajectoryGroups(
 		[
-			Array.from({ length: o.games }, (_, i) => async (inner: AbortSignal) => {
+			Array.from({ length: o.games }, (_, k) => async (inner: AbortSignal) => {
+				const i = (o.from ?? 0) + k;
 				const request: RolloutRequest = {
 					model,
 					scenario: o.seed + i,
@@ -51,7 +54,7 @@ export async function playGames(
 				};
 				const client = typeof clientFor === 'function' ? clientFor(request) : clientFor;
 				const game = await env.rollout(client, request);
-				o.onGame?.(game, i);
+				o.onGame?.(game, k);
 				return game;
 			})
 		],

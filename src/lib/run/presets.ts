@@ -121,7 +121,8 @@ export function preset(name: PresetName, root = '/'): Recipe {
 			...grpo
 		},
 		lora: { rank: 64, alpha: 128 },
-		eval: { every: 10, games: 64, temperatures: [0] }
+		// at most 200 games: auto sizing plays as many as this device affords in EVAL_SECONDS
+		eval: { every: 5, games: 200, temperatures: [0] }
 	});
 	if (name === '2048')
 		return {

@@ -31,7 +31,14 @@ import { playGames } from './play';
 import type { EvaluationReport, PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
 import { sftSteps, validateRecipe, type Recipe } from './recipe';
-import { GROUPS_PLAYED, nextGroups, sizingReason, stepSeconds } from './sizing';
+import {
+	EVAL_GAMES,
+	GROUPS_PLAYED,
+	nextGroups,
+	sizedEvaluation,
+	sizingReason,
+	stepSeconds
+} from './sizing';
 
 export interface RunOptions {
 	/** Stop: aborts the rollouts in flight and ends the run 'stopped'. */
@@ -119,16 +126,31 @@ export async function runRecipe(
 	const evaluate = async (): Promise<void> => {
 		const step = await model.getStep();
 		const history = await model.history();
+		// auto: the run's first evaluation finds its size (null), the later ones play as many
+		const auto = !!recipe.grpo.autoSize;
+		const sized = history.find((h) => typeof h[EVAL_GAMES] === 'number')?.[EVAL_GAMES];
+		let games = auto ? ((sized as number | undefined) ?? null) : recipe.eval.games;
 		for (const temperature of recipe.eval.temperatures) {
 			const key = temperature === 0 ? 'val/reward' : `val/reward_t${temperature}`;
 			if (history.some((h) => h.step === step && typeof h[key] === 'number')) continue;
 			checkStop();
 			emit({ type: 'phase', phase: 'eval', step });
-			const report = await evaluateOnce(env, client, model.name, recipe, temperature, step, signal);
+			const report = await evaluateOnce(
+				env,
+				client,
+				model.name,
+				recipe,
+				{ temperature, games },
+				step,
+				signal
+			);
 			if (temperature === 0) lastEval = report.reward;
 			const tag = temperature === 0 ? '' : `_t${temperature}`;
+			const found = games === null;
+			games = report.games;
 			await model.log({
 				[key]: report.reward,
+				...(found ? { [EVAL_GAMES]: games } : {}),
 				...Object.fromEntries(Object.entries(report.metrics).map(([k, v]) => [`val/${k}${tag}`, v]))
 			});
 			emit({ type: 'eval', report });
@@ -468,20 +490,25 @@ async function evaluateOnce(
 	client: ReturnType<TrainableModel['openaiClient']>,
 	name: string,
 	recipe: Recipe,
-	temperature: number,
+	/** `games` null: as many of recipe.eval.games as the device plays in EVAL_SECONDS. */
+	{ temperature, games: count }: { temperature: number; games: number | null },
 	step: number,
 	signal?: AbortSignal
 ): Promise<EvaluationReport> {
 	const t0 = performance.now();
-	const games = await playGames(env, client, name, {
-		games: recipe.eval.games,
-		seed: EVAL_SEED,
-		temperature,
-		maxTokens: recipe.grpo.maxTokens,
-		seeded: true,
-		envOptions: recipe.envOptions,
-		signal
-	});
+	const play = (from: number, games: number) =>
+		playGames(env, client, name, {
+			games,
+			from,
+			seed: EVAL_SEED,
+			temperature,
+			maxTokens: recipe.grpo.maxTokens,
+			seeded: true,
+			envOptions: recipe.envOptions,
+			signal
+		});
+	const games =
+		count === null ? await sizedEvaluation(play, recipe.eval.games) : await play(0, count);
 	return {
 		step,
 		temperature,

@@ -64,6 +64,9 @@ export function stepSeconds(metrics: Record<string, unknown>): number {
 /** The history key of the groups a step played (auto sizing reads it back on resume). */
 export const GROUPS_PLAYED = 'train/groups_played';
 
+/** The history key of an auto-sized run's evaluation games (its first evaluation's count). */
+export const EVAL_GAMES = 'val/games';
+
 /** Why a step has the groups it has, in a sentence the page and the CLI show. */
 export function sizingReason(
 	before: { groups: number; seconds: number } | null,
@@ -85,4 +88,31 @@ export function sizingReason(
 		return `Games per step: auto, ${games(groups)}${limit} (${took}; ${aim}).`;
 	}
 	return `Games per step: auto, now ${games(groups)} (${took}; ${aim}).`;
+}
+
+/** The time the first evaluation of an auto-sized run may take, in seconds (then its size stays). */
+export const EVAL_SECONDS = 2 * STEP_SECONDS.high;
+
+/** The games of an evaluation's first batch, when its size is being found. */
+export const FIRST_EVAL_BATCH = 16;
+
+/**
+ * The first evaluation of an auto-sized run, sized to the device: games [0, n) of the series
+ * in batches that double (16, 16, 32, 64, ...; a model's requests batch within one) until
+ * EVAL_SECONDS have passed or `max` games are played. Later evaluations play as many (the
+ * history's `val/games`), so every evaluation of a run scores the same games.
+ */
+export async function sizedEvaluation<T>(
+	play: (from: number, games: number) => Promise<T[]>,
+	max: number,
+	now: () => number = () => performance.now()
+): Promise<T[]> {
+	const t0 = now();
+	const out: T[] = [];
+	while (out.length < max) {
+		const batch = Math.min(max - out.length, Math.max(FIRST_EVAL_BATCH, out.length));
+		out.push(...(await play(out.length, batch)));
+		if ((now() - t0) / 1000 > EVAL_SECONDS) break;
+	}
+	return out;
 }

@@ -276,7 +276,8 @@ describe('runRecipe', () => {
 		const auto = { minGroups: 1, maxGroups: 3 };
 		const r = recipe({
 			maxNoSignal: 16,
-			grpo: { groupSize: 4, maxTokens: 8, learningRate: 1e-2, autoSize: auto }
+			grpo: { groupSize: 4, maxTokens: 8, learningRate: 1e-2, autoSize: auto },
+			eval: { every: 2, games: 20, temperatures: [0] }
 		});
 		const events: RunEvent[] = [];
 		const model = await register('auto', r);
@@ -308,6 +309,14 @@ describe('runRecipe', () => {
 		);
 		for (const e of sized.slice(1))
 			expect(e.reason).toMatch(/a step of \d × 4 games took \d+\.\d s/);
+		// the first evaluation found its size (16 or 20 games here: a first batch of 16, then
+		// the rest if there was time), recorded it, and every later one played as many
+		const evals = events.filter((e) => e.type === 'eval').map((e) => e.report);
+		expect(evals.map((e) => e.step)).toEqual([0, 2, 3]);
+		expect([16, 20]).toContain(evals[0].games);
+		for (const e of evals) expect(e.games).toBe(evals[0].games);
+		const lines = (await again.history()).filter((h) => 'val/reward' in h);
+		expect(lines.map((h) => h['val/games'])).toEqual([evals[0].games, undefined, undefined]);
 	}, 600_000);
 
 	it('tic-tac-toe on a random model: no reward spread ends stuck after maxNoSignal rounds', async () => {

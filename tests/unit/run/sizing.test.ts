@@ -3,7 +3,13 @@
  * time, within bounds, and the sentence that says why. Pure arithmetic, no GPU.
  */
 import { describe, expect, it } from 'vitest';
-import { nextGroups, sizingReason, stepSeconds } from '../../../src/lib/run/sizing';
+import {
+	EVAL_SECONDS,
+	nextGroups,
+	sizedEvaluation,
+	sizingReason,
+	stepSeconds
+} from '../../../src/lib/run/sizing';
 
 const bounds = { minGroups: 1, maxGroups: 64 };
 
@@ -58,5 +64,40 @@ describe('sizingReason', () => {
 		expect(sizingReason({ groups: 24, seconds: 3 }, 24, 8, bounds)).toMatch(
 			/^Games per step: auto, 24 × 8 games \(a step of 24 × 8 games took 3\.0 s;/
 		);
+	});
+});
+
+describe('sizedEvaluation', () => {
+	/** A device that plays a game in `perGame` seconds; the clock moves as it plays. */
+	const device = (perGame: number) => {
+		let t = 0;
+		const batches: [number, number][] = [];
+		const play = async (from: number, games: number) => {
+			batches.push([from, games]);
+			t += games * perGame * 1000;
+			return Array.from({ length: games }, (_, k) => from + k);
+		};
+		return { play, batches, now: () => t };
+	};
+	it('plays the series in doubling batches up to the most it may', async () => {
+		const d = device(0.001);
+		const games = await sizedEvaluation(d.play, 200, d.now);
+		expect(games).toEqual(Array.from({ length: 200 }, (_, i) => i));
+		expect(d.batches).toEqual([
+			[0, 16],
+			[16, 16],
+			[32, 32],
+			[64, 64],
+			[128, 72]
+		]);
+	});
+	it('stops after the batch that passes EVAL_SECONDS', async () => {
+		const d = device((EVAL_SECONDS / 40) * 1.01); // 40 games take just over the time
+		const games = await sizedEvaluation(d.play, 200, d.now);
+		expect(games).toHaveLength(64);
+		const slow = device(EVAL_SECONDS); // one game takes it all: the first batch only
+		expect(await sizedEvaluation(slow.play, 200, slow.now)).toHaveLength(16);
+		const few = device(EVAL_SECONDS);
+		expect(await sizedEvaluation(few.play, 5, few.now)).toHaveLength(5);
 	});
 });
