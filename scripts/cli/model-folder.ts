@@ -5,7 +5,7 @@
  * fails with CliInputError naming the flag (an adapter that does not fit the model: the
  * model layer's LoraConfigError).
  */
-import { readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Gpu } from '../../src/lib/gpu/device';
 import type { Checkpoint } from '../../src/lib/model/checkpoint';
@@ -19,6 +19,8 @@ import {
 import { TransformerModel } from '../../src/lib/model/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
 import { CliInputError } from './args';
+import { SEAL_FILE, verifyCheckpoint } from '../../src/lib/grpo/checkpoint-seal';
+import { HISTORY_LINE_FILE } from '../../src/lib/grpo/node-run-store';
 
 /** Opens the `--model` folder (config, tokenizer files, weights index). */
 export async function openModelFolder(dir: string): ReturnType<typeof openCheckpointFromDirectory> {
@@ -49,7 +51,8 @@ export async function readChatFile(file: string): Promise<unknown> {
 /**
  * Reads the `--adapter` folder (PEFT's adapter_config.json + adapter_model.safetensors, as
  * `train` writes its checkpoints and peft's save_pretrained does) for `config`'s model;
- * a folder that is not one, or an adapter for another model, fails before the GPU is used.
+ * a folder that is not one, an adapter for another model, or a checkpoint whose files differ
+ * from their seal (checkpoint-seal.ts), fails before the GPU is used.
  */
 export async function readAdapterFolder(dir: string, config: ModelConfig): Promise<PeftAdapter> {
 	const info = await stat(dir).catch(() => undefined);
@@ -58,6 +61,13 @@ export async function readAdapterFolder(dir: string, config: ModelConfig): Promi
 			`--adapter: ${dir} is not a directory (give a PEFT adapter folder: ` +
 				`${ADAPTER_CONFIG_FILE}, ${ADAPTER_WEIGHTS_FILE})`
 		);
+	const names = await readdir(dir);
+	if (names.includes(SEAL_FILE)) {
+		const files = new Map<string, Uint8Array>();
+		for (const name of names.filter((n) => n !== HISTORY_LINE_FILE))
+			files.set(name, new Uint8Array(await readFile(join(dir, name))));
+		await verifyCheckpoint(files, dir);
+	}
 	let configJson: string;
 	try {
 		configJson = await readFile(join(dir, ADAPTER_CONFIG_FILE), 'utf8');

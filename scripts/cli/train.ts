@@ -70,6 +70,7 @@ import {
 } from '../../src/lib/run';
 import { ensureBundledModel } from '../default-model';
 import { CliInputError, ExitWith, numberFlag, parseFlags, UsageError } from './args';
+import { watchLauncher } from './launcher';
 import { openModelFolder } from './model-folder';
 
 export const TRAIN_USAGE =
@@ -461,19 +462,29 @@ function progressLine(event: RunEvent, recipe: Recipe): string | undefined {
 	return undefined;
 }
 
-/** Aborts on SIGINT/SIGTERM (a second one exits at once); `dispose` removes the handlers. */
-function stopOnSignals(abort: AbortController): { dispose(): void } {
-	const onSignal = (signal: NodeJS.Signals) => {
-		if (abort.signal.aborted) process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
-		process.stderr.write(`${signal}: stopping (again to quit now)\n`);
+/**
+ * Aborts on SIGINT/SIGTERM, or when the npm/npx that launched this process ends (npm does not
+ * pass SIGTERM on: launcher.ts); a second signal exits at once. `dispose` removes the handlers.
+ */
+function stopOnSignals(abort: AbortController, out: string): { dispose(): void } {
+	const stop = (why: string, code: number) => {
+		if (abort.signal.aborted) process.exit(code);
+		process.stderr.write(
+			`${why}: stopping after this step; the run is saved in ${out} (again to quit now)\n`
+		);
 		abort.abort();
 	};
+	const onSignal = (signal: NodeJS.Signals) => stop(signal, 128 + (signal === 'SIGINT' ? 2 : 15));
 	process.on('SIGINT', onSignal);
 	process.on('SIGTERM', onSignal);
+	const launcher = watchLauncher((pid) =>
+		stop(`npm, which started this run, ended (process ${pid} of its chain)`, 143)
+	);
 	return {
 		dispose() {
 			process.off('SIGINT', onSignal);
 			process.off('SIGTERM', onSignal);
+			launcher.dispose();
 		}
 	};
 }
@@ -514,7 +525,7 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 		onWarning: (message) => process.stderr.write(`warning: ${message}\n`)
 	});
 	const abort = new AbortController();
-	const signals = stopOnSignals(abort);
+	const signals = stopOnSignals(abort, out);
 	try {
 		const model = new TrainableModel({
 			name: basename(out),

@@ -120,8 +120,7 @@ export class RunLockedError extends GrpoError {
 		readonly lock: string,
 		/** Who holds it, in words (e.g. 'process 1234 on box since ...'). */
 		readonly owner: string,
-		remedy = 'Stop that writer or use another run; if no such process is training this run (a ' +
-			'reused process id), delete the lock file.'
+		remedy = 'Stop that writer or use another run.'
 	) {
 		super('run-locked', `The run is being written by ${owner} (lock ${lock}). ${remedy}`);
 		this.name = 'RunLockedError';

@@ -6,6 +6,8 @@
  *   checkpoints  key [run, step] -> { run, step, files: Map<name, Uint8Array> }
  *   history      auto key        -> { run, entry }   (index 'run')
  *
+ * A checkpoint's files carry their sha256 (checkpoint-seal.ts), checked on every load; a
+ * corrupt one set aside is deleted (a record cannot be kept out of the run's key range).
  * A checkpoint is one record written in one transaction with its step's history line, so
  * both are there whole or neither: a tab closed mid-save leaves the run's earlier
  * checkpoints and history as they were (no torn lines, no temp records to clean). IndexedDB
@@ -15,6 +17,7 @@
  * closed or crashed tab itself (nothing stale).
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
+import { sealCheckpoint, verifyCheckpoint } from './checkpoint-seal';
 import { CheckpointCorruptError, RunLockedError, storageWrite } from './errors';
 import { checkpointName, type RunMeta, type RunStore } from './run-store';
 
@@ -84,26 +87,43 @@ export class IdbRunStore implements RunStore {
 		historyEntry?: Record<string, unknown>
 	): Promise<void> {
 		// one transaction: the checkpoint and its history line commit together
+		const sealed = await sealCheckpoint(files);
 		await storageWrite(`the checkpoint of step ${step}`, async () => {
 			const tx = this.db.transaction(['checkpoints', 'history'], 'readwrite');
-			await tx.objectStore('checkpoints').put({ run: this.run, step, files: new Map(files) });
+			await tx.objectStore('checkpoints').put({ run: this.run, step, files: sealed });
 			if (historyEntry) await tx.objectStore('history').add({ run: this.run, entry: historyEntry });
 			await tx.done;
 		});
 	}
 
 	async loadCheckpoint(step: number): Promise<Map<string, Uint8Array>> {
+		const where = `${this.run}/checkpoints/${checkpointName(step)}`;
 		const record = await this.db.get('checkpoints', [this.run, step]);
-		if (!record)
-			throw new CheckpointCorruptError(
-				`${this.run}/checkpoints/${checkpointName(step)}`,
-				'there is no checkpoint of this step'
-			);
-		return new Map(record.files);
+		if (!record) throw new CheckpointCorruptError(where, 'there is no checkpoint of this step');
+		return verifyCheckpoint(record.files, where);
 	}
 
 	async deleteCheckpoint(step: number): Promise<void> {
 		await this.db.delete('checkpoints', [this.run, step]);
+	}
+
+	async setAsideCheckpoint(step: number): Promise<string> {
+		await this.deleteCheckpoint(step);
+		return 'deleted';
+	}
+
+	async rewriteHistory(entries: readonly Record<string, unknown>[]): Promise<void> {
+		await storageWrite('the repaired history', async () => {
+			const tx = this.db.transaction('history', 'readwrite');
+			const store = tx.objectStore('history');
+			for (const key of await store.index('run').getAllKeys(this.run)) await store.delete(key);
+			for (const entry of entries) await store.add({ run: this.run, entry });
+			await tx.done;
+		});
+	}
+
+	warn(message: string): void {
+		console.warn(`tabrl: ${message}`);
 	}
 
 	async appendHistory(entry: Record<string, unknown>): Promise<void> {

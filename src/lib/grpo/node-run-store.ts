@@ -13,11 +13,15 @@
  * checkpoint of the step (a temp folder, removed at the next open) or the checkpoint with
  * its line, which the next open appends to history.jsonl if the kill came before the append.
  *
+ * Each checkpoint carries its files' sha256 (checkpoint-seal.ts), checked on every load; a
+ * corrupt one set aside is renamed `checkpoints/corrupt-0003` (kept, out of the list).
+ *
  * Writers open the folder with `NodeRunStore.open`: it takes the lock (a second writer is
  * a RunLockedError; a dead writer's lock is taken over), removes temp folders of a crashed
- * save, and repairs history.jsonl: each line that is not JSON (a write torn by a crash) is
- * reported with its line number through `onWarning` and skipped. `new NodeRunStore(dir)`
- * is a reader's (run.json, history): no lock, no repair.
+ * save, and repairs history.jsonl: lines that are not JSON (a write torn by a crash) are
+ * reported with their numbers through `onWarning` and the file is rewritten atomically
+ * without them, so it always parses line by line. `new NodeRunStore(dir)` is a reader's
+ * (run.json, history): no lock, no repair.
  */
 import {
 	appendFile,
@@ -30,6 +34,7 @@ import {
 	writeFile
 } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { sealCheckpoint, verifyCheckpoint } from './checkpoint-seal';
 import { CheckpointCorruptError } from './errors';
 import { pauseForever, pausePoint, pauseRequested } from './pause-point';
 import { RunLock } from './run-lock';
@@ -81,8 +86,7 @@ export class NodeRunStore implements RunStore {
 		store.#lock = lock;
 		store.#created = created;
 		try {
-			if (lock.tookOver)
-				store.#warn(`took over the lock of ${lock.tookOver}: that process is gone`);
+			if (lock.tookOver) store.warn(`took over the lock of ${lock.tookOver}: that process is gone`);
 			await store.#removeTemps();
 			await store.#repairHistory();
 		} catch (error) {
@@ -114,7 +118,7 @@ export class NodeRunStore implements RunStore {
 		this.#created = undefined;
 	}
 
-	#warn(message: string): void {
+	warn(message: string): void {
 		this.warnings.push(message);
 		this.#onWarning(message);
 	}
@@ -144,9 +148,10 @@ export class NodeRunStore implements RunStore {
 			`${TEMP_PREFIX}${checkpointName(step)}-${process.pid}-${tempCounter++}`
 		);
 		const line = historyEntry === undefined ? undefined : JSON.stringify(historyEntry);
+		const sealed = await sealCheckpoint(files);
 		await mkdir(temp, { recursive: true });
 		try {
-			for (const [name, bytes] of files) await writeFile(join(temp, name), bytes);
+			for (const [name, bytes] of sealed) await writeFile(join(temp, name), bytes);
 			if (line !== undefined) await writeFile(join(temp, HISTORY_LINE_FILE), line + '\n');
 			await pausePoint('checkpoint-files', step);
 			// Replacing a step's checkpoint: move the old one aside first (rename cannot
@@ -184,11 +189,29 @@ export class NodeRunStore implements RunStore {
 		for (const name of names)
 			if (name !== HISTORY_LINE_FILE)
 				files.set(name, new Uint8Array(await readFile(join(dir, name))));
-		return files;
+		return verifyCheckpoint(files, dir);
 	}
 
 	async deleteCheckpoint(step: number): Promise<void> {
 		await rm(join(this.checkpointsDir, checkpointName(step)), { recursive: true, force: true });
+	}
+
+	async setAsideCheckpoint(step: number): Promise<string> {
+		const taken = new Set(await this.#checkpointEntries());
+		let name = `corrupt-${checkpointName(step)}`;
+		for (let n = 2; taken.has(name); n++) name = `corrupt-${checkpointName(step)}-${n}`;
+		await rename(join(this.checkpointsDir, checkpointName(step)), join(this.checkpointsDir, name));
+		return `checkpoints/${name}`;
+	}
+
+	async rewriteHistory(entries: readonly Record<string, unknown>[]): Promise<void> {
+		await mkdir(this.dir, { recursive: true });
+		const file = join(this.dir, HISTORY_FILE);
+		const tmp = `${file}.${process.pid}.tmp`;
+		await writeFile(tmp, entries.map((e) => JSON.stringify(e) + '\n').join(''));
+		await rename(tmp, file);
+		this.#tailChecked = true; // (written whole: it ends with a newline)
+		this.#reported.clear();
 	}
 
 	async appendHistory(entry: Record<string, unknown>): Promise<void> {
@@ -217,30 +240,42 @@ export class NodeRunStore implements RunStore {
 		return (await this.#readLines()).entries;
 	}
 
-	/** history.jsonl's entries and raw lines; each torn line reported once, with its number. */
-	async #readLines(): Promise<{ entries: Record<string, unknown>[]; text: string }> {
+	/**
+	 * history.jsonl's entries, raw text and torn lines (1-based numbers); each torn line
+	 * reported once.
+	 */
+	async #readLines(): Promise<{
+		entries: Record<string, unknown>[];
+		text: string;
+		torn: number[];
+	}> {
 		let text: string;
 		try {
 			text = await readFile(join(this.dir, HISTORY_FILE), 'utf8');
 		} catch (error) {
-			if (isMissing(error)) return { entries: [], text: '' };
+			if (isMissing(error)) return { entries: [], text: '', torn: [] };
 			throw error;
 		}
 		const entries: Record<string, unknown>[] = [];
+		const torn: number[] = [];
 		text.split('\n').forEach((line, i) => {
 			if (!line.trim()) return;
 			try {
-				entries.push(JSON.parse(line) as Record<string, unknown>);
+				const entry = JSON.parse(line) as unknown;
+				if (!entry || typeof entry !== 'object' || Array.isArray(entry))
+					throw new Error('not an object');
+				entries.push(entry as Record<string, unknown>);
 			} catch {
+				torn.push(i + 1);
 				if (this.#reported.has(i + 1)) return;
 				this.#reported.add(i + 1);
-				this.#warn(
+				this.warn(
 					`${join(this.dir, HISTORY_FILE)} line ${i + 1} is not JSON (a write cut by a crash?); ` +
 						`skipped: ${JSON.stringify(line.length > 60 ? line.slice(0, 60) + '...' : line)}`
 				);
 			}
 		});
-		return { entries, text };
+		return { entries, text, torn };
 	}
 
 	/** Temp folders of a crashed save: removed, or (a replaced step's old copy) moved back. */
@@ -256,25 +291,35 @@ export class NodeRunStore implements RunStore {
 					() => false // the new copy made it into place: the old one goes
 				);
 				if (restored) {
-					this.#warn(`restored checkpoints/${step}, moved aside by a save that crashed`);
+					this.warn(`restored checkpoints/${step}, moved aside by a save that crashed`);
 					continue;
 				}
 			}
 			await rm(path, { recursive: true, force: true });
-			this.#warn(`removed checkpoints/${name}, left by a save that crashed`);
+			this.warn(`removed checkpoints/${name}, left by a save that crashed`);
 		}
 	}
 
-	/** Torn lines reported; each checkpoint's committed line appended if history.jsonl lacks it. */
+	/**
+	 * Torn lines dropped (reported with their numbers, the file rewritten atomically from the
+	 * lines that parse); each checkpoint's committed line appended if history.jsonl lacks it.
+	 */
 	async #repairHistory(): Promise<void> {
-		const { text } = await this.#readLines();
+		const { entries, text, torn } = await this.#readLines();
+		if (torn.length) {
+			await this.rewriteHistory(entries);
+			this.warn(
+				`rewrote ${HISTORY_FILE} without its line${torn.length === 1 ? '' : 's'} ${torn.join(', ')} ` +
+					`(not JSON: cut by a crash?); it parses line by line again`
+			);
+		}
 		const lines = new Set(text.split('\n'));
 		for (const step of await this.listCheckpoints()) {
 			const where = join(this.checkpointsDir, checkpointName(step), HISTORY_LINE_FILE);
 			const line = (await readFile(where, 'utf8').catch(() => '')).trim();
 			if (!line || lines.has(line)) continue;
 			await this.#appendLine(line, step);
-			this.#warn(
+			this.warn(
 				`${HISTORY_FILE} lacked step ${step}'s line (a crash after its checkpoint): restored ` +
 					`from checkpoints/${checkpointName(step)}`
 			);

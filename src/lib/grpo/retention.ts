@@ -3,8 +3,13 @@
  * decides: keep the latest step and the step whose history has the best value of the metric
  * (higher is better; ART's default metric is 'val/reward'), delete the rest. A step's value
  * is the last one logged at that step; steps never scored under the metric cannot be best.
- * With no scored step, only the latest is kept.
+ * With no scored step, only the latest is kept. `pruneCheckpoints` applies that to a run's
+ * store, reading the kept ones back first so that it never leaves the run without an intact
+ * checkpoint.
  */
+import { CheckpointCorruptError } from './errors';
+import type { RunStore } from './run-store';
+
 export interface RetentionOptions {
 	/** Default 'val/reward'. */
 	bestBy?: string;
@@ -30,4 +35,32 @@ export function checkpointsToDelete(
 		if (best === undefined || value > byStep.get(best)!) best = step;
 	}
 	return steps.filter((s) => s !== latest && s !== best).sort((a, b) => a - b);
+}
+
+/**
+ * Deletes the checkpoints `checkpointsToDelete` names, once every one it keeps loads intact;
+ * a kept one that is corrupt is set aside (said through warn()) and nothing is deleted, so an
+ * older intact checkpoint stays. Returns the steps deleted.
+ */
+export async function pruneCheckpoints(
+	store: RunStore,
+	options: RetentionOptions = {}
+): Promise<number[]> {
+	const steps = await store.listCheckpoints();
+	const doomed = checkpointsToDelete(steps, await store.readHistory(), options);
+	if (!doomed.length) return doomed;
+	for (const step of steps.filter((s) => !doomed.includes(s)))
+		try {
+			await store.loadCheckpoint(step);
+		} catch (error) {
+			if (!(error instanceof CheckpointCorruptError)) throw error;
+			const where = await store.setAsideCheckpoint(step);
+			store.warn(
+				`the checkpoint of step ${step} is corrupt (${error.message.split('. The other')[0]}): ` +
+					`set aside (${where}); the older checkpoints are kept`
+			);
+			return [];
+		}
+	for (const step of doomed) await store.deleteCheckpoint(step);
+	return doomed;
 }

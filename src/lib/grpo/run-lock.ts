@@ -5,9 +5,10 @@
  *
  * Taken by creating the file exclusively (`wx`); a lock whose process is gone (a crash, a
  * SIGKILL) is stale and taken over: its pid is not alive on this host (`kill(pid, 0)` fails
- * with ESRCH), or it is this process's own pid without this process holding it (the pid
- * reused by a restarted container). A lock from another host cannot be checked and is
- * honoured. Within one process a second store on a held folder is refused as well.
+ * with ESRCH), is a zombie (killed, not yet reaped by its parent: Linux's /proc state Z or
+ * X), started after the lock was written (the pid reused), or is this process's own pid
+ * without this process holding it (a restarted container). A lock from another host cannot be
+ * checked and is honoured. Within one process a second store on a held folder is refused too.
  *
  * Limit: two processes taking over the same stale lock in the same instant can race; the
  * owner is read back after a take-over and a lost race is a RunLockedError, which narrows
@@ -17,6 +18,7 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RunLockedError } from './errors';
+import { isRunning } from '../util/node-process';
 
 export const LOCK_FILE = 'run.lock';
 
@@ -28,16 +30,6 @@ interface LockOwner {
 
 /** Folders whose lock this process holds (resolved paths). */
 const held = new Set<string>();
-
-function isAlive(pid: number): boolean {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch (error) {
-		// EPERM: alive, another user's
-		return (error as { code?: string }).code !== 'ESRCH';
-	}
-}
 
 function parseOwner(text: string): LockOwner | undefined {
 	try {
@@ -52,11 +44,20 @@ function parseOwner(text: string): LockOwner | undefined {
 
 const describe = (o: LockOwner) => `process ${o.pid} on ${o.hostname} since ${o.since}`;
 
+/** What to do about a live lock: only another host's can be neither checked nor stopped here. */
+const remedy = (o: LockOwner) =>
+	o.hostname === hostname()
+		? `It is running: wait for it to finish, stop it (\`kill ${o.pid}\` stops it after its step, ` +
+			'its steps saved), or train into another folder.'
+		: `This machine cannot tell whether it still runs on ${o.hostname}: stop it there, or ` +
+			'delete the lock file once no process on that host trains this run.';
+
 function isStale(owner: LockOwner | undefined): boolean {
 	if (!owner) return true;
 	if (owner.hostname !== hostname()) return false;
 	if (owner.pid === process.pid) return true; // (held ones are refused before this)
-	return !isAlive(owner.pid);
+	const written = Date.parse(owner.since);
+	return !isRunning(owner.pid, Number.isFinite(written) ? written : undefined);
 }
 
 export class RunLock {
@@ -89,7 +90,7 @@ export class RunLock {
 			if ((error as { code?: string }).code !== 'EEXIST') throw error;
 		}
 		const current = parseOwner(await readFile(file, 'utf8').catch(() => ''));
-		if (!isStale(current)) throw new RunLockedError(file, describe(current!));
+		if (!isStale(current)) throw new RunLockedError(file, describe(current!), remedy(current!));
 		// Replace the stale lock in one rename, then check that no one else did the same.
 		const temp = `${file}.${process.pid}.tmp`;
 		await writeFile(temp, text);

@@ -19,11 +19,24 @@ export interface RunStore {
 		files: ReadonlyMap<string, Uint8Array>,
 		historyEntry?: Record<string, unknown>
 	): Promise<void>;
-	/** The files of a step's checkpoint; throws CheckpointCorruptError when there is none. */
+	/**
+	 * The files of a step's checkpoint, checked against the sha256 seal they were saved with
+	 * (checkpoint-seal.ts); throws CheckpointCorruptError naming the file when one differs, or
+	 * when there is no checkpoint of the step.
+	 */
 	loadCheckpoint(step: number): Promise<Map<string, Uint8Array>>;
 	deleteCheckpoint(step: number): Promise<void>;
+	/**
+	 * Takes a corrupt checkpoint out of the run's list (kept aside where the store can, else
+	 * deleted); returns where it went, in words.
+	 */
+	setAsideCheckpoint(step: number): Promise<string>;
 	appendHistory(entry: Record<string, unknown>): Promise<void>;
 	readHistory(): Promise<Record<string, unknown>[]>;
+	/** Replaces the whole history with `entries`, atomically (a repair). */
+	rewriteHistory(entries: readonly Record<string, unknown>[]): Promise<void>;
+	/** Says what was found and repaired (the CLI's stderr, the console). */
+	warn(message: string): void;
 	/** The run's summary record (run.json on disk); undefined for a run that has none yet. */
 	readMeta(): Promise<RunMeta | undefined>;
 	/** Replaces the summary record atomically. */

@@ -10,6 +10,7 @@
  * in this process the numbers must be equal: same code, same device type, and JSON
  * prints an f32 value's double exactly.
  */
+import { sealCheckpoint } from '../../../src/lib/grpo/checkpoint-seal';
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -286,6 +287,46 @@ describe('cli score', () => {
 				await cli('score', '--model', modelDir('llama'), '--adapter', adapterDir, '--ids', '1,2,3'),
 				1,
 				/^tabrl: non-finite-weights: .*layers\.1\.self_attn\.q_proj\.lora_B/
+			);
+		});
+
+		it('--adapter a checkpoint folder whose bytes changed: checkpoint-corrupt naming the file', async () => {
+			const f = fixtures.get('llama')!;
+			const adapterDir = join(dir, 'sealed-adapter');
+			const lora = resolveLoraConfig({ rank: 2, alpha: 4, targetModules: ['q_proj'] });
+			const tensors: TensorToWrite[] = [];
+			for (let layer = 0; layer < f.config.numLayers; layer++) {
+				const [out, inF] = projectionShape(f.config, 'q_proj');
+				for (const [ab, shape] of [
+					['A', [2, inF]],
+					['B', [out, 2]]
+				] as const)
+					tensors.push({
+						name: peftName(layer, 'q_proj', ab),
+						dtype: 'F32',
+						shape: [...shape],
+						data: new Float32Array(shape[0] * shape[1]).fill(0.01)
+					});
+			}
+			// saved as a run saves a checkpoint (sealed), then 64 bytes of its weights flipped
+			const sealed = await sealCheckpoint(
+				new Map([
+					[
+						ADAPTER_CONFIG_FILE,
+						new TextEncoder().encode(JSON.stringify(peftAdapterConfig(lora, 'llama')))
+					],
+					[ADAPTER_WEIGHTS_FILE, encodeSafetensors(tensors)]
+				])
+			);
+			await mkdir(adapterDir, { recursive: true });
+			for (const [name, bytes] of sealed) await writeFile(join(adapterDir, name), bytes);
+			const weights = sealed.get(ADAPTER_WEIGHTS_FILE)!;
+			for (let i = weights.length - 64; i < weights.length; i++) weights[i] ^= 0xff;
+			await writeFile(join(adapterDir, ADAPTER_WEIGHTS_FILE), weights);
+			await fails(
+				await cli('score', '--model', modelDir('llama'), '--adapter', adapterDir, '--ids', '1,2,3'),
+				1,
+				/^tabrl: checkpoint-corrupt: Checkpoint .*sealed-adapter\/adapter_model\.safetensors: its sha256/
 			);
 		});
 	});

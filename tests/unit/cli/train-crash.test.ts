@@ -6,8 +6,9 @@
  * - killed between step 1's checkpoint rename and its history line: a second `train` on the
  *   folder meanwhile is refused ('run-locked', exit 1, naming the live pid); the next call
  *   takes the dead pid's lock over; killed again halfway through writing the restored line
- *   (a torn line), the call after reports the torn line by number, restores step 1's line
- *   from the checkpoint (once), and continues SFT at step 2 (paused before it trains);
+ *   (a torn line), the call after reports the torn line by number and rewrites the file
+ *   without it, restores step 1's line from the checkpoint (once), and continues SFT at
+ *   step 2 (paused before it trains);
  * - killed before a checkpoint's rename: the next call removes the temp folder.
  *
  * Cost: one SFT step of the tiny llama fixture (tic-tac-toe demonstrations) in the first
@@ -117,15 +118,17 @@ describe.concurrent('cli train killed mid-save', () => {
 			expect(torn).toHaveLength(1);
 			expect(() => JSON.parse(torn[0])).toThrow();
 
-			// reported by line number, restored once, and SFT goes on at step 2
+			// reported by line number and rewritten away, step 1's restored once, SFT goes on at 2
 			const fourth = await runUntilPaused(args, 'sft-step:2');
 			expect(fourth.stderr()).toMatch(/^warning: .*history\.jsonl line 1 is not JSON/m);
 			expect(fourth.stderr()).toMatch(/^warning: history\.jsonl lacked step 1's line/m);
 			expect(fourth.stderr()).toMatch(/continuing at step 1\)/);
 			await kill(fourth);
+			// the torn line is gone (the file rewritten): history.jsonl parses line by line
+			expect(fourth.stderr()).toMatch(/^warning: rewrote history\.jsonl without its line 1 /m);
 			const lines = (await historyLines(out)).filter((l) => l.trim());
-			expect(lines).toHaveLength(2);
-			const step1 = JSON.parse(lines[1]);
+			expect(lines).toHaveLength(1);
+			const step1 = JSON.parse(lines[0]);
 			expect(step1).toMatchObject({ step: 1, 'sft/epoch': 0 });
 			expect(Number.isFinite(step1['sft/loss'])).toBe(true);
 		},

@@ -4,8 +4,8 @@
  * fixture (SwiftShader: 2 x 2 games, a step or two): a letters run ends 'done' with its JSON
  * line, history, checkpoint and run.json, and a second call continues it from the saved
  * step with the saved recipe (SFT resuming mid-way is the run loop's test:
- * tests/unit/run/run-loop.test.ts), and SIGTERM stops that call cleanly (exit 0,
- * 'stopped'); tic-tac-toe from a random model with no warm start has no reward spread and
+ * tests/unit/run/run-loop.test.ts), started through `npm run` and stopped by SIGTERM to npm
+ * alone ('stopped', its steps kept); tic-tac-toe from a random model with no warm start has no reward spread and
  * ends 'stuck' (exit 3); a warm start made for another base is refused
  * ('warm-start-mismatch', exit 1); bad flags exit 2 with the usage line.
  */
@@ -295,14 +295,15 @@ describe('cli train: runs', () => {
 		});
 	}, 300_000);
 
-	it('a second call with the same --out continues from the saved step and recipe; SIGTERM stops it cleanly (exit 0, stopped, its steps kept)', async () => {
+	it('a second call with the same --out continues from the saved step and recipe; SIGTERM to the npm that started it stops it cleanly (stopped, its steps kept)', async () => {
 		const out = letters();
-		// only --out and --steps: the environment, model, sizes and seed come from run.json
-		const child = spawn(
-			join(ROOT, 'node_modules/.bin/tsx'),
-			[join(ROOT, 'scripts/cli.ts'), 'train', '--out', out, '--steps', '50'],
-			{ cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }
-		);
+		// only --out and --steps: the environment, model, sizes and seed come from run.json.
+		// Through `npm run`, as a process manager starts it: npm does not pass SIGTERM on, the
+		// trainer sees its launcher end (scripts/cli/launcher.ts)
+		const child = spawn('npm', ['run', '-s', 'cli', '--', 'train', '--out', out, '--steps', '50'], {
+			cwd: ROOT,
+			stdio: ['ignore', 'pipe', 'pipe']
+		});
 		let stdout = '';
 		let stderr = '';
 		let killed = false;
@@ -315,16 +316,21 @@ describe('cli train: runs', () => {
 				child.kill('SIGTERM');
 			}
 		});
-		const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+		// npm ends at once; the trainer writes to the same pipes until it ends too
+		await new Promise<void>((resolve) => child.stderr.on('close', resolve));
 		expect(killed, stderr).toBe(true);
-		expect(code, stderr).toBe(0);
 		const result = parseResult({ code: 0, stdout, stderr });
 		expect(result.status).toBe('stopped');
 		expect(result.step).toBeGreaterThanOrEqual(3);
 		expect(result.step).toBeLessThan(50);
 		expect(stderr).toMatch(/continuing at step 2/);
 		expect(stderr).not.toMatch(/^step [12] /m);
-		expect(stderr).toMatch(/^SIGTERM: stopping/m);
+		expect(stderr).toMatch(
+			new RegExp(
+				`^npm, which started this run, ended \\(process \\d+ of its chain\\): stopping after this step; the run is saved in ${out}`,
+				'm'
+			)
+		);
 		const trained = (await readHistory(out)).filter((h) => h['train/skipped'] === undefined);
 		expect(trained.map((h) => h.step)).toEqual(
 			Array.from({ length: result.step }, (_, i) => i + 1)
@@ -332,6 +338,28 @@ describe('cli train: runs', () => {
 		expect(await readdir(join(out, 'checkpoints'))).toContain(String(result.step).padStart(4, '0'));
 		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
 		expect(meta).toMatchObject({ step: result.step, recipe: { seed: 3, grpo: { steps: 50 } } });
+	}, 300_000);
+
+	it('a checkpoint whose bytes changed is never trained on: with no intact one left, checkpoint-corrupt naming the file, nothing moved', async () => {
+		const out = letters();
+		const meta = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
+		const latest = String(meta.step).padStart(4, '0');
+		// pruned to the latest alone (no evaluations): flip 64 bytes of its adapter
+		expect(await readdir(join(out, 'checkpoints'))).toEqual([latest]);
+		const file = join(out, 'checkpoints', latest, 'adapter_model.safetensors');
+		const b = new Uint8Array(await readFile(file));
+		for (let i = 200; i < 264; i++) b[i] ^= 0xff;
+		await writeFile(file, b);
+		const r = await runCli(['train', '--out', out, '--steps', String(meta.step + 1)], 300_000);
+		expect(r.code, r.stderr).toBe(1);
+		expect(r.stderr).toMatch(
+			new RegExp(
+				`^tabrl: checkpoint-corrupt: Checkpoint .*checkpoints/${latest}/adapter_model\\.safetensors: its sha256 is [0-9a-f]{16}…, [0-9a-f]{16}… was saved`,
+				'm'
+			)
+		);
+		expect(await readdir(join(out, 'checkpoints'))).toEqual([latest]);
+		expect(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).step).toBe(meta.step);
 	}, 300_000);
 
 	it('tic-tac-toe from a random model with no warm start: no reward spread, stuck, exit 3', async () => {

@@ -20,13 +20,14 @@ import {
 	captureCheckpoint,
 	decodeTrainingCheckpoint,
 	encodeTrainingCheckpoint,
-	checkpointsToDelete,
+	pruneCheckpoints,
 	checkpointName,
 	type RunStore
 } from '../../grpo';
 import { sameLora, TRAJECTORIES_FILE } from '../../grpo/checkpoint';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
+import { newestIntactCheckpoint } from '../../grpo/checkpoint-recovery';
 import { pausePoint } from '../../grpo/pause-point';
 import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../../grpo/train-step';
 import { frameStream } from '../openai/client';
@@ -160,7 +161,10 @@ export class ModelRun {
 		this.#engineMark = { ...generator.stats };
 	}
 
-	/** Loads the base model and its adapters: the latest checkpoint's, or new ones (saved as step 0). */
+	/**
+	 * Loads the base model and its adapters: the newest intact checkpoint's, or new ones
+	 * (saved as step 0).
+	 */
 	static async open(spec: ModelSpec, env: ModelRunEnv): Promise<ModelRun> {
 		const { gpu, base, store } = env;
 		const { config, files } = base;
@@ -172,17 +176,17 @@ export class ModelRun {
 			files.tokenizerConfigJson,
 			files.chatTemplate
 		);
-		const steps = await store.listCheckpoints();
-		const latest = steps.at(-1);
 		const wanted = spec.lora ? resolveLoraConfig(spec.lora) : undefined;
-		const saved =
-			latest === undefined
-				? undefined
-				: await decodeTrainingCheckpoint(await store.loadCheckpoint(latest), {
-						modelConfig: config,
-						lora: wanted,
-						where: `checkpoints/${checkpointName(latest)}`
-					});
+		// the newest checkpoint that is intact (newer corrupt ones set aside, said as warnings)
+		const saved = (
+			await newestIntactCheckpoint(store, (files, step) =>
+				decodeTrainingCheckpoint(files, {
+					modelConfig: config,
+					lora: wanted,
+					where: `checkpoints/${checkpointName(step)}`
+				})
+			)
+		)?.checkpoint;
 		const lora = saved?.lora ?? warm.initial?.config ?? wanted ?? resolveLoraConfig();
 		const model = await TransformerModel.create(gpu, config, warm.weights, {
 			lora,
@@ -377,14 +381,9 @@ export class ModelRun {
 	}
 
 	async deleteCheckpoints(options: DeleteCheckpointsOptions = {}): Promise<number[]> {
-		return this.gate.exclusive(async () => {
-			const steps = await this.store.listCheckpoints();
-			const doomed = checkpointsToDelete(steps, await this.history(), {
-				bestBy: options.bestBy ?? 'val/reward'
-			});
-			for (const step of doomed) await this.store.deleteCheckpoint(step);
-			return doomed;
-		});
+		return this.gate.exclusive(() =>
+			pruneCheckpoints(this.store, { bestBy: options.bestBy ?? 'val/reward' })
+		);
 	}
 
 	async exportAdapter(step?: number): Promise<AdapterFiles> {
