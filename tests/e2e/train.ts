@@ -327,6 +327,15 @@ export async function trainPanelChecks(
 	// the phase does; Next goes on (Enter on the focused button, as a keyboard user would).
 	await page.selectOption(testid('train-preset'), 'letters');
 	await page.check(testid('train-step-through'));
+	// every text the status line's progress shows, as the run goes (read after the step)
+	await page.evaluate(() => {
+		const seen = new Set<string>();
+		(window as unknown as { progressSeen: Set<string> }).progressSeen = seen;
+		new MutationObserver(() => {
+			const text = document.querySelector('[data-testid="train-progress"]')?.textContent;
+			if (text) seen.add(text.replace(/\s+/g, ' ').trim());
+		}).observe(document.body, { subtree: true, childList: true, characterData: true });
+	});
 	const t2 = Date.now();
 	await page.click(testid('train-start'));
 	const pauses: string[] = [];
@@ -386,6 +395,15 @@ export async function trainPanelChecks(
 		`${JSON.stringify(shifted.slice(0, 6))} ${done.slice(0, 400)}`
 	);
 	await page.screenshot({ path: 'test-results/train-step-done.png', fullPage: true });
+	const progressSeen = await page.evaluate(() => [
+		...(window as unknown as { progressSeen: Set<string> }).progressSeen
+	]);
+	check(
+		'the status line shows the progress of each phase: games played with the time left, then the update by micro-batch',
+		progressSeen.some((t) => /^\(\d+ \/ \d+ games · about \d+ (s|min) left\)$/.test(t)) &&
+			progressSeen.some((t) => /^\(update: micro-batch \d+ \/ \d+\)$/.test(t)),
+		JSON.stringify(progressSeen.slice(0, 8))
+	);
 	const t2s = Date.now();
 	await page.click(testid('train-stop'));
 	await waitIdle(page);

@@ -44,6 +44,11 @@ export interface StepOptions {
 	temperature?: number;
 	/** This step's learning rate (a schedule); default: the optimizer's. */
 	lr?: number;
+	/**
+	 * Called after each micro-batch's forward and backward (`done` of `total`): the update's
+	 * progress, for a page that would otherwise wait in silence. Same-process only.
+	 */
+	onMicroBatch?: (done: number, total: number) => void;
 }
 
 export type GrpoStepConfig = LossConfig & StepOptions;
@@ -160,6 +165,7 @@ export async function grpoStep(
 			{ accumulate: i > 0, temperature }
 		);
 		forwardBackwardMs += now() - t;
+		config.onMicroBatch?.(i + 1, pack.microBatches.length);
 	}
 	const t = now();
 	const opt = await optimizer.apply({ lr: config.lr });

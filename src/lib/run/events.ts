@@ -43,6 +43,15 @@ export interface EvaluationReport {
 export type RunEvent =
 	| { type: 'phase'; phase: RunPhase; step: number }
 	| {
+			/** The update's progress: `done` of `total` micro-batches forward and backward. */
+			type: 'progress';
+			phase: 'train';
+			/** The model's step before the update. */
+			step: number;
+			done: number;
+			total: number;
+	  }
+	| {
 			/**
 			 * Games per step chosen (auto sizing, sizing.ts): before the first GRPO step played and
 			 * after each trained one; `reason` says what was measured, for the page and the CLI.

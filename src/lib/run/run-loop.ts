@@ -291,7 +291,9 @@ export async function runRecipe(
 					learningRate: g.learningRate,
 					klBeta: g.klBeta,
 					temperature: g.temperature,
-					tokenBudget: g.tokenBudget
+					tokenBudget: g.tokenBudget,
+					onMicroBatch: (done, total) =>
+						emit({ type: 'progress', phase: 'train', step, done, total })
 				},
 				{
 					'train/rollout_ms': rolloutMs,

@@ -169,6 +169,30 @@ function gameOf(event: Extract<RunEvent, { type: 'rollout' }>, env: EnvironmentN
 	};
 }
 
+/** A phase's progress as the status line shows it (TrainSession.progress). */
+export interface PhaseProgress {
+	what: 'games' | 'update';
+	done: number;
+	total: number;
+	/** Seconds left at the pace so far; null before anything is done. */
+	secondsLeft: number | null;
+}
+
+function phaseProgress(
+	what: PhaseProgress['what'],
+	done: number,
+	total: number,
+	start: number
+): PhaseProgress {
+	const elapsed = (performance.now() - start) / 1000;
+	return {
+		what,
+		done,
+		total,
+		secondsLeft: done > 0 && total >= done ? (elapsed / done) * (total - done) : null
+	};
+}
+
 export class TrainSession {
 	preset = $state<PresetName>(DEFAULT_PRESET);
 	/** The base model's URL prefix; a path is taken relative to this site. */
@@ -219,6 +243,12 @@ export class TrainSession {
 	evaluations = $state<EvaluationReport[]>([]);
 	rolloutsDone = $state(0);
 	rolloutsTotal = $state(0);
+	/**
+	 * The phase's progress: games played, or the update's micro-batches, with the seconds left
+	 * at the pace so far (null until one is done); null outside those phases.
+	 */
+	progress = $state<PhaseProgress | null>(null);
+	#phaseStart = 0;
 	summary = $state<RunSummary | null>(null);
 	/** The model's load while the run is 'loading': bytes so far, and the rate (bytes/s) of this file. */
 	load = $state<(LoadProgress & { rate: number | null }) | null>(null);
@@ -600,6 +630,7 @@ export class TrainSession {
 		} finally {
 			this.phase = 'idle';
 			this.runPhase = null;
+			this.progress = null;
 			this.paused = null;
 			await this.refresh();
 		}
@@ -643,8 +674,16 @@ export class TrainSession {
 				if (this.#recipe)
 					this.#recipe = { ...this.#recipe, grpo: { ...this.#recipe.grpo, groups: event.groups } };
 				break;
+			case 'progress':
+				this.progress = phaseProgress('update', event.done, event.total, this.#phaseStart);
+				break;
 			case 'phase':
 				this.runPhase = event.phase;
+				this.#phaseStart = performance.now();
+				this.progress =
+					event.phase === 'rollouts'
+						? phaseProgress('games', 0, this.#groupGames, this.#phaseStart)
+						: null;
 				if (event.phase !== 'loading') this.load = null;
 				if (event.phase === 'rollouts') {
 					this.rolloutsDone = 0;
@@ -654,6 +693,7 @@ export class TrainSession {
 			case 'rollout': {
 				this.rolloutsDone = event.done;
 				this.rolloutsTotal = event.total;
+				this.progress = phaseProgress('games', event.done, event.total, this.#phaseStart);
 				const game = gameOf(event, this.#environment);
 				this.games = [game, ...this.games].slice(0, GAMES_SHOWN);
 				if (event.round !== this.#round) {
