@@ -249,6 +249,17 @@ export class TrainSession {
 	 */
 	progress = $state<PhaseProgress | null>(null);
 	#phaseStart = 0;
+	/** The model's step when the current phase began. */
+	#phaseStep = $state(0);
+
+	/**
+	 * The step the status line names: while games are played and trained on, the step being
+	 * made (the steps table's next row); otherwise the model's step.
+	 */
+	get shownStep(): number {
+		const making = this.runPhase === 'rollouts' || this.runPhase === 'train';
+		return making && this.step === this.#phaseStep ? this.step + 1 : this.step;
+	}
 	summary = $state<RunSummary | null>(null);
 	/** The model's load while the run is 'loading': bytes so far, and the rate (bytes/s) of this file. */
 	load = $state<(LoadProgress & { rate: number | null }) | null>(null);
@@ -680,6 +691,7 @@ export class TrainSession {
 			case 'phase':
 				this.runPhase = event.phase;
 				this.#phaseStart = performance.now();
+				this.#phaseStep = event.step;
 				this.progress =
 					event.phase === 'rollouts'
 						? phaseProgress('games', 0, this.#groupGames, this.#phaseStart)
@@ -722,6 +734,7 @@ export class TrainSession {
 				break;
 			case 'step': {
 				this.step = event.step;
+				this.progress = null; // (the update is done, or was skipped)
 				const judged = event.split === 'train' ? judgeStep(event.metrics) : null;
 				this.rows.push({
 					step: event.step,
