@@ -17,7 +17,7 @@
  * re-ask ends with `tabrl: ruler-judge-request: ...` / `ruler-judge-reply: ...`, status 1.
  */
 import { readFile } from 'node:fs/promises';
-import { groupsFromJsonl, trajectoriesFromJsonl } from '../../src/lib/agent/jsonl';
+import { groupsFromJsonl } from '../../src/lib/agent/jsonl';
 import { checkJudgeable, rulerReport } from '../../src/lib/agent/ruler';
 import type { Trajectory } from '../../src/lib/agent/trajectory';
 import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
@@ -81,21 +81,16 @@ async function readText(flag: string, file: string): Promise<string> {
 	}
 }
 
-/** The group's trajectories: one per line, or one line holding a whole group. */
+/**
+ * The group's trajectories: a file of one group (ART's JSONL: a TrajectoryGroup a line), or
+ * of lone trajectories, one a line (each a group of one), taken together as the group.
+ */
 function readGroup(text: string): Trajectory[] {
-	const first = text.split('\n').find((l) => l.trim());
-	if (first === undefined) throw new CliInputError('--group: the file holds no trajectory');
-	let isGroup = false;
-	try {
-		isGroup = Array.isArray((JSON.parse(first) as { trajectories?: unknown }).trajectories);
-	} catch {
-		// not JSON: trajectoriesFromJsonl says so with the line number
-	}
-	if (!isGroup) return trajectoriesFromJsonl(text);
 	const groups = groupsFromJsonl(text);
-	if (groups.length !== 1)
-		throw new CliInputError(`--group: the file holds ${groups.length} groups; give one`);
-	return groups[0].trajectories;
+	if (groups.length === 0) throw new CliInputError('--group: the file holds no trajectory');
+	if (groups.length === 1) return groups[0].trajectories;
+	if (groups.every((g) => g.trajectories.length === 1)) return groups.map((g) => g.trajectories[0]);
+	throw new CliInputError(`--group: the file holds ${groups.length} groups; give one`);
 }
 
 export async function runJudge(args: JudgeArgs): Promise<JudgeOutput> {

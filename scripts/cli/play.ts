@@ -15,8 +15,9 @@
  * --temperature says otherwise. Game i plays scenario S + i (default S: the evaluation
  * seed, so the numbers compare with a run's val/reward).
  *
- * --games-out writes every game played, in ART's trajectory JSONL (agent/jsonl.ts: messages,
- * choices with their token logprobs, reward, metrics), one line a game in game order: to read
+ * --games-out writes every game played, in ART's JSONL (agent/jsonl.ts: a TrajectoryGroup a
+ * line, each game a group of one with its messages, choices with their token logprobs, reward,
+ * metrics), in game order: to read
  * what a policy does wrong (e.g. `jq 'select(.metrics.correct == 0)'`).
  *
  * stdout: one JSON object {"env", "policy", "games", "win_rate" (games with wins),
@@ -28,7 +29,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { LocalBackend } from '../../src/lib/agent/backend/node';
-import { trajectoriesToJsonl } from '../../src/lib/agent/jsonl';
+import { groupsToJsonl } from '../../src/lib/agent/jsonl';
+import { TrajectoryGroup } from '../../src/lib/agent/trajectory';
 import { TrainableModel } from '../../src/lib/agent/model';
 import { policyClient } from '../../src/lib/agent/policy-client';
 import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
@@ -262,7 +264,12 @@ export async function runPlay(args: PlayArgs): Promise<PlayOutput> {
 		const kind = args.policy;
 		games = await playGames(env, (r) => policyClient(env.scripted(kind, r)), kind, options);
 	}
-	if (args.gamesOut) await writeFile(resolve(args.gamesOut), trajectoriesToJsonl(games));
+	// ART's JSONL: a TrajectoryGroup a line; each game its own scenario, so a group of one
+	if (args.gamesOut)
+		await writeFile(
+			resolve(args.gamesOut),
+			groupsToJsonl(games.map((game) => new TrajectoryGroup([game])))
+		);
 	return {
 		...summarizeGames(env, games),
 		policy: args.policy,

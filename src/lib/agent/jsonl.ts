@@ -83,14 +83,7 @@ export function groupToJson(g: TrajectoryGroup): TrajectoryGroupJson {
 	};
 }
 
-/** One line per trajectory, each ending in a newline. */
-export function trajectoriesToJsonl(trajectories: Iterable<Trajectory>): string {
-	let out = '';
-	for (const t of trajectories) out += JSON.stringify(trajectoryToJson(t)) + '\n';
-	return out;
-}
-
-/** One line per group, each ending in a newline. */
+/** One line per group, each ending in a newline: the only shape TabRL writes (ART's). */
 export function groupsToJsonl(groups: Iterable<TrajectoryGroup>): string {
 	let out = '';
 	for (const g of groups) out += JSON.stringify(groupToJson(g)) + '\n';
@@ -98,6 +91,21 @@ export function groupsToJsonl(groups: Iterable<TrajectoryGroup>): string {
 }
 
 // ---- reading ----
+
+/**
+ * The fields of ART's Trajectory: a line with any of them (and no "trajectories") is one
+ * (`exchanges` included, so its refusal says why).
+ */
+const TRAJECTORY_FIELDS = [
+	'messages_and_choices',
+	'exchanges',
+	'tools',
+	'additional_histories',
+	'reward',
+	'metrics',
+	'metadata',
+	'logs'
+];
 
 type Json = Record<string, unknown>;
 
@@ -249,12 +257,21 @@ export function groupFromJson(value: unknown, line = 0): TrajectoryGroup {
 	return new Reader(line).group(value);
 }
 
-/** Every trajectory of a JSONL text (blank lines skipped). */
-export function trajectoriesFromJsonl(text: string): Trajectory[] {
-	return [...jsonLines(text)].map(([v, line]) => trajectoryFromJson(v, line));
-}
-
-/** Every group of a JSONL text (blank lines skipped). */
+/**
+ * Every group of a JSONL text (blank lines skipped), as ART reads a file: one TrajectoryGroup
+ * per line; a line holding a lone Trajectory is a group of one; anything else is refused
+ * with its line number.
+ */
 export function groupsFromJsonl(text: string): TrajectoryGroup[] {
-	return [...jsonLines(text)].map(([v, line]) => groupFromJson(v, line));
+	return [...jsonLines(text)].map(([v, line]) => {
+		const reader = new Reader(line);
+		const o = reader.object(v, 'the line');
+		if ('trajectories' in o) return reader.group(o);
+		if (!TRAJECTORY_FIELDS.some((k) => k in o))
+			reader.fail(
+				'the line',
+				'neither a TrajectoryGroup ("trajectories") nor a Trajectory ("messages_and_choices", "reward", ...)'
+			);
+		return new TrajectoryGroup([reader.trajectory(o)]);
+	});
 }

@@ -9,8 +9,6 @@ import { TrajectoryFormatError } from '../../../src/lib/agent/errors';
 import {
 	groupsFromJsonl,
 	groupsToJsonl,
-	trajectoriesFromJsonl,
-	trajectoriesToJsonl,
 	trajectoryFromJson,
 	trajectoryToJson
 } from '../../../src/lib/agent/jsonl';
@@ -74,11 +72,15 @@ function sample(): Trajectory {
 
 describe('JSONL in ART shape', () => {
 	it("writes ART's field names, one object per line", () => {
-		const text = trajectoriesToJsonl([sample(), new Trajectory({ reward: 1 })]);
+		// ART's JSONL is a TrajectoryGroup a line: two groups of one
+		const text = groupsToJsonl([
+			new TrajectoryGroup([sample()]),
+			new TrajectoryGroup([new Trajectory({ reward: 1 })])
+		]);
 		const lines = text.split('\n');
 		expect(lines).toHaveLength(3);
 		expect(lines[2]).toBe('');
-		const first = JSON.parse(lines[0]);
+		const first = JSON.parse(lines[0]).trajectories[0];
 		expect(Object.keys(first)).toEqual([
 			'messages_and_choices',
 			'tools',
@@ -94,7 +96,7 @@ describe('JSONL in ART shape', () => {
 			ids: [7, 8],
 			logprobs: [-0.1, -0.2]
 		});
-		expect(JSON.parse(lines[1])).toEqual({
+		expect(JSON.parse(lines[1]).trajectories[0]).toEqual({
 			messages_and_choices: [],
 			tools: null,
 			additional_histories: [],
@@ -107,7 +109,8 @@ describe('JSONL in ART shape', () => {
 
 	it('round-trips a trajectory down to the same training sequences', () => {
 		const t = sample();
-		const [back, ...rest] = trajectoriesFromJsonl(trajectoriesToJsonl([t]));
+		const [back, ...rest] = groupsFromJsonl(groupsToJsonl([new TrajectoryGroup([t])]))[0]
+			.trajectories;
 		expect(rest).toEqual([]);
 		expect(back).toBeInstanceOf(Trajectory);
 		expect(trajectoryToJson(back)).toEqual(trajectoryToJson(t));
@@ -177,9 +180,20 @@ describe('JSONL in ART shape', () => {
 	});
 
 	it('a non-finite reward does not survive JSON: reading it back is an error', () => {
-		const text = trajectoriesToJsonl([new Trajectory({ reward: NaN })]);
+		const text = groupsToJsonl([new TrajectoryGroup([new Trajectory({ reward: NaN })])]);
 		expect(text).toContain('"reward":null');
-		expect(() => trajectoriesFromJsonl(text)).toThrow(/reward: expected a finite number, got null/);
+		expect(() => groupsFromJsonl(text)).toThrow(/reward: expected a finite number, got null/);
+	});
+
+	it('reads a lone trajectory a line as a group of one, and refuses a line that is neither, by number', () => {
+		const lone = JSON.stringify(trajectoryToJson(sample()));
+		const group = groupsToJsonl([new TrajectoryGroup([sample(), sample()])]).trim();
+		const groups = groupsFromJsonl(`${lone}\n${group}\n${lone}\n`);
+		expect(groups.map((g) => g.trajectories.length)).toEqual([1, 2, 1]);
+		expect(trajectoryToJson(groups[0].trajectories[0])).toEqual(trajectoryToJson(sample()));
+		expect(() => groupsFromJsonl(`${lone}\n{"score": 1}\n`)).toThrow(
+			/^Line 2, the line: neither a TrajectoryGroup \("trajectories"\) nor a Trajectory/
+		);
 	});
 
 	it('refuses what is not a trajectory, naming the line and the field', () => {
@@ -206,7 +220,7 @@ describe('JSONL in ART shape', () => {
 			const text = `${good}\n${bad}\n\n${good}\n`;
 			let error: unknown;
 			try {
-				trajectoriesFromJsonl(text);
+				groupsFromJsonl(text);
 			} catch (e) {
 				error = e;
 			}
@@ -215,6 +229,6 @@ describe('JSONL in ART shape', () => {
 			expect((error as Error).message, bad).toMatch(message);
 		}
 		// Blank lines are skipped; both good lines read.
-		expect(trajectoriesFromJsonl(`${good}\n\n   \n${good}`)).toHaveLength(2);
+		expect(groupsFromJsonl(`${good}\n\n   \n${good}`)).toHaveLength(2);
 	});
 });

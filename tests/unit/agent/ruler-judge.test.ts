@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, type GatherProgress } from '../../../src/lib/agent/gather';
-import { trajectoriesToJsonl } from '../../../src/lib/agent/jsonl';
+import { trajectoryToJson } from '../../../src/lib/agent/jsonl';
 import {
 	DEFAULT_RUBRIC,
 	Judge,
@@ -564,7 +564,11 @@ describe('RULER on a scripted judge over loopback HTTP', () => {
 		let groupFile: string;
 		beforeAll(async () => {
 			groupFile = join(dir, 'group.jsonl');
-			await writeFile(groupFile, trajectoriesToJsonl([game(0.7), game(0.1), game(0.4)]));
+			// lone trajectories a line (each a group of one): read together as the group
+			const lines = [game(0.7), game(0.1), game(0.4)].map((t) =>
+				JSON.stringify(trajectoryToJson(t))
+			);
+			await writeFile(groupFile, lines.join('\n') + '\n');
 		});
 
 		it('prints the scores of a JSONL group as one JSON line; the key comes from the env var', async () => {

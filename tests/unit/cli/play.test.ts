@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlayArgs, runPlay } from '../../../scripts/cli/play';
-import { trajectoriesFromJsonl } from '../../../src/lib/agent/jsonl';
+import { groupsFromJsonl } from '../../../src/lib/agent/jsonl';
 import { runCli } from './run-cli';
 
 describe('cli play', () => {
@@ -113,7 +113,10 @@ describe('cli play', () => {
 				])
 			);
 			expect({ ...again, seconds: 0 }).toEqual({ ...random, seconds: 0 });
-			const games = trajectoriesFromJsonl(await readFile(file, 'utf8'));
+			// ART's JSONL: a group a line, each game a group of one
+			const groups = groupsFromJsonl(await readFile(file, 'utf8'));
+			expect(groups.every((g) => g.trajectories.length === 1)).toBe(true);
+			const games = groups.map((g) => g.trajectories[0]);
 			expect(games).toHaveLength(100);
 			expect(games.filter((g) => g.metrics.correct === 1).length / 100).toBe(random.accuracy);
 			expect(games.reduce((s, g) => s + g.reward, 0) / 100).toBeCloseTo(random.mean_reward, 12);
