@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConstraintError } from '../../../src/lib/model/constrain/errors';
 import { jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema';
+import { PRETTY_MAX_INDENT } from '../../../src/lib/model/constrain/grammar';
 import { TokenGrammar } from '../../../src/lib/model/constrain/token-mask';
 import {
 	tokenBytes,
@@ -100,22 +101,28 @@ describe('token masks', () => {
 		const t = tiny();
 		const vocab = vocabularyOf(t);
 		const stop = [t.tokenToId('<|im_end|>')!];
-		const cases: [unknown, string][] = [
+		const cases: [unknown, string, number?][] = [
 			[
 				RULER_SCHEMA,
 				'{"scores": [{"trajectory_id": "1", "explanation": "the dog won, très bien \\"ok\\"", "score": 0.75}]}'
 			],
 			[
 				RULER_PYDANTIC_SCHEMA,
-				'{\n  "scores": [\n    {\n      "trajectory_id": "2",\n      "explanation": "日本",\n      "score": -1e-3\n    }\n  ]\n}'
+				'{\n  "scores": [\n    {\n      "trajectory_id": "2",\n      "explanation": "日本",\n      "score": -1e-3\n    }\n  ]\n}',
+				PRETTY_MAX_INDENT // (pretty-printed: asked for)
 			],
 			[
 				KITCHEN_SCHEMA,
 				'{"name": "héllo", "mood": "très \\"fâché\\"", "age": 41, "score": 0.25, "ok": false, "tags": ["a", "bc"], "note": null, "extra": {"x": 1}}'
 			]
 		];
-		for (const [schema, text] of cases)
-			compareAlong(new TokenGrammar(jsonSchemaGrammar(schema), vocab), t, text, stop);
+		for (const [schema, text, maxIndent] of cases)
+			compareAlong(
+				new TokenGrammar(jsonSchemaGrammar(schema, { maxIndent }), vocab),
+				t,
+				text,
+				stop
+			);
 	});
 
 	it('Qwen3 vocabulary: fast masks equal the reference along a RULER reply', () => {

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SchemaError } from '../../../src/lib/model/constrain/errors';
-import { END, type Grammar } from '../../../src/lib/model/constrain/grammar';
+import { END, PRETTY_MAX_INDENT, type Grammar } from '../../../src/lib/model/constrain/grammar';
 import { jsonObjectGrammar, jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema';
 import { Rng } from '../../../src/lib/util/random';
 import {
@@ -57,8 +57,7 @@ describe('JSON schema -> grammar', () => {
 				[
 					'{"scores": []}',
 					'{"scores":[{"trajectory_id":"1","explanation":"","score":0}]}',
-					'{"scores": [{"trajectory_id": "1", "explanation": "won \\"fast\\"\\n", "score": 0.75}, {"trajectory_id": "2", "explanation": "lost", "score": -1.5e-3}]}',
-					'{\n  "scores": [\n    {\n      "trajectory_id": "1",\n      "explanation": "ok",\n      "score": 1\n    }\n  ]\n}'
+					'{"scores": [{"trajectory_id": "1", "explanation": "won \\"fast\\"\\n", "score": 0.75}, {"trajectory_id": "2", "explanation": "lost", "score": -1.5e-3}]}'
 				],
 				[
 					'{}',
@@ -68,9 +67,16 @@ describe('JSON schema -> grammar', () => {
 					'{"scores": [{"trajectory_id": "1", "explanation": "ok", "score": 1, "x": 2}]}',
 					'{"scores": []} ',
 					' {"scores": []}',
-					'```json\n{"scores": []}\n```'
+					'```json\n{"scores": []}\n```',
+					// compact by default: no newlines (pretty-printing only when asked for)
+					'{\n  "scores": [\n    {\n      "trajectory_id": "1",\n      "explanation": "ok",\n      "score": 1\n    }\n  ]\n}'
 				]
 			);
+		expect(
+			jsonSchemaGrammar(RULER_SCHEMA, { maxIndent: PRETTY_MAX_INDENT }).accepts(
+				'{\n  "scores": [\n    {\n      "trajectory_id": "1",\n      "explanation": "ok",\n      "score": 1\n    }\n  ]\n}'
+			)
+		).toBe(true);
 	});
 
 	it('strings: unicode, escapes, surrogates, control bytes, length in code points', () => {
@@ -118,8 +124,9 @@ describe('JSON schema -> grammar', () => {
 			jsonSchemaGrammar({ type: 'number' }),
 			[
 				'0',
-				'-0',
 				'7',
+				'-0.5',
+				'-0.05',
 				'-12.5',
 				'0.001',
 				'1e5',
@@ -141,17 +148,27 @@ describe('JSON schema -> grammar', () => {
 				'Infinity',
 				'1234567890123456',
 				'1e100',
-				'0x1'
+				'0x1',
+				// no negative zero: a zero is written 0
+				'-0',
+				'-0.0',
+				'-0.000',
+				'-0e1',
+				'-00'
 			]
 		);
-		expectTexts(jsonSchemaGrammar({ type: 'integer' }), ['0', '-3', '42'], ['1.0', '1e3', '-']);
+		expectTexts(
+			jsonSchemaGrammar({ type: 'integer' }),
+			['0', '-3', '42'],
+			['1.0', '1e3', '-', '-0']
+		);
 	});
 
 	it('numeric bounds: minimum, maximum, exclusive, integers, negative ranges', () => {
 		expectTexts(
 			jsonSchemaGrammar({ type: 'number', minimum: 0, maximum: 1 }),
-			['0', '1', '0.5', '1.0', '0.999', '-0', '0.000000000000001', '1.000000000000000'],
-			['1.5', '2', '-0.1', '1e0', '10', '1.0001', '-1', '0.5e-1']
+			['0', '1', '0.5', '1.0', '0.999', '0.000000000000001', '1.000000000000000'],
+			['1.5', '2', '-0.1', '1e0', '10', '1.0001', '-1', '0.5e-1', '-0', '-0.0']
 		);
 		expectTexts(
 			jsonSchemaGrammar({ type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }),
@@ -324,8 +341,14 @@ describe('JSON schema -> grammar', () => {
 		);
 	});
 
-	it('whitespace: compact, pretty-printed, bounded (no blank lines, no runs of spaces)', () => {
-		const g = jsonSchemaGrammar({ type: 'array', items: { type: 'integer' } });
+	it('whitespace: compact by default, pretty-printed when asked, bounded (no blank lines, no runs of spaces)', () => {
+		const schema = { type: 'array', items: { type: 'integer' } };
+		expectTexts(
+			jsonSchemaGrammar(schema),
+			['[1,2]', '[1, 2]', '[ 1 , 2 ]'],
+			['[\n  1,\n  2\n]', '[\n1]', '[  1]', '[1 ,  2]', '[\t1]']
+		);
+		const g = jsonSchemaGrammar(schema, { maxIndent: PRETTY_MAX_INDENT });
 		expectTexts(
 			g,
 			['[1,2]', '[1, 2]', '[ 1 , 2 ]', '[\n  1,\n  2\n]', '[\n\t\t1\n]', `[\n${' '.repeat(16)}1]`],

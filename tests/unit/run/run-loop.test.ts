@@ -146,11 +146,12 @@ async function register(name: string, r: Recipe): Promise<TrainableModel> {
 
 /**
  * Events as short tokens: 'p:rollouts@0', 'r@0' (repeats folded: 'r@0x4'), 's:train@1', ...
- * Group events (which interleave with the rollouts as groups complete) are checked apart.
+ * Group events (which interleave with the rollouts as groups complete) and the update's
+ * progress events are checked apart.
  */
 function trace(events: readonly RunEvent[]): string {
 	const tokens = events
-		.filter((e) => e.type !== 'group')
+		.filter((e) => e.type !== 'group' && e.type !== 'progress')
 		.map((e) => {
 			if (e.type === 'phase') return `p:${e.phase}@${e.step}`;
 			if (e.type === 'rollout') return `r@${e.step}`;
@@ -199,6 +200,18 @@ describe('runRecipe', () => {
 		const round = (s: number) =>
 			`p:eval@${s} e@${s} ${retry(s)}p:rollouts@${s} r@${s}x4 p:train@${s} s:train@${s + 1} `;
 		expect(trace(events)).toMatch(new RegExp(`^${round(0)}${round(1)}p:eval@2 e@2 end$`));
+
+		// the update's progress: micro-batches 1..N of each trained step, N its train/micro_batches
+		const trainedSteps = events.filter((e) => e.type === 'step' && !e.skipped);
+		for (const e of trainedSteps) {
+			if (e.type !== 'step') continue;
+			const progress = events.filter((p) => p.type === 'progress' && p.step === e.step - 1);
+			const total = e.metrics['train/micro_batches'];
+			expect(total).toBeGreaterThanOrEqual(1);
+			expect(progress.map((p) => (p.type === 'progress' ? [p.done, p.total] : []))).toEqual(
+				Array.from({ length: total }, (_, i) => [i + 1, total])
+			);
+		}
 
 		// rollout events carry their trajectory (ART's JSON), counted within the round
 		const rollouts = events.filter((e) => e.type === 'rollout');

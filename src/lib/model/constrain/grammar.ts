@@ -19,12 +19,13 @@
  * What it generates, deliberately narrower than JSON where that keeps a model from looping
  * or the output from failing a validator (every text it accepts is valid JSON of the
  * schema; the reverse does not hold):
- *  - whitespace: a gap between JSON tokens is nothing, one space, or one newline followed
- *    by at most `maxIndent` spaces and tabs (default 16: pretty-printing with indent 4 to
- *    depth 4, indent 2 to depth 8), as llama.cpp's JSON grammars bound it: compact and
- *    pretty-printed JSON both fit, blank lines and runs of spaces do not (a weak model
- *    otherwise spends its tokens on them); no CR. None before the value or after it
- *    unless the caller asks: the reply is the JSON, then the end token;
+ *  - whitespace: a gap between JSON tokens is nothing or one space (compact JSON: runs of
+ *    whitespace cost a small model tokens and nothing else); with `maxIndent` >= 0 also one
+ *    newline followed by at most that many spaces and tabs (16: pretty-printing with indent 4
+ *    to depth 4, indent 2 to depth 8, as llama.cpp's JSON grammars bound it); no blank lines,
+ *    no CR. None before the value or after it unless the caller asks: the reply is the JSON,
+ *    then the end token;
+ *  - no -0 (nor -0.0, -0e1): a zero is written 0;
  *  - object keys in the schema's order, optional ones skippable, no keys outside
  *    `properties` (unless the object has no properties: then any keys);
  *  - numbers: at most 15 integer digits, 15 fraction digits and 2 exponent digits (so every
@@ -38,8 +39,12 @@
 /** The pseudo-byte of the end of the text. */
 export const END = 256;
 
-/** Default spaces and tabs after a gap's newline (see the file comment). */
-export const DEFAULT_MAX_INDENT = 16;
+/**
+ * Default spaces and tabs after a gap's newline (see the file comment): -1, no newline at all
+ * (compact JSON); 16 allows pretty-printing.
+ */
+export const DEFAULT_MAX_INDENT = -1;
+export const PRETTY_MAX_INDENT = 16;
 /** Digits per part of a number. */
 export const MAX_INT_DIGITS = 15;
 export const MAX_FRAC_DIGITS = 15;
@@ -210,7 +215,7 @@ export class Grammar {
 		let next = -1;
 		if (b === 0x20) next = w === 0 ? 1 : w >= 2 && w - 2 < this.maxIndent ? w + 1 : -1;
 		else if (b === 0x09) next = w >= 2 && w - 2 < this.maxIndent ? w + 1 : -1;
-		else if (b === 0x0a) next = w === 0 ? 2 : -1;
+		else if (b === 0x0a) next = w === 0 && this.maxIndent >= 0 ? 2 : -1;
 		else if (b !== 0x0d) return false;
 		if (next >= 0) out.push(new Frame(f.node, f.s, f.n, next, f.up));
 		return true;
@@ -328,12 +333,21 @@ export class Grammar {
 	private feedNumber(f: Frame, node: NumNode, b: number, out: Frame[]): void {
 		const digit = b >= 0x30 && b <= 0x39;
 		const bounds = node.bounds;
-		if (bounds && (b === 0x65 || b === 0x45) && f.s !== N_START && f.s !== N_MINUS) {
+		if (
+			bounds &&
+			(b === 0x65 || b === 0x45) &&
+			(f.s === N_ZERO || f.s === N_INT || f.s === N_FRAC)
+		) {
 			// No exponent with bounds: the number ends here or not at all.
 			if (f.s === N_ZERO || f.s === N_INT || f.s === N_FRAC) this.finishNumber(f, bounds, b, out);
 			return;
 		}
 		const push = (s: number, n: number): void => {
+			// a "-" goes on only to a negative number (never -0): one the bounds must allow
+			if (bounds && (s === N_MINUS || s === N_NEG_ZERO || s === N_NEG_ZERO_FRAC)) {
+				const below = node.integer ? -1 : 0;
+				if (!(bounds.min < below || (bounds.min === below && below < 0 && bounds.minIncl))) return;
+			}
 			if (!bounds) out.push(new Frame(node, s, n, 0, f.up));
 			else {
 				const t = f.t + String.fromCharCode(b);
@@ -345,8 +359,20 @@ export class Grammar {
 				if (b === 0x2d) return push(N_MINUS, 0);
 			// falls through: the first digit
 			case N_MINUS:
-				if (b === 0x30) return push(N_ZERO, 1);
+				if (b === 0x30) {
+					// "-0" is a number only as "-0.0…d" (d nonzero): not for an integer
+					if (f.s === N_START) push(N_ZERO, 1);
+					else if (!node.integer) push(N_NEG_ZERO, 1);
+					return;
+				}
 				if (digit) return push(N_INT, 1);
+				return;
+			case N_NEG_ZERO:
+				if (!node.integer && b === 0x2e) push(N_NEG_ZERO_FRAC, 0);
+				return;
+			case N_NEG_ZERO_FRAC:
+				if (b === 0x30 && f.n < MAX_FRAC_DIGITS - 1) push(N_NEG_ZERO_FRAC, f.n + 1);
+				else if (digit && b !== 0x30) push(N_FRAC, f.n + 1);
 				return;
 			case N_ZERO:
 			case N_INT:
@@ -507,6 +533,9 @@ const N_FRAC = 5;
 const N_E = 6;
 const N_ESIGN = 7;
 const N_EXP = 8;
+/** After "-0" and "-0." with only zeros since: -0 is no number to write, so a nonzero digit must come. */
+const N_NEG_ZERO = 9;
+const N_NEG_ZERO_FRAC = 10;
 
 // String: S_OPEN expects the opening quote; the others are inside (S_BODY: between
 // characters). A table over (sub-state, byte) drives the inside, so token-mask.ts can run
