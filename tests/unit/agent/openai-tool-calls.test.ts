@@ -98,9 +98,18 @@ describe('parseToolCalls', () => {
 		});
 	});
 
-	it('leaves a block that never closes (cut by max_tokens) in the content', () => {
+	it('leaves a block that never closes in the content, unless the reply was cut by max_tokens', () => {
 		const cut = 'Sure.\n<tool_call>\n{"name": "get_weather", "argu';
 		expect(parseToolCalls(cut)).toEqual({ content: cut, calls: [] });
+		// cut by max_tokens (finish_reason "length"): a call cut short, no template markup left
+		for (const pieces of splits(cut)) {
+			const stream = new ToolCallStream();
+			let content = '';
+			for (const piece of pieces) content += stream.push(piece).content;
+			const end = stream.end({ dropOpenBlock: true });
+			expect(content + end.content, JSON.stringify(pieces)).toBe('Sure.');
+			expect(end.calls).toEqual([]);
+		}
 	});
 
 	it('leaves plain text alone, and text that only looks like a tag start', () => {

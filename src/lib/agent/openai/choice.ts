@@ -140,8 +140,12 @@ export class ChoiceDecoder {
 		return this.record(delta);
 	}
 
-	/** The sequence has ended: releases whatever was held back. */
-	finish(): ChoiceDelta {
+	/**
+	 * The sequence has ended: releases whatever was held back. `cut`: it ran out of tokens, so
+	 * a tool-call block still open is a call cut short, dropped from the content (its tokens
+	 * stay in the logprobs) rather than shown as template markup.
+	 */
+	finish(cut = false): ChoiceDelta {
 		const delta: ChoiceDelta = { content: '', calls: [], logprobs: [] };
 		if (this.ended) return delta;
 		this.ended = true;
@@ -150,7 +154,7 @@ export class ChoiceDecoder {
 			this.release(last.text + this.stops.end(), delta);
 		}
 		if (this.tools) {
-			const out = this.tools.end();
+			const out = this.tools.end({ dropOpenBlock: cut });
 			delta.content += out.content;
 			delta.calls.push(...out.calls);
 		}

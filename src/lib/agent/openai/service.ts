@@ -274,7 +274,7 @@ export class ChatService {
 			const deltas = r.ids
 				.slice(seen)
 				.map((id, k) => d.push(id, r.logprobs[seen + k], r.topLogprobs?.[seen + k]));
-			deltas.push(d.finish());
+			deltas.push(d.finish(r.finishReason === 'length'));
 			for (const delta of deltas) onDelta?.(i, delta);
 		});
 		return results;

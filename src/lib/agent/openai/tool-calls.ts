@@ -9,7 +9,9 @@
  * parsed into OpenAI `tool_calls` (arguments as a JSON string). A block whose body is not a
  * JSON object with a string `name` (and an object, string or absent `arguments`; `parameters`
  * is read as its alias) is not a call: it stays in the content as written, tags and all, so
- * nothing the model wrote is lost. So does a block left open at the end (cut by max_tokens).
+ * nothing the model wrote is lost. So does a block left open at the end, unless the reply was
+ * cut by max_tokens: then it is a call cut short, dropped from the content (finish_reason
+ * "length" says why; the tokens stay in the logprobs).
  * Whitespace next to a well-formed block is dropped with it ("Sure.\n<tool_call>..." gives
  * content "Sure."), everything else outside blocks is the content.
  *
@@ -117,10 +119,17 @@ export class ToolCallStream {
 		}
 	}
 
-	/** Releases everything held: the text is complete. */
-	end(): ToolStreamOutput {
+	/**
+	 * Releases everything held: the text is complete. A block still open stays in the content
+	 * as written, unless `dropOpenBlock` (a reply cut by max_tokens: a call cut short, not text).
+	 */
+	end({ dropOpenBlock = false }: { dropOpenBlock?: boolean } = {}): ToolStreamOutput {
 		// (After a block, push has already dropped whitespace-only pending text.)
-		const content = this.block ? this.block.space + TOOL_CALL_OPEN + this.block.body : this.pending;
+		const content = this.block
+			? dropOpenBlock
+				? ''
+				: this.block.space + TOOL_CALL_OPEN + this.block.body
+			: this.pending;
 		this.block = null;
 		this.pending = '';
 		return { content, calls: [] };
