@@ -8,6 +8,7 @@
  *   checkpoint-sha256.json  {"format": "tabrl-checkpoint-sha256", "version": 1,
  *                            "files": {"adapter_model.safetensors": {"sha256": hex, "bytes": n}, ...}}
  */
+import { sha256Hex } from '../model/warm-start';
 import { CheckpointCorruptError } from './errors';
 
 export const SEAL_FILE = 'checkpoint-sha256.json';
@@ -17,12 +18,6 @@ interface Seal {
 	format: typeof FORMAT;
 	version: 1;
 	files: Record<string, { sha256: string; bytes: number }>;
-}
-
-/** The sha256 of `bytes`, lowercase hex (WebCrypto: the same in Node and the browser). */
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-	const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource));
-	return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** `files` with their seal added (any seal given is replaced). */

@@ -13,6 +13,7 @@
  * before anything is applied: a corrupt file is CheckpointCorruptError, an adapter for
  * another model shape, rank or targets is AdapterMismatchError.
  */
+import { portableBaseName } from '../model/base-name';
 import { memoryByteSource } from '../model/byte-source';
 import { InvalidConfigError, LoraConfigError, ModelError } from '../model/errors';
 import type { LoraConfig, LoraParameters } from '../model/lora';
@@ -80,12 +81,15 @@ export function modelFingerprint(c: ModelConfig): ModelFingerprint {
 	};
 }
 
-/** PEFT's adapter_config.json for `lora` (fields as LoraConfig.save_pretrained writes them). */
+/**
+ * PEFT's adapter_config.json for `lora` (fields as LoraConfig.save_pretrained writes them); the
+ * base named portably (base-name.ts: a Hub id or a model's name, never a local path).
+ */
 export function peftAdapterConfig(lora: LoraConfig, baseModel: string): Record<string, unknown> {
 	return {
 		peft_type: 'LORA',
 		task_type: 'CAUSAL_LM',
-		base_model_name_or_path: baseModel,
+		base_model_name_or_path: portableBaseName(baseModel),
 		r: lora.rank,
 		lora_alpha: lora.alpha,
 		lora_dropout: 0,
