@@ -22,6 +22,7 @@
  */
 import { TrajectoryFormatError } from './errors';
 import {
+	isChoice,
 	Trajectory,
 	TrajectoryGroup,
 	type CapturedException,
@@ -56,16 +57,51 @@ export interface TrajectoryGroupJson {
 	logs: string[];
 }
 
-const historyJson = (h: History): HistoryJson => ({
-	messages_and_choices: h.messagesAndChoices,
+export interface ToJsonOptions {
+	/**
+	 * Write each sampled choice's tokens as ART reads them (artChoice) instead of TabRL's
+	 * `tabrl` record: what files are written with.
+	 */
+	artTokens?: boolean;
+}
+
+/**
+ * A sampled choice with its exact tokens where ART's tokenizer looks for them (vLLM's
+ * `return_token_ids` and `return_tokens_as_token_ids` answers): `prompt_token_ids` and
+ * `token_ids` on the choice, and `logprobs.content` with one entry per sampled token whose
+ * token is "token_id:N". A choice that was sampled under a mask says so (`constrained`).
+ * Anything else passes as it is.
+ */
+export function artChoice(item: MessageOrChoice): MessageOrChoice {
+	if (!isChoice(item) || !item.tabrl) return item;
+	const { tabrl, ...choice } = item;
+	return {
+		...choice,
+		logprobs: {
+			content: tabrl.ids.map((id, i) => ({
+				token: `token_id:${id}`,
+				logprob: tabrl.logprobs[i],
+				bytes: null,
+				top_logprobs: []
+			})),
+			refusal: null
+		},
+		prompt_token_ids: tabrl.prompt_ids,
+		token_ids: tabrl.ids,
+		...(tabrl.constrained ? { constrained: true } : {})
+	} as MessageOrChoice;
+}
+
+const historyJson = (h: History, o: ToJsonOptions = {}): HistoryJson => ({
+	messages_and_choices: o.artTokens ? h.messagesAndChoices.map(artChoice) : h.messagesAndChoices,
 	tools: h.tools ?? null
 });
 
 /** The trajectory in ART's shape (sharing its arrays: serialize it, do not mutate it). */
-export function trajectoryToJson(t: Trajectory): TrajectoryJson {
+export function trajectoryToJson(t: Trajectory, o: ToJsonOptions = {}): TrajectoryJson {
 	return {
-		...historyJson({ messagesAndChoices: t.messagesAndChoices, tools: t.tools }),
-		additional_histories: t.additionalHistories.map(historyJson),
+		...historyJson({ messagesAndChoices: t.messagesAndChoices, tools: t.tools }, o),
+		additional_histories: t.additionalHistories.map((h) => historyJson(h, o)),
 		reward: t.reward,
 		metrics: t.metrics,
 		metadata: t.metadata,
@@ -73,9 +109,9 @@ export function trajectoryToJson(t: Trajectory): TrajectoryJson {
 	};
 }
 
-export function groupToJson(g: TrajectoryGroup): TrajectoryGroupJson {
+export function groupToJson(g: TrajectoryGroup, o: ToJsonOptions = {}): TrajectoryGroupJson {
 	return {
-		trajectories: g.trajectories.map(trajectoryToJson),
+		trajectories: g.trajectories.map((t) => trajectoryToJson(t, o)),
 		exceptions: g.exceptions,
 		metadata: g.metadata,
 		metrics: g.metrics,
@@ -83,10 +119,13 @@ export function groupToJson(g: TrajectoryGroup): TrajectoryGroupJson {
 	};
 }
 
-/** One line per group, each ending in a newline: the only shape TabRL writes (ART's). */
+/**
+ * One line per group, each ending in a newline: the only shape TabRL writes (ART's), each
+ * sampled choice's tokens where ART reads them (artChoice).
+ */
 export function groupsToJsonl(groups: Iterable<TrajectoryGroup>): string {
 	let out = '';
-	for (const g of groups) out += JSON.stringify(groupToJson(g)) + '\n';
+	for (const g of groups) out += JSON.stringify(groupToJson(g, { artTokens: true })) + '\n';
 	return out;
 }
 
@@ -149,12 +188,53 @@ class Reader {
 		return this.array(v, path).map((item, i) => {
 			const o = this.object(item, `${path}[${i}]`);
 			if (typeof o.role === 'string') return o as unknown as MessageOrChoice;
-			if (!('role' in o) && isObject(o.message)) return o as unknown as MessageOrChoice;
+			if (!('role' in o) && isObject(o.message)) return this.choice(o, `${path}[${i}]`);
 			return this.fail(
 				`${path}[${i}]`,
 				'neither a chat message (with a role) nor a choice (with a message)'
 			);
 		});
+	}
+
+	/**
+	 * A choice; one written with ART's token fields (artChoice) gets its `tabrl` record back
+	 * from them (prompt_token_ids, token_ids, and logprobs.content's logprobs).
+	 */
+	choice(o: Json, path: string): MessageOrChoice {
+		if ('tabrl' in o || !('token_ids' in o)) return o as unknown as MessageOrChoice;
+		const { prompt_token_ids, token_ids, constrained, ...choice } = o;
+		const ids = (v: unknown, key: string) =>
+			this.array(v, `${path}.${key}`).map((x, j) =>
+				Number.isSafeInteger(x) && (x as number) >= 0
+					? (x as number)
+					: this.fail(`${path}.${key}[${j}]`, 'expected a token id')
+			);
+		const sampled = ids(token_ids, 'token_ids');
+		const content = isObject(choice.logprobs) ? choice.logprobs.content : undefined;
+		const entries = this.array(content, `${path}.logprobs.content`);
+		if (entries.length !== sampled.length)
+			this.fail(
+				`${path}.logprobs.content`,
+				`${entries.length} logprobs for ${sampled.length} token_ids`
+			);
+		const logprobs = entries.map((e, j) => {
+			const lp = isObject(e) ? e.logprob : undefined;
+			return typeof lp === 'number'
+				? lp
+				: this.fail(`${path}.logprobs.content[${j}].logprob`, 'expected a number');
+		});
+		// entries that only restate the sampled ids (as artChoice writes them) go back to null
+		const derived = entries.every((e, j) => isObject(e) && e.token === `token_id:${sampled[j]}`);
+		return {
+			...choice,
+			...(derived ? { logprobs: null } : {}),
+			tabrl: {
+				prompt_ids: ids(prompt_token_ids, 'prompt_token_ids'),
+				ids: sampled,
+				logprobs,
+				...(constrained === true ? { constrained: true as const } : {})
+			}
+		} as unknown as MessageOrChoice;
 	}
 
 	tools(v: unknown, path: string): Tools | null {

@@ -10,7 +10,8 @@ import {
 	groupsFromJsonl,
 	groupsToJsonl,
 	trajectoryFromJson,
-	trajectoryToJson
+	trajectoryToJson,
+	type TrajectoryJson
 } from '../../../src/lib/agent/jsonl';
 import { trajectoryToSequences } from '../../../src/lib/agent/to-train';
 import {
@@ -91,10 +92,18 @@ describe('JSONL in ART shape', () => {
 			'logs'
 		]);
 		expect(Object.keys(first.additional_histories[0])).toEqual(['messages_and_choices', 'tools']);
-		expect(first.messages_and_choices[4].tabrl).toEqual({
-			prompt_ids: [1, 2, 3, 4, 5, 6],
-			ids: [7, 8],
-			logprobs: [-0.1, -0.2]
+		// the sampled tokens where ART reads them (vLLM's return_token_ids and
+		// return_tokens_as_token_ids fields), no TabRL record
+		const sampled = first.messages_and_choices[4];
+		expect(sampled.tabrl).toBeUndefined();
+		expect(sampled.prompt_token_ids).toEqual([1, 2, 3, 4, 5, 6]);
+		expect(sampled.token_ids).toEqual([7, 8]);
+		expect(sampled.logprobs).toEqual({
+			content: [
+				{ token: 'token_id:7', logprob: -0.1, bytes: null, top_logprobs: [] },
+				{ token: 'token_id:8', logprob: -0.2, bytes: null, top_logprobs: [] }
+			],
+			refusal: null
 		});
 		expect(JSON.parse(lines[1]).trajectories[0]).toEqual({
 			messages_and_choices: [],
@@ -122,6 +131,44 @@ describe('JSONL in ART shape', () => {
 		);
 	});
 
+	it("ART's reader of a line finds each sampled choice's exact tokens and logprobs", () => {
+		// What ART's tokenizer does with a JSONL line (facts from OpenPipe/ART
+		// src/art/preprocessing/tokenize.py and vllm_tokens.py): a line is a TrajectoryGroup; a
+		// trainable choice has logprobs; its prompt and completion ids are the choice's
+		// `prompt_token_ids` and `token_ids` extras, else it refuses ("missing vLLM
+		// prompt_token_ids/token_ids"); its logprobs are `logprobs.content[i].logprob`, exactly
+		// as many as the token ids, else it refuses.
+		type ArtChoice = {
+			logprobs: { content: { logprob: number }[] | null } | null;
+			prompt_token_ids?: number[];
+			token_ids?: number[];
+		};
+		const artTokens = (line: string) =>
+			(JSON.parse(line) as { trajectories: TrajectoryJson[] }).trajectories.flatMap((t) =>
+				[t, ...t.additional_histories].flatMap((h) =>
+					h.messages_and_choices
+						.filter((m) => !('role' in m) && 'message' in m)
+						.map((m) => m as unknown as ArtChoice)
+						.filter((c) => c.logprobs !== null)
+						.map((c) => {
+							if (!c.prompt_token_ids || !c.token_ids)
+								throw new Error('Trainable Choice is missing vLLM prompt_token_ids/token_ids');
+							const logprobs = (c.logprobs!.content ?? []).map((e) => Number(e.logprob));
+							if (logprobs.length !== c.token_ids.length)
+								throw new Error('Choice logprob length does not match the token ids');
+							return { prompt_ids: c.prompt_token_ids, ids: c.token_ids, logprobs };
+						})
+				)
+			);
+		const t = sample();
+		const line = groupsToJsonl([new TrajectoryGroup([t])]).trim();
+		const sampled = [t, ...t.additionalHistories].flatMap((h) =>
+			h.messagesAndChoices.filter(isChoice).map((c) => c.tabrl)
+		);
+		expect(sampled).toHaveLength(3); // (the tool call, the answer, the side history's)
+		expect(artTokens(line)).toEqual(sampled);
+	});
+
 	it('round-trips groups with their captured exceptions', () => {
 		const g = new TrajectoryGroup(
 			[sample(), new Error('rollout failed'), new Trajectory({ reward: 0 })],
@@ -140,7 +187,9 @@ describe('JSONL in ART shape', () => {
 			'logs'
 		]);
 		const [back, empty] = groupsFromJsonl(text);
-		expect(back.trajectories.map(trajectoryToJson)).toEqual(g.trajectories.map(trajectoryToJson));
+		const json = (t: Trajectory) => trajectoryToJson(t);
+		expect(back.trajectories.map(json)).toEqual(g.trajectories.map(json));
+		expect(groupsToJsonl([back, empty])).toBe(text); // the file round-trips byte for byte
 		expect(back.exceptions).toEqual(g.exceptions);
 		expect(back.exceptions[0].message).toBe('rollout failed');
 		expect([back.metadata, back.metrics, back.logs]).toEqual([
