@@ -180,7 +180,9 @@ export async function runServe(args: ServeArgs): Promise<undefined> {
 						maxTokens: args.maxTokensInFlight ?? MAX_CONTEXTS_IN_FLIGHT * contextLength
 					},
 					deadlineMs: args.requestTimeoutS * 1000,
-					pieceEncoder
+					pieceEncoder,
+					// standard answers: token ids only when asked (return_token_ids), as vLLM
+					tokenRecords: false
 				});
 				const stopped = untilSignal();
 				const server = await listenChatServer(service, {

@@ -10,7 +10,10 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatEngine } from '../../../src/lib/agent/openai/engine';
 import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
-import type { TabrlChatCompletion } from '../../../src/lib/agent/openai/response';
+import type {
+	TabrlChatCompletion,
+	TabrlChatCompletionChunk
+} from '../../../src/lib/agent/openai/response';
 import { ChatService } from '../../../src/lib/agent/openai/service';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
@@ -86,6 +89,65 @@ describe('OpenAI-compatible HTTP server on the real engine', () => {
 		}
 		expect(content).toBe(whole.choices[0].message.content);
 		expect(finish).toBe(whole.choices[0].finish_reason);
+	});
+
+	it("vLLM's return_token_ids and return_tokens_as_token_ids give the exact tokens; a server for other clients sends no tabrl record", async () => {
+		const body = {
+			model: MODEL_NAME,
+			messages: USER,
+			max_tokens: 3,
+			temperature: 1,
+			seed: 9,
+			logprobs: true,
+			return_token_ids: true,
+			return_tokens_as_token_ids: true
+		};
+		const r = (await client.chat.completions.create(
+			body as never
+		)) as unknown as TabrlChatCompletion;
+		const c = r.choices[0];
+		expect(r.prompt_token_ids).toEqual(c.tabrl.prompt_ids);
+		expect(c.token_ids).toEqual(c.tabrl.ids);
+		expect(c.logprobs!.content!.map((e) => e.token)).toEqual(
+			c.tabrl.ids.map((id) => `token_id:${id}`)
+		);
+		expect(c.logprobs!.content!.map((e) => e.logprob)).toEqual(c.tabrl.logprobs);
+		// streamed: each choice's last chunk carries its ids, and the prompt's
+		const stream = await client.chat.completions.create({ ...body, stream: true } as never);
+		let last: TabrlChatCompletionChunk | undefined;
+		for await (const chunk of stream as unknown as AsyncIterable<TabrlChatCompletionChunk>)
+			if (chunk.choices[0]?.finish_reason) last = chunk;
+		expect(last?.prompt_token_ids).toEqual(c.tabrl.prompt_ids);
+		expect(last?.choices[0].token_ids).toEqual(c.tabrl.ids);
+		// `cli serve`'s service (tokenRecords off): standard answers, ids only when asked
+		const plain = new ChatService({
+			engine: chat.generator,
+			tokenizer: chat.tokenizer,
+			model: MODEL_NAME,
+			scheduler: { stopTokenIds: chat.config.eosTokenIds },
+			tokenRecords: false
+		});
+		const served = await listenChatServer(plain, { port: 0 });
+		try {
+			const other = new OpenAI({ baseURL: `${served.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+			const a = (await other.chat.completions.create({
+				model: MODEL_NAME,
+				messages: USER,
+				max_tokens: 2
+			})) as unknown as Record<string, unknown> & { choices: Record<string, unknown>[] };
+			expect(a.choices[0]).not.toHaveProperty('tabrl');
+			expect(a).not.toHaveProperty('prompt_token_ids');
+			expect(a.choices[0]).not.toHaveProperty('token_ids');
+			const b = (await other.chat.completions.create({
+				...body,
+				stream: false
+			} as never)) as unknown as TabrlChatCompletion;
+			expect(b.choices[0]).not.toHaveProperty('tabrl');
+			expect(b.prompt_token_ids).toEqual(c.tabrl.prompt_ids);
+			expect(b.choices[0].token_ids).toEqual(c.tabrl.ids); // (same seed, same tokens)
+		} finally {
+			await served.close();
+		}
 	});
 
 	it('top_logprobs up to 20: the most likely tokens per position, the sampled one among them as itself', async () => {

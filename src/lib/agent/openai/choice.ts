@@ -34,6 +34,8 @@ export interface ChoiceOptions {
 	logprobs: boolean;
 	/** Alternatives per entry (top_logprobs, 0..20; the engine reports at least as many). */
 	topLogprobs?: number;
+	/** vLLM's return_tokens_as_token_ids: each entry's token is "token_id:N". */
+	tokensAsIds?: boolean;
 }
 
 /** What one step (or the end) adds to a choice. */
@@ -60,9 +62,12 @@ function byteLevelBytes(token: string): number[] | null {
 
 const utf8 = new TextEncoder();
 
-/** A token's text, bytes and logprob as OpenAI writes them (see the file comment). */
-function tokenEntry(tokenizer: TextDecoding, id: number, logprob: number) {
-	const token = tokenizer.decode([id]);
+/**
+ * A token's text, bytes and logprob as OpenAI writes them (see the file comment); `asId`:
+ * the text is "token_id:N" (vLLM's return_tokens_as_token_ids), its bytes those of that text.
+ */
+function tokenEntry(tokenizer: TextDecoding, id: number, logprob: number, asId = false) {
+	const token = asId ? `token_id:${id}` : tokenizer.decode([id]);
 	let bytes: number[] | null = Array.from(utf8.encode(token));
 	if (token.includes('\uFFFD')) {
 		const raw = tokenizer.idToToken(id);
@@ -76,11 +81,12 @@ export function tokenLogprob(
 	tokenizer: TextDecoding,
 	id: number,
 	logprob: number,
-	top: readonly TopLogprob[] = []
+	top: readonly TopLogprob[] = [],
+	asId = false
 ): ChatCompletionTokenLogprob {
 	return {
-		...tokenEntry(tokenizer, id, logprob),
-		top_logprobs: top.map((t) => tokenEntry(tokenizer, t.id, t.logprob))
+		...tokenEntry(tokenizer, id, logprob, asId),
+		top_logprobs: top.map((t) => tokenEntry(tokenizer, t.id, t.logprob, asId))
 	};
 }
 
@@ -134,7 +140,9 @@ export class ChoiceDecoder {
 		this.logprobs.push(logprob);
 		if (this.options.logprobs) {
 			const k = this.options.topLogprobs ?? 0;
-			delta.logprobs.push(tokenLogprob(this.tokenizer, id, logprob, top?.slice(0, k)));
+			delta.logprobs.push(
+				tokenLogprob(this.tokenizer, id, logprob, top?.slice(0, k), this.options.tokensAsIds)
+			);
 		}
 		if (!this.stops.stopped) this.release(this.stops.push(this.text.push(id)).text, delta);
 		return this.record(delta);

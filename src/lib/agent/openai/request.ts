@@ -58,6 +58,13 @@ export interface ChatRequest {
 	includeUsage: boolean;
 	/** Extra chat template variables. */
 	chatTemplateKwargs: Record<string, unknown>;
+	/**
+	 * vLLM's return_token_ids: the prompt's token ids (top level, `prompt_token_ids`) and each
+	 * choice's sampled ids (`token_ids`), as ART's trainer reads them.
+	 */
+	returnTokenIds: boolean;
+	/** vLLM's return_tokens_as_token_ids: logprob entries name their token "token_id:N". */
+	tokensAsTokenIds: boolean;
 }
 
 export interface RequestLimits {
@@ -104,7 +111,9 @@ const KNOWN = new Set([
 	'logit_bias',
 	'response_format',
 	'parallel_tool_calls',
-	'chat_template_kwargs'
+	'chat_template_kwargs',
+	'return_token_ids',
+	'return_tokens_as_token_ids'
 ]);
 /** Fields OpenAI knows that this engine cannot honour. */
 const UNSUPPORTED: Record<string, string> = {
@@ -568,6 +577,8 @@ export function parseChatCompletionRequest(
 		topLogprobs: topLogprobs ?? 0,
 		stream,
 		includeUsage,
-		chatTemplateKwargs: (kwargs as Record<string, unknown> | undefined) ?? {}
+		chatTemplateKwargs: (kwargs as Record<string, unknown> | undefined) ?? {},
+		returnTokenIds: optionalBoolean(body, 'return_token_ids') ?? false,
+		tokensAsTokenIds: optionalBoolean(body, 'return_tokens_as_token_ids') ?? false
 	};
 }

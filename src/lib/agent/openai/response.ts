@@ -32,11 +32,27 @@ export interface TabrlChoiceTokens {
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
-export type TabrlChoice = ChatCompletion.Choice & { tabrl: TabrlChoiceTokens };
-export type TabrlChatCompletion = Omit<ChatCompletion, 'choices'> & { choices: TabrlChoice[] };
-export type TabrlChunkChoice = ChatCompletionChunk.Choice & { tabrl?: TabrlChoiceTokens };
+/**
+ * A choice with TabRL's token record (the in-process clients' answers; a service made with
+ * tokenRecords false, as `cli serve` makes it, leaves it out of what it sends) and, when asked
+ * for (return_token_ids), vLLM's `token_ids`.
+ */
+export type TabrlChoice = ChatCompletion.Choice & {
+	tabrl: TabrlChoiceTokens;
+	token_ids?: number[];
+};
+/** `prompt_token_ids`: vLLM's return_token_ids (the prompt's ids), when asked for. */
+export type TabrlChatCompletion = Omit<ChatCompletion, 'choices'> & {
+	choices: TabrlChoice[];
+	prompt_token_ids?: number[];
+};
+export type TabrlChunkChoice = ChatCompletionChunk.Choice & {
+	tabrl?: TabrlChoiceTokens;
+	token_ids?: number[];
+};
 export type TabrlChatCompletionChunk = Omit<ChatCompletionChunk, 'choices'> & {
 	choices: TabrlChunkChoice[];
+	prompt_token_ids?: number[];
 };
 
 /** Identity of one completion, shared by all its chunks. */
@@ -93,6 +109,8 @@ export interface ChoiceResult {
 	/** OpenAI logprob entries, or null when not asked for. */
 	logprobs: ChatCompletionTokenLogprob[] | null;
 	tabrl: TabrlChoiceTokens;
+	/** vLLM's sampled ids (absent: not asked for). */
+	tokenIds?: number[];
 }
 
 export function buildChoice(r: ChoiceResult): TabrlChoice {
@@ -108,7 +126,8 @@ export function buildChoice(r: ChoiceResult): TabrlChoice {
 		message,
 		logprobs: r.logprobs ? { content: r.logprobs, refusal: null } : null,
 		finish_reason: r.finishReason,
-		tabrl: r.tabrl
+		tabrl: r.tabrl,
+		...(r.tokenIds ? { token_ids: r.tokenIds } : {})
 	};
 }
 

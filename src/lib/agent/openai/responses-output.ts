@@ -182,13 +182,14 @@ export class ResponseAssembler {
 	}
 
 	/** The end: the open message closed, the final event, the whole response. */
-	finish(reason: FinishReason, usage: ResponseUsage, tabrl: TabrlChoiceTokens): TabrlResponse {
+	/** `tabrl`: the token record to attach (undefined: none, as a server for others sends). */
+	finish(reason: FinishReason, usage: ResponseUsage, tabrl?: TabrlChoiceTokens): TabrlResponse {
 		const cut = reason === 'length';
 		if (this.output.length === 0) this.#message();
 		this.#closeMessage(cut ? 'incomplete' : 'completed');
 		const response = this.snapshot(cut ? 'incomplete' : 'completed', usage);
 		if (cut) response.incomplete_details = { reason: 'max_output_tokens' };
-		response.tabrl = tabrl;
+		if (tabrl) response.tabrl = tabrl;
 		if (cut) this.#event('response.incomplete', { response });
 		else this.#event('response.completed', { response });
 		return response;

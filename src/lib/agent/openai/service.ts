@@ -85,6 +85,12 @@ export interface ChatServiceOptions {
 	/** Tokenizes a prompt's long pieces off the event loop (default: none, all inline). The
 	 * caller owns it (closes it with its server). */
 	pieceEncoder?: PieceEncoder;
+	/**
+	 * Whether each choice carries TabRL's `tabrl` token record (default true: the in-process
+	 * clients train on it). A server for other clients sends none: they ask for vLLM's
+	 * `return_token_ids` instead.
+	 */
+	tokenRecords?: boolean;
 }
 
 /** A transport-free request: method, path (e.g. '/v1/models'), body text. */
@@ -236,7 +242,8 @@ export class ChatService {
 					stop: p.request.stop,
 					parseTools,
 					logprobs: p.request.logprobs,
-					topLogprobs: p.request.logprobs ? p.request.topLogprobs : 0
+					topLogprobs: p.request.logprobs ? p.request.topLogprobs : 0,
+					tokensAsIds: p.request.tokensAsTokenIds
 				})
 		);
 	}
@@ -311,16 +318,30 @@ export class ChatService {
 		const results = await this.decode(p, decoders, signal);
 		const choices = results.map((r, i) => {
 			const d = decoders[i];
-			return buildChoice({
-				index: i,
-				content: d.content,
-				toolCalls: toOpenAIToolCalls(d.calls),
-				finishReason: this.finishReason(d, r),
-				logprobs: p.request.logprobs ? d.logprobEntries : null,
-				tabrl: ChatService.tokens(r, p)
-			});
+			return this.forWire(
+				buildChoice({
+					index: i,
+					content: d.content,
+					toolCalls: toOpenAIToolCalls(d.calls),
+					finishReason: this.finishReason(d, r),
+					logprobs: p.request.logprobs ? d.logprobEntries : null,
+					tabrl: ChatService.tokens(r, p),
+					...(p.request.returnTokenIds ? { tokenIds: [...r.ids] } : {})
+				})
+			);
 		});
-		return buildCompletion(p.meta, choices, this.usage(p, results));
+		const completion = buildCompletion(p.meta, choices, this.usage(p, results));
+		return p.request.returnTokenIds
+			? { ...completion, prompt_token_ids: [...p.promptIds] }
+			: completion;
+	}
+
+	/** A choice as this service sends it: without TabRL's record when tokenRecords is off. */
+	private forWire<C extends { tabrl?: TabrlChoiceTokens }>(choice: C): C {
+		if (this.options.tokenRecords !== false) return choice;
+		const sent = { ...choice };
+		delete sent.tabrl;
+		return sent;
 	}
 
 	/**
@@ -368,12 +389,19 @@ export class ChatService {
 		this.decode(p, decoders, signal, onDelta).then(
 			(results) => {
 				results.forEach((r, i) =>
-					choiceChunk({
-						index: i,
-						delta: {},
-						logprobs: null,
-						finish_reason: this.finishReason(decoders[i], r),
-						tabrl: ChatService.tokens(r, p)
+					queue.push({
+						...buildChunk(meta, [
+							this.forWire({
+								index: i,
+								delta: {},
+								logprobs: null,
+								finish_reason: this.finishReason(decoders[i], r),
+								tabrl: ChatService.tokens(r, p),
+								...(request.returnTokenIds ? { token_ids: [...r.ids] } : {})
+							})
+						]),
+						// vLLM's return_token_ids: the prompt's ids with each choice's last chunk
+						...(request.returnTokenIds ? { prompt_token_ids: [...p.promptIds] } : {})
 					})
 				);
 				if (request.includeUsage) queue.push(buildChunk(meta, [], this.usage(p, results)));
@@ -400,7 +428,7 @@ export class ChatService {
 		const response = assembler.finish(
 			this.finishReason(decoders[0], r),
 			responsesUsage(p.promptIds.length, r.ids.length),
-			ChatService.tokens(r, p)
+			this.options.tokenRecords === false ? undefined : ChatService.tokens(r, p)
 		);
 		this.items.remember(response.output);
 		return response;
@@ -422,7 +450,7 @@ export class ChatService {
 				const response = assembler.finish(
 					this.finishReason(decoders[0], r),
 					responsesUsage(p.promptIds.length, r.ids.length),
-					ChatService.tokens(r, p)
+					this.options.tokenRecords === false ? undefined : ChatService.tokens(r, p)
 				);
 				this.items.remember(response.output);
 				queue.close();
