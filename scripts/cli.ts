@@ -44,6 +44,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 	judge: async () => {
 		const m = await import('./cli/judge');
 		return { usage: m.JUDGE_USAGE, run: (argv) => m.runJudge(m.parseJudgeArgs(argv)) };
+	},
+	export: async () => {
+		const m = await import('./cli/export');
+		return { usage: m.EXPORT_USAGE, run: (argv) => m.runExport(m.parseExportArgs(argv)) };
 	}
 };
 

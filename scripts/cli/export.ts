@@ -1,0 +1,158 @@
+/**
+ * @file `cli export --merge`: a run as a full Hugging Face model folder, for transformers,
+ * vLLM or anything that loads a published model: the base's config, tokenizer and chat
+ * template files, and one model.safetensors with the run's LoRA adapter folded into the base
+ * (W + (alpha / r) B A, as peft's merge_and_unload), plus the warm start first when the run
+ * trained a fresh adapter on top of it (mode 'merged').
+ *
+ *   export --merge --run DIR --out DIR [--step N]
+ *
+ * --step: a kept checkpoint (default the latest); it is checked against its sha256 seal
+ * first. Tensors keep the base's dtypes (merged ones rounded to them, as a merge in that
+ * dtype would). The folder is written next to --out and renamed into place: an error leaves
+ * nothing, and an existing --out is refused. stdout: {"out", "step", "base", "tensors",
+ * "merged": the projections an adapter was merged into}.
+ */
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { readWarmStartFiles } from '../../src/lib/agent/backend/warm-start-files';
+import { decodeTrainingCheckpoint } from '../../src/lib/grpo/checkpoint';
+import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
+import { memoryByteSource } from '../../src/lib/model/byte-source';
+import { readPeftAdapter, type PeftAdapter } from '../../src/lib/model/peft-adapter';
+import { encodeSafetensors, type TensorToWrite } from '../../src/lib/model/safetensors-writer';
+import type { WeightDType, WeightSource } from '../../src/lib/model/types';
+import { MergedWeights } from '../../src/lib/model/warm-start';
+import { projectionPath } from '../../src/lib/model/weight-spec';
+import { validateRecipe, type Recipe } from '../../src/lib/run';
+import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
+import { openModelFolder } from './model-folder';
+
+export const EXPORT_USAGE =
+	'usage: npm run -s cli -- export --merge --run DIR --out DIR [--step N]\n' +
+	"    a full Hugging Face model folder: the base's files with the run's adapter merged in";
+
+export interface ExportArgs {
+	run: string;
+	out: string;
+	step?: number;
+}
+
+export interface ExportOutput {
+	out: string;
+	step: number;
+	base: string;
+	tensors: number;
+	merged: number;
+}
+
+const FLAGS = { merge: {}, run: {}, out: {}, step: {} };
+
+export function parseExportArgs(argv: readonly string[]): ExportArgs {
+	// --merge takes no value: the only export there is
+	const rest = argv.filter((a) => a !== '--merge');
+	if (rest.length === argv.length)
+		throw new UsageError('--merge is required (the export writes a merged model)', EXPORT_USAGE);
+	const f = parseFlags(rest, FLAGS, EXPORT_USAGE);
+	if (!f.run) throw new UsageError('--run is required', EXPORT_USAGE);
+	if (!f.out) throw new UsageError('--out is required', EXPORT_USAGE);
+	const step = numberFlag(
+		'step',
+		f.step,
+		(x) => Number.isSafeInteger(x) && x >= 0,
+		'an integer >= 0',
+		EXPORT_USAGE
+	);
+	return { run: f.run, out: f.out, ...(step === undefined ? {} : { step }) };
+}
+
+const DTYPE: Record<WeightDType, TensorToWrite['dtype']> = {
+	float32: 'F32',
+	float16: 'F16',
+	bfloat16: 'BF16'
+};
+
+/** The base's files other than its weights: config, tokenizer, chat template, ... */
+const isWeightFile = (name: string) =>
+	name.endsWith('.safetensors') || name === 'model.safetensors.index.json';
+
+export async function runExport(args: ExportArgs): Promise<ExportOutput> {
+	const runDir = resolve(args.run);
+	const out = resolve(args.out);
+	if (existsSync(out)) throw new CliInputError(`--out: ${out} already exists; give a new folder`);
+	const store = new NodeRunStore(runDir);
+	const meta = await store.readMeta();
+	if (!meta?.recipe)
+		throw new CliInputError(
+			`--run: ${runDir} holds no run of \`cli train\` (no run.json with a recipe)`
+		);
+	const recipe = validateRecipe(meta.recipe as Recipe);
+	const steps = await store.listCheckpoints();
+	const step = args.step ?? steps.at(-1);
+	if (step === undefined || !steps.includes(step))
+		throw new CliInputError(
+			`--step: ${runDir} keeps checkpoints of steps ${steps.join(', ') || '(none)'}`
+		);
+	const base = await openModelFolder(recipe.baseModel);
+	const { config } = base;
+	const where = join(runDir, 'checkpoints', String(step).padStart(4, '0'));
+	// loadCheckpoint checks every file against the checkpoint's sha256 seal
+	const ckpt = await decodeTrainingCheckpoint(await store.loadCheckpoint(step), {
+		modelConfig: config,
+		where
+	});
+	const adapters: PeftAdapter[] = [];
+	if (recipe.warmStart?.mode === 'merged') {
+		const dir = recipe.warmStart.adapter;
+		const warm = await readWarmStartFiles(dir, async (name) =>
+			readFile(join(dir, name)).then(
+				(b) => new Uint8Array(b),
+				() => undefined
+			)
+		);
+		adapters.push(
+			await readPeftAdapter(config, warm.adapterConfigJson, memoryByteSource(warm.adapterBytes), {
+				ignoreDropout: true
+			})
+		);
+	}
+	adapters.push({ config: ckpt.lora, params: ckpt.params });
+	const weights = adapters.reduce<WeightSource>(
+		(w, adapter) => new MergedWeights(config, w, adapter),
+		base.weights
+	);
+	const stored = new Map(base.weights.list().map((t) => [t.name, t]));
+	const tensors: TensorToWrite[] = [];
+	for (const t of weights.list()) {
+		const original = stored.get(t.name)!;
+		tensors.push({
+			name: t.name,
+			dtype: DTYPE[original.dtype],
+			shape: original.shape,
+			data: await weights.readF32(t.name)
+		});
+	}
+	const merged = new Set(
+		adapters.flatMap((a) =>
+			Array.from({ length: config.numLayers }, (_, layer) =>
+				a.config.targetModules.map((m) => `${projectionPath(layer, m)}.weight`)
+			).flat()
+		)
+	).size;
+
+	// written next to --out, then renamed into place: nothing half-written is left
+	const temp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}`);
+	await rm(temp, { recursive: true, force: true });
+	try {
+		await mkdir(temp, { recursive: true });
+		for (const name of await readdir(recipe.baseModel))
+			if (!isWeightFile(name)) await copyFile(join(recipe.baseModel, name), join(temp, name));
+		await writeFile(join(temp, 'model.safetensors'), encodeSafetensors(tensors));
+		await rename(temp, out);
+	} catch (error) {
+		await rm(temp, { recursive: true, force: true });
+		throw error;
+	}
+	return { out, step, base: recipe.baseModel, tensors: tensors.length, merged };
+}

@@ -1,0 +1,141 @@
+/**
+ * `cli export --merge` (scripts/cli/export.ts) on a run folder made here (no GPU): a tiny
+ * Llama base, a run with a random LoRA checkpoint. The folder written is a Hugging Face model:
+ * the base's non-weight files copied, one model.safetensors where every targeted projection is
+ * W + (alpha / r) B A (checked against an f64 computation, to f32 rounding) and every other
+ * tensor the base's, bit for bit, that the engine's own loader opens. Bad input: an existing
+ * --out, a run without run.json, a step not kept, a checkpoint whose bytes changed (nothing
+ * written in each case).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseExportArgs, runExport } from '../../../scripts/cli/export';
+import { UsageError } from '../../../scripts/cli/args';
+import { encodeTrainingCheckpoint, modelFingerprint } from '../../../src/lib/grpo/checkpoint';
+import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import { peftName, resolveLoraConfig } from '../../../src/lib/model/lora';
+import {
+	openCheckpointFromDirectory,
+	writeModelFiles
+} from '../../../src/lib/model/node-checkpoint';
+import { projectionPath, projectionShape } from '../../../src/lib/model/weight-spec';
+import { preset } from '../../../src/lib/run';
+import { makeFixture } from '../../../src/lib/testing/fixtures';
+import { Rng } from '../../../src/lib/util/random';
+
+let root: string;
+let base: string;
+let run: string;
+const lora = resolveLoraConfig({ rank: 4, alpha: 8, targetModules: ['q_proj', 'down_proj'] });
+let params: Map<string, Float32Array>;
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), 'tabrl-export-'));
+	base = join(root, 'base');
+	run = join(root, 'run');
+	await writeModelFiles(base, makeFixture('llama', { seed: 3 }).files);
+	const { config } = await openCheckpointFromDirectory(base);
+	const rng = new Rng(5);
+	params = new Map();
+	for (let layer = 0; layer < config.numLayers; layer++)
+		for (const m of lora.targetModules) {
+			const [out, inF] = projectionShape(config, m);
+			params.set(peftName(layer, m, 'A'), rng.normals(lora.rank * inF, 0.2));
+			params.set(peftName(layer, m, 'B'), rng.normals(out * lora.rank, 0.2));
+		}
+	const store = await NodeRunStore.open(run);
+	const recipe = { ...preset('letters', '/'), baseModel: base, lora: { rank: 4, alpha: 8 } };
+	await store.writeMeta({
+		name: 'run',
+		project: 'cli',
+		baseModel: base,
+		recipe,
+		step: 2,
+		lastReward: 0.5,
+		created: '2026-12-05T00:00:00.000Z',
+		updated: '2026-12-05T00:00:00.000Z'
+	});
+	const checkpoint = (step: number) =>
+		encodeTrainingCheckpoint({
+			step,
+			lora,
+			baseModel: base,
+			fingerprint: modelFingerprint(config),
+			params,
+			metrics: {},
+			created: '2026-12-05T00:00:00.000Z'
+		});
+	await store.saveCheckpoint(1, checkpoint(1));
+	await store.saveCheckpoint(2, checkpoint(2));
+	await store.close();
+}, 60_000);
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+describe('cli export --merge', () => {
+	it('writes a Hugging Face folder with the adapter merged into the base', async () => {
+		const out = join(root, 'merged');
+		const r = await runExport(parseExportArgs(['--merge', '--run', run, '--out', out]));
+		expect(r).toMatchObject({ out, step: 2, base, merged: 2 * 2 }); // 2 layers x 2 targets
+		const names = (await readdir(out)).sort();
+		const baseNames = (await readdir(base)).sort();
+		expect(names).toEqual(baseNames); // config, tokenizer, ... and model.safetensors
+		for (const name of baseNames.filter((n) => !n.endsWith('.safetensors')))
+			expect(await readFile(join(out, name)), name).toEqual(await readFile(join(base, name)));
+
+		const before = await openCheckpointFromDirectory(base);
+		const after = await openCheckpointFromDirectory(out);
+		const { config } = before;
+		expect(after.weights.list()).toEqual(before.weights.list()); // names, dtypes, shapes
+		const targeted = new Set<string>();
+		for (let layer = 0; layer < config.numLayers; layer++)
+			for (const m of lora.targetModules) {
+				const name = `${projectionPath(layer, m)}.weight`;
+				targeted.add(name);
+				const [out_, inF] = projectionShape(config, m);
+				const w = await before.weights.readF32(name);
+				const a = params.get(peftName(layer, m, 'A'))!;
+				const b = params.get(peftName(layer, m, 'B'))!;
+				const want = new Float64Array(out_ * inF);
+				for (let o = 0; o < out_; o++)
+					for (let i = 0; i < inF; i++) {
+						let s = 0;
+						for (let k = 0; k < lora.rank; k++) s += b[o * lora.rank + k] * a[k * inF + i];
+						want[o * inF + i] = w[o * inF + i] + (lora.alpha / lora.rank) * s;
+					}
+				// f32 arithmetic over rank 4: within 1e-5 relative (+ 1e-6 absolute)
+				expect(await after.weights.readF32(name)).toBeAllclose(want, { rtol: 1e-5, atol: 1e-6 });
+			}
+		for (const t of before.weights.list().filter((x) => !targeted.has(x.name)))
+			expect(await after.weights.readF32(t.name), t.name).toEqual(
+				await before.weights.readF32(t.name)
+			);
+	});
+
+	it('refuses an existing --out, a folder with no run, a step not kept, a changed checkpoint: nothing written', async () => {
+		const taken = join(root, 'taken');
+		await mkdir(taken);
+		await expect(runExport({ run, out: taken })).rejects.toThrow(/already exists/);
+		await expect(runExport({ run: base, out: join(root, 'x1') })).rejects.toThrow(
+			/holds no run of `cli train`/
+		);
+		await expect(runExport({ run, out: join(root, 'x2'), step: 7 })).rejects.toThrow(
+			/keeps checkpoints of steps 1, 2/
+		);
+		const file = join(run, 'checkpoints', '0002', 'adapter_model.safetensors');
+		const bytes = new Uint8Array(await readFile(file));
+		bytes[bytes.length - 1] ^= 0xff;
+		await writeFile(file, bytes);
+		await expect(runExport({ run, out: join(root, 'x3') })).rejects.toThrow(
+			/checkpoint-corrupt|0002\/adapter_model\.safetensors: its sha256/
+		);
+		for (const x of ['x1', 'x2', 'x3']) expect(existsSync(join(root, x))).toBe(false);
+		expect((await readdir(root)).filter((n) => n.includes('.tmp-'))).toEqual([]);
+		// the step before is intact and exports
+		const r = await runExport({ run, out: join(root, 'x4'), step: 1 });
+		expect(r.step).toBe(1);
+		expect(() => parseExportArgs(['--run', run, '--out', 'o'])).toThrow(UsageError);
+	});
+});
