@@ -44,14 +44,21 @@ export function checkpointsToDelete(
  */
 export async function pruneCheckpoints(
 	store: RunStore,
-	options: RetentionOptions = {}
+	options: RetentionOptions & {
+		/**
+		 * Steps known intact (written or read back by this process): not read again, so a
+		 * step's pruning costs no reading of large checkpoints; those read here are added.
+		 */
+		verified?: Set<number>;
+	} = {}
 ): Promise<number[]> {
 	const steps = await store.listCheckpoints();
 	const doomed = checkpointsToDelete(steps, await store.readHistory(), options);
 	if (!doomed.length) return doomed;
-	for (const step of steps.filter((s) => !doomed.includes(s)))
+	for (const step of steps.filter((s) => !doomed.includes(s) && !options.verified?.has(s)))
 		try {
 			await store.loadCheckpoint(step);
+			options.verified?.add(step);
 		} catch (error) {
 			if (!(error instanceof CheckpointCorruptError)) throw error;
 			const where = await store.setAsideCheckpoint(step);

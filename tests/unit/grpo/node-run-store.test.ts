@@ -184,6 +184,13 @@ describe('continuing from the newest intact checkpoint', () => {
 		);
 		expect(await pruneCheckpoints(store)).toEqual([3]);
 		expect(await store.listCheckpoints()).toEqual([4]);
+		// steps the run wrote or read back itself are not read again (large checkpoints cost
+		// a read and a hash each): step 6 is trusted, step 4 pruned without reading 6
+		const verified = new Set([6]);
+		await store.saveCheckpoint(6, files(6), { step: 6 });
+		await rm(ckptFile(dir, 6, 'adapter_config.json')); // (would fail a read)
+		expect(await pruneCheckpoints(store, { verified })).toEqual([4]);
+		expect(await store.listCheckpoints()).toEqual([6]);
 		await store.close();
 	});
 });

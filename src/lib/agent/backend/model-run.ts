@@ -146,6 +146,8 @@ export class ModelRun {
 	#meta: RunMeta | undefined;
 	/** The generator's stats when the last GRPO step began (engineSinceLastStep). */
 	#engineMark: GeneratorStats;
+	/** Checkpoint steps this process wrote or read back intact (pruning does not read them). */
+	readonly #verified = new Set<number>();
 
 	private constructor(
 		readonly spec: ModelSpec,
@@ -242,6 +244,7 @@ export class ModelRun {
 					});
 				await store.saveCheckpoint(run.step, (await run.#encodeCheckpoint({})).files);
 			}
+			run.#verified.add(run.step); // (loaded intact, or just written)
 			const time = nowIso();
 			run.#meta = {
 				name: spec.name,
@@ -382,7 +385,10 @@ export class ModelRun {
 
 	async deleteCheckpoints(options: DeleteCheckpointsOptions = {}): Promise<number[]> {
 		return this.gate.exclusive(() =>
-			pruneCheckpoints(this.store, { bestBy: options.bestBy ?? 'val/reward' })
+			pruneCheckpoints(this.store, {
+				bestBy: options.bestBy ?? 'val/reward',
+				verified: this.#verified
+			})
 		);
 	}
 
@@ -500,6 +506,7 @@ export class ModelRun {
 			const { files, ms } = await this.#encodeCheckpoint({ ...metrics });
 			metrics[`${split}/checkpoint_ms`] = ms;
 			if (trajectories) files.set(TRAJECTORIES_FILE, new TextEncoder().encode(trajectories));
+			this.#verified.add(this.step); // (written now: pruning need not read it back)
 			await this.store.saveCheckpoint(this.step, files, {
 				step: this.step,
 				recorded_at: nowIso(),
