@@ -258,9 +258,21 @@ export async function trainPanelChecks(
 
 	// 1b. Each preset says what it is and shows its expert's game (no model: the environment's
 	// rollout with its scripted expert, drawn by the environment's replay).
+	const card = testid('train-example-game');
+	await page.selectOption(testid('train-preset'), 'tictactoe');
+	await page.click(testid('train-example'));
+	await page.waitForSelector(`${card} .board`, { timeout: 30_000 });
+	const labels = await page.$$eval(`${card} .board .label`, (els) =>
+		els.map((e) => e.textContent ?? '')
+	);
+	check(
+		"tic-tac-toe boards name their rows A-C and columns 1-3, as the moves name squares ('B2')",
+		JSON.stringify(labels) === JSON.stringify(['', '1', '2', '3', 'A', 'B', 'C']),
+		JSON.stringify(labels)
+	);
+	await page.screenshot({ path: 'test-results/train-example-tictactoe.png', fullPage: true });
 	await page.selectOption(testid('train-preset'), '2048');
 	await page.click(testid('train-example'));
-	const card = testid('train-example-game');
 	await page.waitForSelector(card, { timeout: 30_000 });
 	const cells = await page.$$eval(`${card} .board span`, (els) =>
 		els.map((e) => e.textContent ?? '')

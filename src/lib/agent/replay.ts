@@ -8,7 +8,13 @@
 
 export type ReplayItem =
 	/** A game position; `rows[r][c]` is the cell's text ('' when empty). */
-	| { kind: 'board'; rows: string[][]; caption: string }
+	| {
+			kind: 'board';
+			rows: string[][];
+			caption: string;
+			/** Row and column names drawn beside the board (tic-tac-toe's A-C and 1-3, as moves name squares). */
+			labels?: { rows: string[]; cols: string[] };
+	  }
 	| { kind: 'message'; role: 'system' | 'user' | 'assistant'; text: string }
 	| { kind: 'tool-call'; name: string; arguments: string }
 	| { kind: 'tool-result'; name: string; text: string }

@@ -53,6 +53,12 @@ const rowsOf = (cells: readonly Cell[]) =>
 		cells.slice(r * SIZE, (r + 1) * SIZE).map((c) => (c === '_' ? '' : c))
 	);
 
+/** Rows A-C and columns 1-3: the names moves give squares (squareName: 'B2' is the centre). */
+const SQUARE_LABELS = {
+	rows: Array.from({ length: SIZE }, (_, r) => squareName(r * SIZE)[0]),
+	cols: Array.from({ length: SIZE }, (_, c) => String(c + 1))
+};
+
 /** The boards the agent was shown, each with its reply, then the final board and outcome. */
 export function replay(trajectory: Trajectory): ReplayItem[] {
 	const items: ReplayItem[] = [];
@@ -67,12 +73,18 @@ export function replay(trajectory: Trajectory): ReplayItem[] {
 			items.push({
 				kind: 'board',
 				rows: rowsOf(board),
-				caption: `agent: ${next.message.content ?? ''}`
+				caption: `agent: ${next.message.content ?? ''}`,
+				labels: SQUARE_LABELS
 			});
 	});
 	const final = String(trajectory.metadata.final_board ?? '');
 	if (final.length === SIZE * SIZE)
-		items.push({ kind: 'board', rows: rowsOf([...final] as Cell[]), caption: 'final board' });
+		items.push({
+			kind: 'board',
+			rows: rowsOf([...final] as Cell[]),
+			caption: 'final board',
+			labels: SQUARE_LABELS
+		});
 	const outcome = String(trajectory.metadata.outcome ?? 'unfinished');
 	const mark = String(trajectory.metadata.agent_symbol ?? '?');
 	items.push({ kind: 'outcome', text: `${outcome} (playing ${mark})`, reward: trajectory.reward });
