@@ -245,7 +245,11 @@ export async function shareLinkChecks(
 		let rewritten = 0;
 		for (const query of mangled) {
 			await page.goto(server.url + query);
-			await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+			// hydrated: the page's script has started the GPU probe (the prerendered form takes
+			// no edits before that)
+			await page.waitForSelector(`${testid('webgpu-status')}:not([data-state="detecting"])`, {
+				timeout: 60_000
+			});
 			await page.fill(testid(FIELDS.seed), '41');
 			const moved = await page
 				.waitForFunction(() => location.search.includes('seed=41'), undefined, { timeout: 10_000 })
