@@ -25,7 +25,7 @@ export async function newestIntactCheckpoint<T>(
 		for (const c of corrupt) {
 			const where = await store.setAsideCheckpoint(c.step);
 			store.warn(
-				`skipped the checkpoint of step ${c.step} (${c.error.message.split('. The other')[0]}): ` +
+				`skipped the checkpoint of step ${c.step} (${c.error.problem}): ` +
 					`set aside (${where}); the run continues from step ${step}`
 			);
 		}

@@ -91,12 +91,16 @@ export class GrpoConfigError extends GrpoError {
 
 /** A saved checkpoint cannot be read: a file missing, bad JSON, wrong sizes. */
 export class CheckpointCorruptError extends GrpoError {
+	/** What is wrong and where, without the advice: "Checkpoint WHERE: DETAIL". */
+	readonly problem: string;
 	constructor(where: string, detail: string) {
+		const problem = `Checkpoint ${where}: ${detail.replace(/\.+$/, '')}`;
 		super(
 			'checkpoint-corrupt',
-			`Checkpoint ${where}: ${detail.replace(/\.+$/, '')}. The other checkpoints of the run are untouched; ` +
+			`${problem}. The other checkpoints of the run are untouched; ` +
 				'delete this one or resume from an earlier step.'
 		);
+		this.problem = problem;
 		this.name = 'CheckpointCorruptError';
 	}
 }

@@ -63,7 +63,7 @@ export async function pruneCheckpoints(
 			if (!(error instanceof CheckpointCorruptError)) throw error;
 			const where = await store.setAsideCheckpoint(step);
 			store.warn(
-				`the checkpoint of step ${step} is corrupt (${error.message.split('. The other')[0]}): ` +
+				`the checkpoint of step ${step} is corrupt (${error.problem}): ` +
 					`set aside (${where}); the older checkpoints are kept`
 			);
 			return [];
