@@ -53,6 +53,14 @@ const rowsOf = (cells: readonly Cell[]) =>
 		cells.slice(r * SIZE, (r + 1) * SIZE).map((c) => (c === '_' ? '' : c))
 	);
 
+/** How a game ended, in words that are not the training's terms ("loss" is the update's). */
+export const OUTCOME_WORDS: Record<string, string> = {
+	win: 'won',
+	loss: 'lost',
+	draw: 'draw',
+	illegal: 'illegal move'
+};
+
 /** Rows A-C and columns 1-3: the names moves give squares (squareName: 'B2' is the centre). */
 const SQUARE_LABELS = {
 	rows: Array.from({ length: SIZE }, (_, r) => squareName(r * SIZE)[0]),
@@ -87,6 +95,7 @@ export function replay(trajectory: Trajectory): ReplayItem[] {
 		});
 	const outcome = String(trajectory.metadata.outcome ?? 'unfinished');
 	const mark = String(trajectory.metadata.agent_symbol ?? '?');
-	items.push({ kind: 'outcome', text: `${outcome} (playing ${mark})`, reward: trajectory.reward });
+	const text = `${OUTCOME_WORDS[outcome] ?? outcome} (playing ${mark})`;
+	items.push({ kind: 'outcome', text, reward: trajectory.reward });
 	return items;
 }

@@ -32,6 +32,15 @@ export interface ShiftView {
 
 const prob = (logprob: number) => (Number.isFinite(logprob) ? Math.exp(logprob) : 0);
 
+/**
+ * Which way a token moved, as the page shows it (probabilities to 2 decimals): a change
+ * the numbers on screen do not show ("1.00 → 1.00") is no change.
+ */
+export function shiftDirection(t: ShiftToken): 'up' | 'down' | 'same' {
+	const [b, a] = [Math.round(t.before * 100), Math.round(t.after * 100)];
+	return a > b ? 'up' : a < b ? 'down' : 'same';
+}
+
 /** The view of a 'shift' event; `replies(index)`: that game's replies, when known. */
 export function shiftView(
 	event: Extract<RunEvent, { type: 'shift' }>,

@@ -43,7 +43,8 @@ describe('tic-tac-toe from outside', () => {
 			).toBe(t.metadata.final_board);
 			expect(items.at(-1)).toEqual({
 				kind: 'outcome',
-				text: `${t.metadata.outcome} (playing ${t.metadata.agent_symbol})`,
+				// the game's words, never "loss" (the update's term on the same page)
+				text: `${{ win: 'won', loss: 'lost', draw: 'draw', illegal: 'illegal move' }[String(t.metadata.outcome)]} (playing ${t.metadata.agent_symbol})`,
 				reward: t.reward
 			});
 		}

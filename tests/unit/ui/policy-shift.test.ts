@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/lib/run';
-import { describeShift, shiftView } from '../../../src/lib/ui/policy-shift';
+import { describeShift, shiftDirection, shiftView } from '../../../src/lib/ui/policy-shift';
 
 const event: Extract<RunEvent, { type: 'shift' }> = {
 	type: 'shift',
@@ -66,5 +66,13 @@ describe('policy shift view', () => {
 		expect(describeShift(view, 1)[0]).toBe(
 			'The best game of group 2 (advantage +1.50): "<move>" 0.50 → 0.60, ….'
 		);
+	});
+
+	it('colours only changes the page shows: 1.00 -> 1.00 is no change', () => {
+		expect(shiftDirection({ text: 'a', before: 0.5, after: 0.6 })).toBe('up');
+		expect(shiftDirection({ text: 'a', before: 0.3, after: 0.2 })).toBe('down');
+		expect(shiftDirection({ text: 'a', before: 0.9991, after: 0.9998 })).toBe('same');
+		expect(shiftDirection({ text: 'a', before: 0.444, after: 0.446 })).toBe('up'); // 0.44 -> 0.45
+		expect(shiftDirection({ text: 'a', before: 0, after: 0.004 })).toBe('same');
 	});
 });
