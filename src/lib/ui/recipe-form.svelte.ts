@@ -1,0 +1,133 @@
+/**
+ * @file The Train form's values, as Svelte 5 runes: a preset plus what the visitor changed,
+ * and the recipe they describe. A preset fills the form scaled as this GPU runs it (smaller
+ * on a software GPU); a share link or a saved run fills it with its own numbers, kept as given
+ * (`linked`). The reward and the judge are `reward` (reward-settings.svelte.ts); the game
+ * the expert plays beside the form is `example`.
+ */
+import {
+	DEFAULT_PRESET,
+	forSoftwareGpu,
+	preset,
+	sizedGrpo,
+	type PresetName,
+	type Recipe
+} from '../run';
+import { ExpertExample } from './expert-example.svelte';
+import { RewardSettings } from './reward-settings.svelte';
+import { changesPreset, type ShareSettings } from './share-link';
+
+export class RecipeForm {
+	preset = $state<PresetName>(DEFAULT_PRESET);
+	/** The base model's URL prefix; a path is taken relative to this site. */
+	url = $state('');
+	run = $state('');
+	steps = $state(0);
+	/** Groups per step: 'auto' (sized to the device: run/sizing.ts) or a number. */
+	groups = $state<number | string>(0);
+	groupSize = $state(0);
+	learningRate = $state('');
+	seed = $state(1);
+	/** Step-through: the next run pauses between the phases of each GRPO step. */
+	stepThrough = $state(false);
+	/** Set when the GPU is a software one: presets run scaled down (forSoftwareGpu). */
+	softwareGpu = $state(false);
+	/**
+	 * The form holds a share link's or a saved run's own sizes and rates (not just a preset):
+	 * the GPU probe must not rescale them for a software GPU (a link means the same numbers
+	 * everywhere).
+	 */
+	linked = $state(false);
+	readonly reward = new RewardSettings(() => this.recipe());
+	readonly example = new ExpertExample();
+
+	constructor() {
+		this.choosePreset(DEFAULT_PRESET);
+	}
+
+	/** Fills the form with a preset's values (a fresh run name for it). */
+	choosePreset(name: PresetName): void {
+		this.linked = false;
+		this.preset = name;
+		// (also called when the GPU probe answers: an example of this preset stays)
+		this.example.keepOnly(name);
+		const r = this.#scaled(preset(name));
+		this.url = r.baseModel;
+		this.run = `${name}-1`;
+		this.steps = r.grpo.steps;
+		this.groups = r.grpo.autoSize ? 'auto' : r.grpo.groups;
+		this.groupSize = r.grpo.groupSize;
+		this.learningRate = String(r.grpo.learningRate);
+		this.seed = r.seed;
+	}
+
+	/**
+	 * Tells the form what GPU the worker got: a software one scales presets down (not the
+	 * numbers of a link or a saved run, nor while a run is going: `busy`).
+	 */
+	setSoftwareGpu(software: boolean, busy: boolean): void {
+		if (software === this.softwareGpu) return;
+		this.softwareGpu = software;
+		if (!busy && !this.linked) this.choosePreset(this.preset);
+	}
+
+	/** The form's settings, as a share link holds them (share-link.ts; never the API key). */
+	shareSettings(): ShareSettings {
+		return {
+			preset: this.preset,
+			model: this.url.trim(),
+			steps: Number(this.steps),
+			groups: this.#autoGroups ? 'auto' : Number(this.groups),
+			groupSize: Number(this.groupSize),
+			learningRate: Number(this.learningRate),
+			seed: Number(this.seed),
+			reward: this.reward.source,
+			judgeUrl: this.reward.baseURL.trim(),
+			judgeModel: this.reward.model.trim(),
+			rubric: this.reward.rubric.trim()
+		};
+	}
+
+	/** The form set to `s` (a preset alone, unchanged, is scaled as this GPU runs it). */
+	fill(s: ShareSettings): void {
+		this.choosePreset(s.preset);
+		this.linked = changesPreset(s);
+		if (!this.linked) return;
+		this.url = s.model;
+		this.steps = s.steps;
+		this.groups = s.groups;
+		this.groupSize = s.groupSize;
+		this.learningRate = String(s.learningRate);
+		this.seed = s.seed;
+		this.reward.source = s.reward;
+		this.reward.baseURL = s.judgeUrl;
+		this.reward.model = s.judgeModel;
+		this.reward.rubric = s.rubric;
+	}
+
+	/** The recipe the form describes. */
+	recipe(): Recipe {
+		const base = this.#scaled(preset(this.preset));
+		const reward = this.reward.config();
+		return {
+			...base,
+			...(reward ? { reward } : {}),
+			baseModel: this.url.trim(),
+			seed: Number(this.seed),
+			grpo: {
+				...sizedGrpo(base.grpo, this.#autoGroups ? 'auto' : Number(this.groups)),
+				steps: Number(this.steps),
+				groupSize: Number(this.groupSize),
+				learningRate: Number(this.learningRate)
+			}
+		};
+	}
+
+	get #autoGroups(): boolean {
+		return String(this.groups).trim().toLowerCase() === 'auto';
+	}
+
+	#scaled(recipe: Recipe): Recipe {
+		return this.softwareGpu ? forSoftwareGpu(recipe) : recipe;
+	}
+}

@@ -1,0 +1,73 @@
+/**
+ * @file The Train panel's share link, as Svelte 5 runes: a link the page opened with fills
+ * the form (with a notice of what it could not use, and the sharer's result shown, not
+ * trained on), and the run shown gives its result to the link "Copy link" makes, only while
+ * the form still holds that run's settings (a result must go with the settings that made it).
+ * The link's text is share-link.ts; the address bar follows the form in +page.svelte.
+ */
+import type { HistoryEntry } from '../agent/backend/types';
+import { fmt } from './format';
+import type { RecipeForm } from './recipe-form.svelte';
+import type { ReadLink, SharedResult, ShareSettings } from './share-link';
+
+/** Whether two settings make the same run (a judge typed in but not used changes nothing). */
+function sameRun(a: ShareSettings, b: ShareSettings): boolean {
+	const used = (s: ShareSettings) =>
+		s.reward === 'env' ? { ...s, judgeUrl: '', judgeModel: '', rubric: '' } : s;
+	return JSON.stringify(used(a)) === JSON.stringify(used(b));
+}
+
+/** A shared result in words: "step 12, reward 0.740, evaluation 0.810". */
+export const resultText = (r: SharedResult) =>
+	`step ${r.step}, reward ${fmt(r.reward)}` +
+	(r.evaluation === undefined ? '' : `, evaluation ${fmt(r.evaluation)}`);
+
+export class TrainLink {
+	/** Sentences on what of the share link the page opened with was not used; [] if all was. */
+	notice = $state<string[]>([]);
+	/** The result a share link carried (the sharer's run, shown, not trained on). */
+	sharedResult = $state<SharedResult | null>(null);
+	/** The settings of the run shown (started, resumed or opened), for its result in a link. */
+	#shown = $state<ShareSettings | null>(null);
+
+	#form: RecipeForm;
+	#history: () => HistoryEntry[];
+
+	/** `history` returns the shown run's history lines. */
+	constructor(form: RecipeForm, history: () => HistoryEntry[]) {
+		this.#form = form;
+		this.#history = history;
+	}
+
+	/** Fills the form from a share link, exactly (not rescaled for a software GPU). */
+	open(link: ReadLink): void {
+		this.#form.fill(link.settings);
+		this.notice = link.ignored;
+		this.sharedResult = link.result ?? null;
+	}
+
+	/** The run shown now has these settings (null: not known). */
+	showing(settings: ShareSettings | null): void {
+		this.#shown = settings;
+	}
+
+	/**
+	 * The shown run's result for a share link: its last trained step with its reward, and its
+	 * last evaluation; undefined when nothing is trained yet or the form no longer holds that
+	 * run's settings.
+	 */
+	runResult(): SharedResult | undefined {
+		const shown = this.#shown;
+		if (!shown || !sameRun(shown, this.#form.shareSettings())) return undefined;
+		const history = this.#history();
+		const last = (key: string) => history.findLast((h) => typeof h[key] === 'number');
+		const trained = last('train/reward');
+		if (!trained || trained.step < 1) return undefined;
+		const evaluation = last('val/reward')?.['val/reward'] as number | undefined;
+		return {
+			step: trained.step,
+			reward: trained['train/reward'] as number,
+			...(evaluation === undefined ? {} : { evaluation })
+		};
+	}
+}
