@@ -1,6 +1,6 @@
 /**
  * @file Generation benchmark, TabRL's side: decode throughput of Generator.generate
- * (generation.ts) at batch 1, 8 and 32 for SmolLM2-135M's shape and Qwen2.5-0.5B's shape,
+ * (generate/generator.ts) at batch 1, 8 and 32 for SmolLM2-135M's shape and Qwen2.5-0.5B's shape,
  * random weights made in memory (no files), 128-token prompts, 256 new tokens per
  * sequence with ignoreEos, sampling at temperature 1 (top-k and top-p off). Prints ONE
  * JSON object on stdout, progress on stderr. scripts/bench_generate_torch.py does the
@@ -28,7 +28,7 @@
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
 import { parseDecodeMatmul } from '../src/lib/model/decode-layer';
-import { Generator } from '../src/lib/model/generation';
+import { Generator } from '../src/lib/model/generate/generator';
 import { TransformerModel } from '../src/lib/model/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
 import {

@@ -28,7 +28,7 @@ import { groupAdvantages } from '../src/lib/grpo/advantages';
 import { LoraOptimizer } from '../src/lib/grpo/optimizer';
 import type { TrainSequence } from '../src/lib/grpo/pack';
 import { grpoStep } from '../src/lib/grpo/train-step';
-import { Generator } from '../src/lib/model/generation';
+import { Generator } from '../src/lib/model/generate/generator';
 import { TransformerModel } from '../src/lib/model/transformer';
 import {
 	flag,

@@ -1,6 +1,6 @@
 /**
  * @file `cli generate`: new tokens for one prompt from a model folder, sampled on the GPU
- * with a KV cache (Generator, generation.ts).
+ * with a KV cache (Generator, generate/generator.ts).
  *
  *   generate --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE) --max-tokens N
  *       --temperature T [--top-p P] [--top-k K] [--seed S] [--ignore-eos]
@@ -20,7 +20,7 @@
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/chat-template';
 import { ContextLengthError } from '../../src/lib/model/errors';
-import { Generator } from '../../src/lib/model/generation';
+import { Generator } from '../../src/lib/model/generate/generator';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import {
 	CliInputError,

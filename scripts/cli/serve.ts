@@ -28,7 +28,7 @@ import { basename, resolve } from 'node:path';
 import { listenChatServer } from '../../src/lib/agent/openai/http-server';
 import { ChatService } from '../../src/lib/agent/openai/service';
 import { acquireGpu } from '../../src/lib/gpu/device';
-import { Generator } from '../../src/lib/model/generation';
+import { Generator } from '../../src/lib/model/generate/generator';
 import { Tokenizer } from '../../src/lib/model/tokenizer';
 import { OffThreadPieceEncoder } from '../../src/lib/model/tokenizer-thread';
 import { TransformerModel } from '../../src/lib/model/transformer';

@@ -7,7 +7,7 @@
  * are all ones, written once. A call with no constraint never makes one of these: its
  * steps upload nothing and keep the Generator's one-step look-ahead.
  */
-import type { TokenConstraint } from './generation';
+import type { TokenConstraint } from './generate/options';
 import type { Tensor } from '../gpu/tensor';
 
 export class StepMasks {

@@ -15,7 +15,7 @@ import { jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema'
 import { useGpu } from '../../helpers/gpu';
 import { KITCHEN_SCHEMA, RULER_SCHEMA, schemaErrors } from '../model/json-schema-check';
 import { ChatService } from '../../../src/lib/agent/openai/service';
-import { Generator } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 
 const USER = [{ role: 'user' as const, content: 'rate the games' }];

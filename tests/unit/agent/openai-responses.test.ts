@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
 import type { TabrlResponse } from '../../../src/lib/agent/openai/responses-output';
 import { ChatService } from '../../../src/lib/agent/openai/service';
-import { Generator } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

@@ -2,7 +2,7 @@
  * Shared setup of the OpenAI-layer tests: a tiny random Llama in real Hugging Face layout
  * (fixtures.ts: tiny byte-level BPE with a ChatML template that renders tools and
  * <tool_call> blocks) written to a temp folder and loaded as the CLI loads a model, with
- * the REAL generation engine (src/lib/model/generation.ts) on it.
+ * the REAL generation engine (src/lib/model/generate/generator.ts) on it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { ChatService } from '../../../src/lib/agent/openai/service';
 import type { Gpu } from '../../../src/lib/gpu/device';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { Generator } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles

@@ -19,7 +19,7 @@ import {
 	type JudgeEndpoint
 } from '../../../src/lib/agent/ruler';
 import { Trajectory, TrajectoryGroup } from '../../../src/lib/agent/trajectory';
-import { Generator } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../src/lib/model/chat-messages';
 import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
-import { Generator, type GenerateOptions } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
+import type { GenerateOptions } from '../../../src/lib/model/generate/options';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { parseDecodeMatmul } from '../../../src/lib/model/decode-layer';
-import { Generator, type GeneratedSequence } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
+import type { GeneratedSequence } from '../../../src/lib/model/generate/options';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { TransformerModel } from '../../../src/lib/model/transformer';
 import { useGpu } from '../../helpers/gpu';

@@ -10,11 +10,8 @@
  * text may end.
  */
 import { describe, expect, it } from 'vitest';
-import {
-	Generator,
-	type GeneratedSequence,
-	type TokenConstraint
-} from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
+import type { GeneratedSequence, TokenConstraint } from '../../../src/lib/model/generate/options';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogits } from '../../../src/lib/testing/reference';
 import { TransformerModel } from '../../../src/lib/model/transformer';

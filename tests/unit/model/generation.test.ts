@@ -1,5 +1,5 @@
 /**
- * Batched generation (generation.ts) on tiny random models against the f64 CPU reference
+ * Batched generation (generate/) on tiny random models against the f64 CPU reference
  * (reference.ts, recomputing the whole prompt + generated prefix at every step, no cache)
  * and against the GPU's full forward (scoreTokens): greedy tokens are the reference's
  * argmax at every step, every returned logprob is the reference's log_softmax(logits / T)
@@ -22,15 +22,15 @@ import {
 	GenerationOptionsError,
 	ModelTooLargeError
 } from '../../../src/lib/model/errors';
-import {
-	autoBatch,
-	Generator,
-	prefillTokenLimit,
-	sequenceSeed,
-	type GenerateOptions,
-	type GeneratedSequence,
-	type StepToken
-} from '../../../src/lib/model/generation';
+import { autoBatch } from '../../../src/lib/model/generate/batch-size';
+import { Generator } from '../../../src/lib/model/generate/generator';
+import type {
+	GenerateOptions,
+	GeneratedSequence,
+	StepToken
+} from '../../../src/lib/model/generate/options';
+import { prefillTokenLimit } from '../../../src/lib/model/generate/prefill';
+import { sequenceSeed } from '../../../src/lib/model/generate/seed';
 import { peftName } from '../../../src/lib/model/lora';
 import { estimateModelMemory } from '../../../src/lib/model/memory';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundToF16 } from '../../../src/lib/gpu/half';
 import { Rng } from '../../../src/lib/util/random';
 import { toTokenBatch } from '../../../src/lib/model/batch';
-import { Generator } from '../../../src/lib/model/generation';
+import { Generator } from '../../../src/lib/model/generate/generator';
 import { memoryByteSource } from '../../../src/lib/model/byte-source';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';

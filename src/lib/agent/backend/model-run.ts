@@ -11,7 +11,7 @@
  */
 import type { Gpu } from '../../gpu/device';
 import type { Checkpoint } from '../../model/checkpoint';
-import { Generator, type GeneratorStats } from '../../model/generation';
+import { Generator, type GeneratorStats } from '../../model/generate/generator';
 import { resolveLoraConfig } from '../../model/lora';
 import { Tokenizer } from '../../model/tokenizer';
 import { TransformerModel } from '../../model/transformer';

@@ -14,7 +14,7 @@
  */
 import type { ChatCompletionTokenLogprob } from 'openai/resources/chat/completions';
 import type { DecodeStream } from '../../model/decode-stream';
-import type { TopLogprob } from '../../model/generation';
+import type { TopLogprob } from '../../model/generate/options';
 import { bytesToUnicode } from '../../model/byte-level';
 import { StopStringMatcher } from './stop-strings';
 import { ToolCallStream, type ParsedToolCall } from './tool-calls';

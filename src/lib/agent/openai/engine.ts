@@ -1,15 +1,11 @@
 /**
  * @file What the OpenAI layer needs of a generation engine: `generate(prompts, options)`
- * and (optionally) its context window, as src/lib/model/generation.ts's Generator offers
+ * and (optionally) its context window, as src/lib/model/generate/generator.ts's Generator offers
  * them. A Pick of the Generator, so a real one is a ChatEngine with no adapter, and a
  * wrapper around one (to observe its calls) is easy to write.
  */
-import type {
-	GenerateOptions,
-	GeneratedSequence,
-	Generator,
-	StepToken
-} from '../../model/generation';
+import type { Generator } from '../../model/generate/generator';
+import type { GenerateOptions, GeneratedSequence, StepToken } from '../../model/generate/options';
 
 export type { StepToken };
 export type EngineOptions = GenerateOptions;

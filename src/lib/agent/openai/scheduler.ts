@@ -25,12 +25,8 @@
  * own signal aborts the engine's work, a prefill included (a long one is most of a big
  * call's time). If `generate` throws, every job of that call rejects with the error.
  */
-import {
-	randomSeed,
-	sequenceSeed,
-	type TokenConstraint,
-	type TopLogprob
-} from '../../model/generation';
+import type { TokenConstraint, TopLogprob } from '../../model/generate/options';
+import { randomSeed, sequenceSeed } from '../../model/generate/seed';
 import type { ChatEngine, EngineOptions, EngineSequence, StepToken } from './engine';
 
 export interface SamplingParams {

@@ -22,9 +22,9 @@
  * the trie walks outside strings visit a few thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string
  * sub-state met (between characters, inside a UTF-8 character or an escape): its token
  * table, ~50 ms. Against a decode step of milliseconds, the mask is not the cost;
- * constrained calls lose the Generator's one-step look-ahead instead (generation.ts).
+ * constrained calls lose the Generator's one-step look-ahead instead (generate/generator.ts).
  */
-import type { TokenConstraint } from '../generation';
+import type { TokenConstraint } from '../generate/options';
 import { ConstraintError } from './errors';
 import { Frame, Grammar, S_OPEN, stackKey } from './grammar';
 import type { Vocabulary } from './vocabulary';

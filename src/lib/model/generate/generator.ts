@@ -1,0 +1,358 @@
+/**
+ * @file Batched generation with a KV cache and the model's current LoRA adapters (the
+ * policy being trained): a call's prompts are prefilled (prefill.ts), then decoded together
+ * one token per sequence per step (decode-session.ts), sampled on the GPU.
+ *
+ *   const gen = new Generator(model);
+ *   const [a, b] = await gen.generate([[1, 2, 3], [4, 5]], { maxTokens: 64, seed: 7 });
+ *   a.ids, a.logprobs, a.finishReason   // new tokens, their logprobs, 'stop' | 'length'
+ *
+ * The host stays one step ahead: step s + 1 is submitted before step s's ids are read (a
+ * sequence that finished rides along, its result ignored), except under constraints, where
+ * a step's mask needs the step before's token. Memory is checked (generation-memory.ts)
+ * before anything is allocated; the session is kept for the next call of the same batch
+ * size and a similar length until release().
+ */
+import { ShapeMismatchError } from '../../gpu/errors';
+import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';
+import { BufferPool } from '../../gpu/pool';
+import { writeTensor } from '../../gpu/tensor';
+import type { DecodeMatmulOptions } from '../decode-layer';
+import { ContextLengthError, GenerationOptionsError } from '../errors';
+import { estimateGenerationMemory } from '../generation-memory';
+import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../memory';
+import { StepMasks } from '../step-masks';
+import type { TransformerModel } from '../transformer';
+import { autoBatch, MIN_AUTO_BATCH, SLOT_GRANULE } from './batch-size';
+import { DecodeSession } from './decode-session';
+import {
+	resolveOptions,
+	type GenerateOptions,
+	type GeneratedSequence,
+	type GeneratorOptions,
+	type ResolvedOptions,
+	type StepToken
+} from './options';
+import { prefill, prefillGroups, prefillTokenLimit } from './prefill';
+import { sequenceSeed } from './seed';
+
+/**
+ * What a Generator has done since it was made: where a rollout's time goes (the rest of a
+ * rollout's wall time is the host's: templates, tokenizing, the environment, scheduling).
+ * Wall times on the host's clock, each call's prefill and decode loop awaited to its end.
+ */
+export interface GeneratorStats {
+	/** generate() calls, the batches they were decoded in, and the sequences of all of them. */
+	calls: number;
+	batches: number;
+	sequences: number;
+	/** Prompt tokens prefilled, and ms in the prefill. */
+	promptTokens: number;
+	prefillMs: number;
+	/** Decode steps (one token for every live sequence), and ms in the decode loops. */
+	decodeSteps: number;
+	decodeMs: number;
+	/** Decode sessions made (a KV cache and recorded step each; a kept one is reused). */
+	sessions: number;
+}
+
+/** Decodes with the model's current LoRA adapters (the policy being trained). */
+export class Generator {
+	readonly stats: GeneratorStats = {
+		calls: 0,
+		batches: 0,
+		sequences: 0,
+		promptTokens: 0,
+		prefillMs: 0,
+		decodeSteps: 0,
+		decodeMs: 0,
+		sessions: 0
+	};
+	readonly #model: TransformerModel;
+	/** undefined: autoBatch per call. */
+	readonly #maxBatch: number | undefined;
+	readonly #context: number;
+	readonly #pool: BufferPool;
+	readonly #decodeMatmul?: DecodeMatmulOptions;
+	readonly #prefillTokens: number;
+	#session: DecodeSession | undefined;
+	/** Calls run one at a time, in order. */
+	#queue: Promise<unknown> = Promise.resolve();
+	#released = false;
+
+	constructor(model: TransformerModel, options: GeneratorOptions = {}) {
+		const maxBatch = options.maxBatch;
+		if (maxBatch !== undefined && !(Number.isInteger(maxBatch) && maxBatch >= 1))
+			throw new GenerationOptionsError(`maxBatch must be a positive integer, got ${maxBatch}`);
+		const limit = model.config.maxPositionEmbeddings;
+		const maxContext = options.maxContext ?? limit;
+		if (!(Number.isInteger(maxContext) && maxContext >= 1))
+			throw new GenerationOptionsError(`maxContext must be a positive integer, got ${maxContext}`);
+		this.#model = model;
+		this.#maxBatch = maxBatch;
+		this.#context = Math.min(maxContext, limit);
+		this.#pool = new BufferPool(model.gpu);
+		this.#decodeMatmul = options.decodeMatmul;
+		const prefillTokens = options.prefillTokens ?? prefillTokenLimit(model.config);
+		if (!(Number.isInteger(prefillTokens) && prefillTokens >= 1))
+			throw new GenerationOptionsError(
+				`prefillTokens must be a positive integer, got ${prefillTokens}`
+			);
+		this.#prefillTokens = prefillTokens;
+	}
+
+	/** The kept decode session's shape and recorded step (undefined before a call). */
+	get session(): { batch: number; slots: number; dispatchesPerStep: number } | undefined {
+		const s = this.#session;
+		return s && { batch: s.B, slots: s.S, dispatchesPerStep: s.dispatchesPerStep };
+	}
+
+	/** The context window (prompt + new tokens) a sequence may use. */
+	get contextLength(): number {
+		return this.#context;
+	}
+
+	/** Generates for every prompt; results in the prompts' order. */
+	generate(
+		prompts: readonly (readonly number[])[],
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		const run = this.#queue.then(() => this.#generate(prompts, options));
+		this.#queue = run.catch(() => undefined);
+		return run;
+	}
+
+	/** Frees the KV cache and the step's buffers (the model stays the caller's). */
+	release(): void {
+		this.#released = true;
+		this.#session?.release();
+		this.#session = undefined;
+		this.#pool.trim();
+	}
+
+	async #generate(
+		prompts: readonly (readonly number[])[],
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		this.#checkLive();
+		const { config } = this.#model;
+		const o = resolveOptions(options, config.eosTokenIds, config.vocabSize);
+		if (o.keys && o.keys.length !== prompts.length)
+			throw new GenerationOptionsError(
+				`sequenceKeys has ${o.keys.length} keys for ${prompts.length} prompts: give one per prompt`
+			);
+		if (options.constraints && options.constraints.length !== prompts.length)
+			throw new GenerationOptionsError(
+				`constraints has ${options.constraints.length} entries for ${prompts.length} prompts: give one (or undefined) per prompt`
+			);
+		prompts.forEach((p, i) => {
+			if (p.length === 0)
+				throw new GenerationOptionsError(`prompt ${i} is empty: give at least one token`);
+			if (p.length > this.#context) throw new ContextLengthError(p.length, this.#context, i);
+			for (let t = 0; t < p.length; t++)
+				if (!(Number.isInteger(p[t]) && p[t] >= 0 && p[t] < config.vocabSize))
+					throw new ShapeMismatchError(
+						`token id ${p[t]} at [${i}, ${t}] is outside the vocabulary [0, ` +
+							`${config.vocabSize}); check that the tokenizer belongs to this model`
+					);
+		});
+		options.signal?.throwIfAborted();
+		const out: GeneratedSequence[] = [];
+		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
+		this.stats.calls++;
+		for (let start = 0; start < prompts.length; start += maxBatch) {
+			options.signal?.throwIfAborted();
+			const batch = prompts.slice(start, start + maxBatch);
+			out.push(...(await this.#generateBatch(batch, start, o, options)));
+		}
+		return out;
+	}
+
+	async #generateBatch(
+		prompts: readonly (readonly number[])[],
+		base: number,
+		o: ResolvedOptions,
+		options: GenerateOptions
+	): Promise<GeneratedSequence[]> {
+		const B = prompts.length;
+		const lengths = prompts.map((p) => p.length);
+		const budget = lengths.map((n) => Math.min(o.maxTokens, this.#context - n));
+		const top = o.top > 0;
+		const results: GeneratedSequence[] = prompts.map((p) => ({
+			promptIds: [...p],
+			ids: [],
+			logprobs: [],
+			...(top ? { topLogprobs: [] } : {}),
+			finishReason: 'length'
+		}));
+		const active = budget.map((n) => n > 0);
+		const steps = Math.max(...budget);
+		if (steps === 0) return results;
+		// Slots: the prompt, then every new token but the last (it is never fed back).
+		const need = Math.max(...lengths.map((n, b) => n + Math.max(0, budget[b] - 1)));
+		const session = this.#sessionFor(B, need, lengths);
+		const seeds = prompts.map((_, b) => o.keys?.[base + b] ?? sequenceSeed(o.seed, base + b));
+		writeTensor(session.temperature, new Float32Array(B).fill(o.temperature));
+		writeTensor(session.topK, new Uint32Array(B).fill(o.topK));
+		writeTensor(session.topP, new Float32Array(B).fill(o.topP));
+		writeTensor(session.seeds, seeds);
+		writeTensor(session.positions, lengths);
+		const stats = this.stats;
+		stats.batches++;
+		stats.sequences += B;
+		stats.promptTokens += lengths.reduce((a, n) => a + n, 0);
+		const prefillStart = performance.now();
+		await prefill(this.#model, this.#pool, this.#prefillTokens, session, prompts, options.signal);
+		const decodeStart = performance.now();
+		stats.prefillMs += decodeStart - prefillStart;
+		try {
+			return await this.#decode(session, prompts, base, o, options, {
+				results,
+				budget,
+				active,
+				steps,
+				top
+			});
+		} finally {
+			stats.decodeMs += performance.now() - decodeStart;
+		}
+	}
+
+	/** The decode loop of one batch after its prefill: a token per live sequence a step. */
+	async #decode(
+		session: DecodeSession,
+		prompts: readonly (readonly number[])[],
+		base: number,
+		o: ResolvedOptions,
+		options: GenerateOptions,
+		state: {
+			results: GeneratedSequence[];
+			budget: number[];
+			active: boolean[];
+			steps: number;
+			top: boolean;
+		}
+	): Promise<GeneratedSequence[]> {
+		const { results, budget, active, steps, top } = state;
+		const B = prompts.length;
+
+		// Constrained: each step's masks need the step before's tokens, so no look-ahead.
+		const constraints = options.constraints?.slice(base, base + B);
+		const masks = constraints?.some(Boolean)
+			? new StepMasks(session.mask, constraints, [...o.stop])
+			: undefined;
+		const endEmpty = () => {
+			for (const b of masks!.write(active)) [active[b], results[b].finishReason] = [false, 'stop'];
+			return active.some(Boolean);
+		};
+		if (masks && !endEmpty()) return results;
+		session.submitStep(0, masks !== undefined, top);
+		for (let s = 0; s < steps; s++) {
+			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1, false, top);
+			this.stats.decodeSteps++;
+			const { ids, logprobs } = await session.readStep(s);
+			const best = top ? await session.readTop(s) : undefined;
+			this.#checkLive();
+			options.signal?.throwIfAborted();
+			const tokens: StepToken[] = [];
+			for (let b = 0; b < B; b++) {
+				if (!active[b]) continue;
+				const r = results[b];
+				masks?.accept(b, ids[b]);
+				r.ids.push(ids[b]);
+				r.logprobs.push(logprobs[b]);
+				const token: StepToken = { index: base + b, id: ids[b], logprob: logprobs[b] };
+				if (best) {
+					token.top = Array.from({ length: o.top }, (_, j) => ({
+						id: best.ids[b * MAX_TOP_LOGPROBS + j],
+						logprob: best.logprobs[b * MAX_TOP_LOGPROBS + j]
+					}));
+					r.topLogprobs!.push(token.top);
+				}
+				tokens.push(token);
+				if (o.stop.has(ids[b])) [active[b], r.finishReason] = [false, 'stop'];
+				else if (r.ids.length >= budget[b]) [active[b], r.finishReason] = [false, 'length'];
+			}
+			const stopNow = tokens.length ? options.onStep?.(tokens) : undefined;
+			for (const index of stopNow ?? []) {
+				const b = index - base;
+				if (!tokens.some((t) => t.index === index)) continue; // not one of this step's
+				active[b] = false;
+				results[b].finishReason = 'stop';
+			}
+			if (!active.some(Boolean)) break;
+			if (masks && s + 1 < steps) {
+				if (!endEmpty()) break;
+				session.submitStep(s + 1, true, top);
+			}
+		}
+		return results;
+	}
+
+	/** The session for B sequences needing `need` slots: the kept one when it fits, else a
+	 * new one, after the memory check. */
+	#sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
+		const S = Math.ceil(need / SLOT_GRANULE) * SLOT_GRANULE;
+		const kept = this.#session;
+		const model = this.#model;
+		const reuse = kept && kept.B === B && kept.S >= need && kept.S <= 2 * S;
+		if (!reuse) {
+			kept?.release();
+			this.#session = undefined;
+		}
+		checkModelMemory(
+			this.#estimate(B, reuse ? kept.S : S, lengths),
+			model.gpu.limits,
+			model.memoryBudgetBytes,
+			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
+				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
+		);
+		if (reuse) return kept;
+		this.stats.sessions++;
+		this.#session = new DecodeSession(model, B, S, this.#decodeMatmul);
+		return this.#session;
+	}
+
+	/** The memory of generating for prompts of these lengths with S cache slots each. */
+	#estimate(B: number, S: number, lengths: readonly number[]): MemoryEstimate {
+		const model = this.#model;
+		const groups = prefillGroups(lengths, this.#prefillTokens);
+		const prefill = groups.reduce(
+			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
+			{ B: 0, T: 0 }
+		);
+		return estimateGenerationMemory(model.gpu, model.config, {
+			B,
+			S,
+			prefill,
+			lora: model.lora?.config,
+			weightChunkRows: model.weights.lmHead.chunks[0].rows,
+			weightDtype: model.weights.dtypes
+		});
+	}
+
+	/**
+	 * The default batch (autoBatch) for these prompts and up to `maxTokens` new tokens each,
+	 * halved (not below MIN_AUTO_BATCH) while a batch of it would not fit the model's memory
+	 * budget or the device's buffers, then evened out over the batches it makes (512
+	 * prompts by at most 341: two of 256, not 341 + 171).
+	 */
+	#autoBatch(prompts: readonly (readonly number[])[], maxTokens: number): number {
+		const { gpu, config, memoryBudgetBytes } = this.#model;
+		// the longest prompts: any batch of B of them fits if these do
+		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
+		const slots = Math.min(this.#context, longest[0] + maxTokens);
+		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		let B = autoBatch(config, gpu.limits, prompts.length, slots);
+		while (
+			B > MIN_AUTO_BATCH &&
+			!fitsModelMemory(this.#estimate(B, S, longest.slice(0, B)), gpu.limits, memoryBudgetBytes)
+		)
+			B = Math.max(MIN_AUTO_BATCH, Math.ceil(B / 2));
+		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
+	}
+
+	#checkLive(): void {
+		if (this.#released) throw new Error('Generator: used after release()');
+	}
+}
