@@ -95,9 +95,19 @@ describe('sizedEvaluation', () => {
 		const d = device((EVAL_SECONDS / 40) * 1.01); // 40 games take just over the time
 		const games = await sizedEvaluation(d.play, 200, d.now);
 		expect(games).toHaveLength(64);
-		const slow = device(EVAL_SECONDS); // one game takes it all: the first batch only
-		expect(await sizedEvaluation(slow.play, 200, slow.now)).toHaveLength(16);
+		const slow = device(EVAL_SECONDS); // one game takes it all: the batch after the first
+		expect(await sizedEvaluation(slow.play, 200, slow.now)).toHaveLength(32);
 		const few = device(EVAL_SECONDS);
 		expect(await sizedEvaluation(few.play, 5, few.now)).toHaveLength(5);
+	});
+	it("does not count the first batch's time (the device's first compile) against the size", async () => {
+		const d = device(0.001);
+		let compiled = 0; // ms the first batch spends compiling: longer than the whole budget
+		const play = async (from: number, games: number) => {
+			if (from === 0) compiled = EVAL_SECONDS * 2 * 1000;
+			return d.play(from, games);
+		};
+		const now = () => d.now() + compiled;
+		expect(await sizedEvaluation(play, 200, now)).toHaveLength(200);
 	});
 });
