@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConstraintError } from '../../../src/lib/model/constrain/errors';
 import { jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema';
-import { PRETTY_MAX_INDENT } from '../../../src/lib/model/constrain/grammar';
+import { PRETTY_MAX_INDENT } from '../../../src/lib/model/constrain/grammar-nodes';
 import { TokenGrammar } from '../../../src/lib/model/constrain/token-mask';
 import {
 	tokenBytes,

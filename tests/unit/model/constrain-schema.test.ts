@@ -8,7 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SchemaError } from '../../../src/lib/model/constrain/errors';
-import { END, PRETTY_MAX_INDENT, type Grammar } from '../../../src/lib/model/constrain/grammar';
+import type { Grammar } from '../../../src/lib/model/constrain/grammar';
+import { END, PRETTY_MAX_INDENT } from '../../../src/lib/model/constrain/grammar-nodes';
 import { jsonObjectGrammar, jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema';
 import { Rng } from '../../../src/lib/util/random';
 import {

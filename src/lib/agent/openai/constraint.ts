@@ -18,7 +18,9 @@
  * the same schema every call reuses the grammar and its cached masks.
  */
 import { ConstraintError, SchemaError } from '../../model/constrain/errors';
-import { GrammarBuilder, type GNode, type Grammar } from '../../model/constrain/grammar';
+import type { Grammar } from '../../model/constrain/grammar';
+import { GrammarBuilder } from '../../model/constrain/grammar-builder';
+import type { GNode } from '../../model/constrain/grammar-nodes';
 import { SchemaCompiler } from '../../model/constrain/json-schema';
 import { TokenGrammar } from '../../model/constrain/token-mask';
 import { vocabularyOf, type VocabularySource } from '../../model/constrain/vocabulary';

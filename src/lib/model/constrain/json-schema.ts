@@ -1,5 +1,5 @@
 /**
- * @file A JSON Schema subset compiled to grammar nodes (grammar.ts): what OpenAI's strict
+ * @file A JSON Schema subset compiled to grammar nodes (grammar-nodes.ts): what OpenAI's strict
  * structured outputs and pydantic's schemas use. Every keyword is either supported,
  * an annotation (ignored: it does not constrain), or refused with a SchemaError naming it
  * and where it is, never silently dropped.
@@ -25,15 +25,9 @@
  * keyword not listed here.
  */
 import { SchemaError } from './errors';
-import {
-	emptyCycle,
-	GrammarBuilder,
-	MAX_INT_DIGITS,
-	type GNode,
-	type Grammar,
-	type NumBounds,
-	type RefNode
-} from './grammar';
+import type { Grammar } from './grammar';
+import { emptyCycle, GrammarBuilder } from './grammar-builder';
+import { MAX_INT_DIGITS, type GNode, type NumBounds, type RefNode } from './grammar-nodes';
 
 /** Keywords that describe and never constrain. */
 const ANNOTATIONS = new Set([
@@ -84,7 +78,7 @@ const REFUSED: Record<string, string> = {
 };
 
 export interface JsonSchemaOptions {
-	/** Spaces and tabs after a whitespace gap's newline (default grammar.ts's). */
+	/** Spaces and tabs after a whitespace gap's newline (default grammar-nodes.ts's). */
 	maxIndent?: number;
 	/** Allow a whitespace gap before / after the value (default false). */
 	leadingWs?: boolean;

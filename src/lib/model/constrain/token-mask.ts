@@ -26,7 +26,8 @@
  */
 import type { TokenConstraint } from '../generate/options';
 import { ConstraintError } from './errors';
-import { Frame, Grammar, S_OPEN, stackKey } from './grammar';
+import { Frame, Grammar, stackKey } from './grammar';
+import { S_OPEN } from './string-states';
 import type { Vocabulary } from './vocabulary';
 
 /** The mask of one stack: allowed token bits (Vocabulary.words u32), and whether the text

@@ -16,7 +16,7 @@
  */
 import { bytesToUnicode } from '../byte-level';
 import { ConstraintError } from './errors';
-import { STR_EXIT, STR_NEXT, STR_REJECT, STR_STARTS_CHAR, STRING_STATES } from './grammar';
+import { STR_EXIT, STR_NEXT, STR_REJECT, STR_STARTS_CHAR, STRING_STATES } from './string-states';
 
 /** What the vocabulary needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it). */
 export interface VocabularySource {
