@@ -10,22 +10,12 @@
  * Layout: tokens are rows, N = B * T (b outer), hidden states [N, C]; q [B, T, Hq, D].
  * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), NaN where t + 1 >= lengths[b].
  *
- * Activation memory (see memory.ts for the bytes): the training forward keeps only each
- * layer's input (the residual stream, (L + 1) x [N, C]); the backward recomputes each
- * layer's forward from it, with the same kernels on the same inputs, so the recomputed
- * activations are bit-identical to the forward's, then runs the layer's backward. That
- * costs one extra forward of the layers (~1/3 more work) and saves ~L - 1 layers' worth
- * of activations (gate, up and SwiGLU output dominate: 3 x [N, I]).
- *
- * Buffers of a call come from a BufferPool and go back to it afterwards, so repeated calls
- * on one batch shape allocate nothing; a call on another shape trims the pool first.
- *
- * Submission: one command buffer per layer; each is submitted while the previous one runs,
- * and recording waits for the layer before that, so a long batch never sits in one huge
- * command buffer and at most two layers' scratch buffers are alive at once (scratch.ts).
- *
- * LoRA off (`{ lora: false }` per call) runs the base weights: the reference policy of a
- * KL penalty, at no extra memory. Dropout is not supported (0 only).
+ * Training keeps each layer's input ((L + 1) x [N, C]) and the backward recomputes the
+ * layer's forward from it, bit-identical (about 1/3 more work, L - 1 layers' activations
+ * saved: memory.ts has the bytes), or keeps every layer's activations where they fit
+ * (`activations`). A call's buffers come from a pool kept for the next call of the same
+ * shape (call-buffers.ts); each layer is one command buffer. LoRA off (`{ lora: false }`
+ * per call) runs the base weights: a KL penalty's reference policy. No dropout.
  */
 import { BufferPool } from '../gpu/pool';
 import type { Gpu } from '../gpu/device';
@@ -37,88 +27,39 @@ import { rmsNormBackward, rmsNormForward } from '../gpu/kernels/rmsnorm';
 import { readTensor, uploadTensor, writeTensor, type Tensor } from '../gpu/tensor';
 import {
 	fromTargetGrid,
-	nextTokenTargets,
 	toTargetGrid,
 	toTokenBatch,
 	type TokenBatch,
 	type TokenBatchInput
 } from './batch';
+import { allocateCall, type CallBuffers } from './call-buffers';
 import { ropeInvFreq } from './config';
 import { LoraConfigError } from './errors';
-import { layerBackward, layerForward, type LayerContext, type LoraActs } from './layer';
-import { LoraParameters, resolveLoraConfig, type LoraConfig } from './lora';
+import { layerBackward, layerForward } from './layer';
+import { LoraParameters, resolveLoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
+import type {
+	ActivationPolicy,
+	BackwardOptions,
+	CallOptions,
+	LogprobGrad,
+	ScoreResult,
+	TransformerOptions
+} from './transformer-options';
 import type { ModelConfig, WeightSource } from './types';
 import { uploadWeights, type ModelWeights } from './weights';
-import { planWeightDtypes, type WeightDtypePolicy } from './weight-dtype';
+import { planWeightDtypes } from './weight-dtype';
 import {
 	allocate,
 	backwardSpecs,
 	headSpecs,
 	inputSpecs,
-	layerSpecs,
 	layerStateSpecs,
-	loraActSpecs,
 	pooledBytes,
-	releaseAll,
 	specList,
 	streamSpecs,
-	x2Spec,
 	type Mode
 } from './workspace';
-
-export interface TransformerOptions {
-	/** LoRA adapters to create (defaults filled in: r 8, alpha 16, all 7 projections);
-	 * omitted: no adapters (scoring only). */
-	lora?: Partial<LoraConfig>;
-	/** Seeds LoRA A's initialisation. */
-	seed?: number;
-	/** Total GPU memory the model may use (WebGPU does not report it); calls whose
-	 * estimate exceeds it are refused before anything is allocated. */
-	memoryBudgetBytes?: number;
-	/** Training activations: 'recompute' keeps only each layer's input and recomputes the
-	 * layer's forward in the backward (least memory); 'keep' keeps every layer's activations
-	 * (no recompute: about a quarter less work, and the memory PyTorch's eager mode uses);
-	 * 'auto' (default) keeps them when the estimate with them fits in `memoryBudgetBytes`,
-	 * and recomputes when no budget is given (WebGPU cannot say how much memory there is). */
-	activations?: ActivationPolicy;
-	/** Largest chunk of the embedding / lm_head (tests force chunking with it). */
-	maxChunkBytes?: number;
-	/** Dtype of the projections, embedding and lm_head on the GPU (weight-dtype.ts): 'auto'
-	 * (default) keeps f16 / bf16 checkpoints in f16 where that is exact or within 1e-3,
-	 * 'f16' forces f16, 'f32' widens. Norms and biases are f32 always. */
-	weightDtype?: WeightDtypePolicy;
-	/** Weight upload progress (bytes done, total). */
-	onProgress?(doneBytes: number, totalBytes: number): void;
-}
-
-export type ActivationPolicy = 'auto' | 'keep' | 'recompute';
-
-export interface CallOptions {
-	/** Use the LoRA adapters (default true when the model has them); false: base model. */
-	lora?: boolean;
-	/** Divides the logits, as sampling at that temperature did; default 1. */
-	temperature?: number;
-}
-
-export interface ScoreResult {
-	B: number;
-	T: number;
-	/** [B, T - 1]: log p(ids[b, t + 1] | ids[b, <= t]); NaN past each sequence's end. */
-	logprobs: Float32Array;
-}
-
-/** dLoss/dlogprobs [B, T - 1] (entries with no target are ignored), or a function of the
- * forward's logprobs that returns it (one forward serves both the loss and the backward). */
-export type LogprobGrad =
-	ArrayLike<number> | ((logprobs: Float32Array) => ArrayLike<number> | Promise<ArrayLike<number>>);
-
-export interface BackwardOptions extends Omit<CallOptions, 'lora'> {
-	/** Add into the LoRA gradients (micro-batch accumulation) instead of overwriting them. */
-	accumulate?: boolean;
-	/** This call's activation policy (default: the model's `activations`). */
-	activations?: ActivationPolicy;
-}
 
 /**
  * Runs work layer by layer: one submit per flush, never waiting for the GPU until `done`.
@@ -396,7 +337,7 @@ export class TransformerModel {
 	}
 
 	/** Final norm and the log-probabilities of the next tokens. */
-	#head(rec: Recorder, run: Run, x: Tensor, temperature?: number): void {
+	#head(rec: Recorder, run: CallBuffers, x: Tensor, temperature?: number): void {
 		const { hf, rstdF, logprobs, lseF } = run.head;
 		const eps = this.config.rmsNormEps;
 		rmsNormForward(rec, { x, weight: this.weights.finalNorm, y: hf, rstd: rstdF, eps });
@@ -411,9 +352,13 @@ export class TransformerModel {
 	}
 
 	/** Checks memory, uploads the batch and allocates one call's buffers. */
-	async #begin(batch: TokenBatch, mode: Mode, useLora: boolean, keep: boolean): Promise<Run> {
+	async #begin(
+		batch: TokenBatch,
+		mode: Mode,
+		useLora: boolean,
+		keep: boolean
+	): Promise<CallBuffers> {
 		const { config } = this;
-		const dims = { B: batch.B, T: batch.T };
 		for (let i = 0; i < batch.ids.length; i++)
 			if (batch.ids[i] >= config.vocabSize)
 				throw new ShapeMismatchError(
@@ -438,75 +383,8 @@ export class TransformerModel {
 		if (shape !== this.#lastBatchShape) this.#pool.trim();
 		this.#lastBatchShape = shape;
 		const lora = useLora ? this.lora : undefined;
-		const owned: (Record<string, Tensor | undefined> | Tensor[])[] = [];
-		try {
-			const inputs = allocate(this.#pool, inputSpecs(dims));
-			owned.push(inputs);
-			writeTensor(inputs.ids, batch.ids);
-			writeTensor(inputs.lengths, batch.lengths);
-			writeTensor(
-				inputs.positions,
-				Uint32Array.from({ length: batch.T }, (_, t) => t)
-			);
-			writeTensor(inputs.targets, nextTokenTargets(batch));
-			const streams = streamSpecs(config, dims, mode).map((s) =>
-				this.#pool.tensor(s.shape, s.dtype)
-			);
-			owned.push(streams);
-			const layers: LayerState[] = [];
-			for (let i = 0; i < (keep ? config.numLayers : 1); i++) {
-				const acts = allocate(this.#pool, layerSpecs(config, dims));
-				owned.push(acts);
-				const xa = allocate(this.#pool, loraActSpecs(dims, lora?.config)) as LoraActs;
-				owned.push(xa);
-				const x2 = keep ? allocate(this.#pool, { x2: x2Spec(config, dims) }) : undefined;
-				if (x2) owned.push(x2);
-				layers.push({ acts, xa, x2: x2?.x2 });
-			}
-			const head = allocate(this.#pool, headSpecs(config, dims));
-			owned.push(head);
-			const ctx: LayerContext = {
-				config,
-				B: batch.B,
-				T: batch.T,
-				lengths: inputs.lengths,
-				positions: inputs.positions,
-				invFreq: this.invFreq,
-				attentionScaling: this.attentionScaling,
-				lora
-			};
-			return {
-				ctx,
-				inputs,
-				streams,
-				layers,
-				head,
-				owned,
-				release: () => owned.forEach((o) => releaseAll(o))
-			};
-		} catch (error) {
-			owned.forEach((o) => releaseAll(o));
-			throw error;
-		}
+		return allocateCall(this.#pool, this, batch, mode, lora, keep);
 	}
-}
-
-interface LayerState {
-	acts: ReturnType<typeof allocate<ReturnType<typeof layerSpecs>>>;
-	xa: LoraActs;
-	/** The stream after attention, when activations are kept. */
-	x2?: Tensor;
-}
-
-interface Run {
-	ctx: LayerContext;
-	inputs: ReturnType<typeof allocate<ReturnType<typeof inputSpecs>>>;
-	streams: Tensor[];
-	/** One layer's activations reused by every layer, or one set per layer (kept). */
-	layers: LayerState[];
-	head: ReturnType<typeof allocate<ReturnType<typeof headSpecs>>>;
-	owned: (Record<string, Tensor | undefined> | Tensor[])[];
-	release(): void;
 }
 
 function describeModel(config: ModelConfig): string {

@@ -28,7 +28,8 @@ import {
 	roundToDType,
 	type WritableDType
 } from '../../../src/lib/model/safetensors-writer';
-import { TransformerModel, type TransformerOptions } from '../../../src/lib/model/transformer';
+import { TransformerModel } from '../../../src/lib/model/transformer';
+import type { TransformerOptions } from '../../../src/lib/model/transformer-options';
 import type { ModelConfig, WeightSource } from '../../../src/lib/model/types';
 import {
 	bf16BitsToF16,
