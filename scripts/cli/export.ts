@@ -5,8 +5,11 @@
  * (W + (alpha / r) B A, as peft's merge_and_unload), plus the warm start first when the run
  * trained a fresh adapter on top of it (mode 'merged').
  *
- *   export --merge --run DIR --out DIR [--step N]
+ *   export --merge --run DIR --out DIR [--step N] [--base DIR] [--warm-start DIR]
  *
+ * A run exported from the page names its base and warm start by URL: the bundled ones are
+ * found under static/ (rootBundled), any other needs --base (and --warm-start, when the run
+ * trained on top of one) naming a local copy.
  * --step: a kept checkpoint (default the latest); it is checked against its sha256 seal
  * first. Tensors keep the base's dtypes (merged ones rounded to them, as a merge in that
  * dtype would). The folder is written next to --out and renamed into place: an error leaves
@@ -25,18 +28,27 @@ import { encodeSafetensors, type TensorToWrite } from '../../src/lib/model/safet
 import type { WeightDType, WeightSource } from '../../src/lib/model/types';
 import { MergedWeights } from '../../src/lib/model/warm-start';
 import { projectionPath } from '../../src/lib/model/weight-spec';
-import { validateRecipe, type Recipe } from '../../src/lib/run';
+import { rootBundled, validateRecipe, type Recipe } from '../../src/lib/run';
 import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
+import { ensureBundledModel } from '../default-model';
 import { openModelFolder } from './model-folder';
+import { STATIC_ROOT } from './train';
 
 export const EXPORT_USAGE =
-	'usage: npm run -s cli -- export --merge --run DIR --out DIR [--step N]\n' +
-	"    a full Hugging Face model folder: the base's files with the run's adapter merged in";
+	'usage: npm run -s cli -- export --merge --run DIR --out DIR [--step N] [--base DIR] ' +
+	'[--warm-start DIR]\n' +
+	"    a full Hugging Face model folder: the base's files with the run's adapter merged in\n" +
+	"    --base, --warm-start: local copies of the run's base model and warm start, when its " +
+	'run.json names them by URL (a run exported from the page) or they moved';
 
 export interface ExportArgs {
 	run: string;
 	out: string;
 	step?: number;
+	/** A local folder holding the run's base model (in place of its recipe's). */
+	base?: string;
+	/** A local folder holding the run's warm start (in place of its recipe's). */
+	warmStart?: string;
 }
 
 export interface ExportOutput {
@@ -47,7 +59,7 @@ export interface ExportOutput {
 	merged: number;
 }
 
-const FLAGS = { merge: {}, run: {}, out: {}, step: {} };
+const FLAGS = { merge: {}, run: {}, out: {}, step: {}, base: {}, 'warm-start': {} };
 
 export function parseExportArgs(argv: readonly string[]): ExportArgs {
 	// --merge takes no value: the only export there is
@@ -64,7 +76,13 @@ export function parseExportArgs(argv: readonly string[]): ExportArgs {
 		'an integer >= 0',
 		EXPORT_USAGE
 	);
-	return { run: f.run, out: f.out, ...(step === undefined ? {} : { step }) };
+	return {
+		run: f.run,
+		out: f.out,
+		...(step === undefined ? {} : { step }),
+		...(f.base ? { base: f.base } : {}),
+		...(f['warm-start'] ? { warmStart: f['warm-start'] } : {})
+	};
 }
 
 const DTYPE: Record<WeightDType, TensorToWrite['dtype']> = {
@@ -72,6 +90,33 @@ const DTYPE: Record<WeightDType, TensorToWrite['dtype']> = {
 	float16: 'F16',
 	bfloat16: 'BF16'
 };
+
+const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(s);
+
+/**
+ * The recipe with its base and warm start where they are on this machine: the flags' folders,
+ * else the bundled ones under static/ (a page's run names them by the page's URL), else as
+ * saved. A location still given by URL is refused naming the flag that would fix it.
+ */
+function localRecipe(saved: Recipe, args: ExportArgs): Recipe {
+	const r = rootBundled(saved, STATIC_ROOT);
+	const recipe: Recipe = {
+		...r,
+		baseModel: args.base ? resolve(args.base) : r.baseModel,
+		warmStart:
+			r.warmStart &&
+			(args.warmStart ? { ...r.warmStart, adapter: resolve(args.warmStart) } : r.warmStart)
+	};
+	if (isUrl(recipe.baseModel))
+		throw new CliInputError(
+			`--base: the run's base model is ${recipe.baseModel}, not a folder here; give --base DIR, a local copy of it`
+		);
+	if (recipe.warmStart?.mode === 'merged' && isUrl(recipe.warmStart.adapter))
+		throw new CliInputError(
+			`--warm-start: the run trained on the warm start ${recipe.warmStart.adapter}, not a folder here; give --warm-start DIR, a local copy of it`
+		);
+	return recipe;
+}
 
 /** The base's files other than its weights: config, tokenizer, chat template, ... */
 const isWeightFile = (name: string) =>
@@ -87,13 +132,14 @@ export async function runExport(args: ExportArgs): Promise<ExportOutput> {
 		throw new CliInputError(
 			`--run: ${runDir} holds no run of \`cli train\` (no run.json with a recipe)`
 		);
-	const recipe = validateRecipe(meta.recipe as Recipe);
+	const recipe = localRecipe(validateRecipe(meta.recipe as Recipe), args);
 	const steps = await store.listCheckpoints();
 	const step = args.step ?? steps.at(-1);
 	if (step === undefined || !steps.includes(step))
 		throw new CliInputError(
 			`--step: ${runDir} keeps checkpoints of steps ${steps.join(', ') || '(none)'}`
 		);
+	await ensureBundledModel(recipe.baseModel, STATIC_ROOT);
 	const base = await openModelFolder(recipe.baseModel);
 	const { config } = base;
 	const where = join(runDir, 'checkpoints', String(step).padStart(4, '0'));

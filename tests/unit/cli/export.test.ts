@@ -8,7 +8,7 @@
  * written in each case).
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +112,27 @@ describe('cli export --merge', () => {
 			expect(await after.weights.readF32(t.name), t.name).toEqual(
 				await before.weights.readF32(t.name)
 			);
+	});
+
+	it("takes --base for a run whose run.json names its base by URL (a page's run), and refuses it without", async () => {
+		const pageRun = join(root, 'page-run');
+		await cp(run, pageRun, { recursive: true });
+		const metaFile = join(pageRun, 'run.json');
+		const meta = JSON.parse(await readFile(metaFile, 'utf8'));
+		const url = 'https://example.org/models/some-base';
+		meta.baseModel = meta.recipe.baseModel = url;
+		await writeFile(metaFile, JSON.stringify(meta));
+		await expect(runExport({ run: pageRun, out: join(root, 'p1') })).rejects.toThrow(
+			/--base: the run's base model is https:\/\/example\.org\/models\/some-base, not a folder here/
+		);
+		expect(existsSync(join(root, 'p1'))).toBe(false);
+		const r = await runExport(
+			parseExportArgs(['--merge', '--run', pageRun, '--out', join(root, 'p2'), '--base', base])
+		);
+		expect(r).toMatchObject({ step: 2, base, merged: 4 });
+		expect(await readFile(join(root, 'p2', 'model.safetensors'))).toEqual(
+			await readFile(join(root, 'merged', 'model.safetensors'))
+		);
 	});
 
 	it('refuses an existing --out, a folder with no run, a step not kept, a changed checkpoint: nothing written', async () => {
