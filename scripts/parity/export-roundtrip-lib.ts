@@ -14,11 +14,7 @@
  *   DIR/<case>/run.zip                the page's Export: packRunArchive(readRunContents(store))
  *   DIR/<case>/export/<run>/          run.zip unzipped (fflate); its latest checkpoint folder
  *                                     is the adapter peft loads, as the user would hand it over
- *   DIR/<case>/merge-run/             that folder with run.json's base made the local folder
- *                                     (the page names a URL; `cli export` needs a folder)
- *   DIR/<case>/merged/                `cli export --merge` (runExport) of merge-run
- *   DIR/<case>/merged-as-is/          only if `cli export` ever takes the unzipped run as it is
- *                                     (today it refuses a URL base: reported, not a failure)
+ *   DIR/<case>/merged/                `cli export --merge --base` (runExport) of that run
  *   DIR/<case>/adapter-given-base/    (Python) a copy of the adapter naming the base's folder
  *   DIR/<case>/tabrl-logprobs.json    TabRL's logprobs: base (LoRA off), lora (the trained
  *                                     run's model), merged (the merged folder, no LoRA)
@@ -31,7 +27,7 @@
  * it, so base_model_name_or_path is a Hub id). Tolerance: the PEFT round trip's (1e-4 max abs,
  * f32 on the GPU against f64); the adapter must move some logprob by 100x that.
  */
-import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { unzipSync } from 'fflate';
 import { parseExportArgs, runExport } from '../cli/export';
@@ -112,7 +108,6 @@ export interface ExportCase {
 		zip: string;
 		export: string;
 		adapter: string;
-		mergeRun: string;
 		merged: string;
 		logprobs: string;
 	};
@@ -208,7 +203,6 @@ export function makeExportPlan(options: {
 					zip: join(s.name, 'run.zip'),
 					export: exportDir,
 					adapter: join(exportDir, runName, 'checkpoints', checkpointName(TRAINED_STEP)),
-					mergeRun: join(s.name, 'merge-run'),
 					merged: join(s.name, 'merged'),
 					logprobs: join(s.name, 'tabrl-logprobs.json')
 				}
@@ -231,8 +225,6 @@ function sameValues(a: ReadonlyMap<string, Float32Array>, b: ReadonlyMap<string,
 	}
 	return true;
 }
-
-const errorText = (error: unknown) => String((error as Error)?.message ?? error);
 
 /** A step's metrics as the run's history line and the checkpoint's trainer_state carry them. */
 function stepLine(step: number, metrics: Record<string, number>) {
@@ -359,25 +351,19 @@ export async function exportCase(gpu: Gpu, root: string, c: ExportCase) {
 	});
 	const exportedExact = decoded.step === TRAINED_STEP && sameValues(decoded.params, trained);
 
-	// `cli export --merge`: as exported first (the page's run names its base by URL), then on a
-	// copy whose run.json names the local base folder.
+	// `cli export --merge` of the unzipped run as it is: its run.json names the base by the
+	// page's URL, so --base names the local copy (as a user who downloaded the zip would).
 	const exportedRun = at(join(c.paths.export, c.runName));
-	const asExported = await runExport(
-		parseExportArgs(['--merge', '--run', exportedRun, '--out', at(join(c.name, 'merged-as-is'))])
-	).then(
-		() => ({ ok: true as const }),
-		(error) => ({ ok: false as const, error: errorText(error) })
-	);
-	await cp(exportedRun, at(c.paths.mergeRun), { recursive: true });
-	const mergeStore = new NodeRunStore(at(c.paths.mergeRun));
-	const meta = (await mergeStore.readMeta())!;
-	await mergeStore.writeMeta({
-		...meta,
-		baseModel: at(c.paths.base),
-		recipe: { ...(meta.recipe as object), baseModel: at(c.paths.base) }
-	});
 	const merge = await runExport(
-		parseExportArgs(['--merge', '--run', at(c.paths.mergeRun), '--out', at(c.paths.merged)])
+		parseExportArgs([
+			'--merge',
+			'--run',
+			exportedRun,
+			'--out',
+			at(c.paths.merged),
+			'--base',
+			at(c.paths.base)
+		])
 	);
 
 	// TabRL scores the merged folder as a plain model.
@@ -404,7 +390,6 @@ export async function exportCase(gpu: Gpu, root: string, c: ExportCase) {
 		zipEntries: entries,
 		importedSteps: [...imported.checkpoints.keys()],
 		exportedExact,
-		mergeAsExported: asExported,
 		merge: { step: merge.step, tensors: merge.tensors, merged: merge.merged },
 		effect: compare(scores.lora, scores.base).maxAbs,
 		mergedVsLora: compare(merged, scores.lora).maxAbs

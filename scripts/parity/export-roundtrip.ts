@@ -50,8 +50,6 @@ async function runExportCases(gpu: Gpu, root: string, plan: ExportPlan) {
 					`merged ${r.merge.merged} tensors, effect ${r.effect.toFixed(3)}, ` +
 					`merged vs lora ${r.mergedVsLora.toExponential(2)}`
 			);
-			if (!r.mergeAsExported.ok)
-				log(`  cli export on the unzipped run as exported: ${r.mergeAsExported.error}`);
 		} catch (error) {
 			cases.push({ name: c.name, error: errorText(error) });
 			log(`export ${c.name}: FAILED ${errorText(error).split('\n')[0]}`);
