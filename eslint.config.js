@@ -4,18 +4,17 @@ import globals from 'globals';
 import ts from 'typescript-eslint';
 
 /**
- * The layered house (ARCHITECTURE.md), bottom to top: a file imports only from its own layer
- * or the layers below; only src/lib/testing (test fixtures and references) imports
- * src/lib/testing, so the app bundle never holds them. gpu/reference and gpu/selftest are
- * part of gpu (the page's self-test runs them). Both spellings are caught: '$lib/<layer>/..'
- * and relative paths that climb to src/lib and go down into a layer, written for each depth
- * of a file below its layer's folder (so '../model' inside a layer's own subfolder, which
- * names a sibling file, is not mistaken for the model layer).
+ * The layered house (docs/ARCHITECTURE.md), bottom to top: a file imports only from its own
+ * layer or the layers below; only src/lib/testing imports src/lib/testing, so the app bundle
+ * never holds test fixtures. Both spellings are caught: '$lib/<layer>/..' and relative paths
+ * that climb to src/lib and go down into a layer, written for each depth of a file below its
+ * layer's folder (so '../model' inside a layer's own subfolder is not taken for the layer).
  */
 const LAYERS = [
 	['util'],
 	['gpu'],
 	['model'],
+	['serve'],
 	['grpo'],
 	['agent'],
 	['run'],
@@ -78,5 +77,26 @@ export default ts.config(
 		}
 	},
 	...layering(),
+	{
+		// Node-only code (disk, HTTP, threads) lives in folders named node/: nothing outside
+		// one imports node: builtins or a node/ folder, so the browser bundle cannot reach them
+		// (its own rule name, so the layers' no-restricted-imports above stays in force).
+		files: ['src/**/*.ts', 'src/**/*.svelte'],
+		ignores: ['src/**/node/**', 'src/lib/testing/**'],
+		rules: {
+			'@typescript-eslint/no-restricted-imports': [
+				'error',
+				{
+					patterns: [
+						{
+							regex: '^node:|(^|/)node(/|$)',
+							message:
+								'Node-only code lives in node/ folders and is imported only from them (and from scripts and tests): the browser bundle must not reach it.'
+						}
+					]
+				}
+			]
+		}
+	},
 	{ ignores: ['build/', '.svelte-kit/', '.gpu/', 'node_modules/'] }
 );

@@ -27,9 +27,9 @@
  * maxRows). Default: the Generator's default (fused).
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
-import { parseDecodeMatmul } from '../src/lib/model/decode-layer';
+import { parseDecodeMatmul } from '../src/lib/model/transformer/decode-layer';
 import { Generator } from '../src/lib/model/generate/generator';
-import { TransformerModel } from '../src/lib/model/transformer';
+import { TransformerModel } from '../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
 import {
 	flag,

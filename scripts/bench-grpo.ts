@@ -29,7 +29,7 @@ import { LoraOptimizer } from '../src/lib/grpo/optimizer';
 import type { TrainSequence } from '../src/lib/grpo/pack';
 import { grpoStep } from '../src/lib/grpo/train-step';
 import { Generator } from '../src/lib/model/generate/generator';
-import { TransformerModel } from '../src/lib/model/transformer';
+import { TransformerModel } from '../src/lib/model/transformer/transformer';
 import {
 	flag,
 	median,

@@ -21,7 +21,7 @@
  */
 import { acquireGpu, type Gpu } from '../src/lib/gpu/device';
 import { KernelProfiler } from '../src/lib/gpu/profiler';
-import { TransformerModel } from '../src/lib/model/transformer';
+import { TransformerModel } from '../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
 import {
 	flag,

@@ -25,7 +25,7 @@ import { KernelProfiler } from '../src/lib/gpu/profiler';
 import { H200_TUNING } from '../src/lib/gpu/tuning';
 import { Generator } from '../src/lib/model/generate/generator';
 import type { GeneratorOptions } from '../src/lib/model/generate/options';
-import { TransformerModel } from '../src/lib/model/transformer';
+import { TransformerModel } from '../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../src/lib/model/types';
 import { flag, option, SHAPES, SyntheticWeights } from './bench-support';
 

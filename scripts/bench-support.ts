@@ -6,7 +6,7 @@
  */
 import type { Gpu } from '../src/lib/gpu/device';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from '../src/lib/model/types';
-import { weightSpecs } from '../src/lib/model/weight-spec';
+import { weightSpecs } from '../src/lib/model/hf/weight-spec';
 
 const args = process.argv.slice(2);
 export const flag = (name: string): boolean => args.includes(`--${name}`);

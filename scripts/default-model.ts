@@ -8,8 +8,8 @@
  */
 import { join, resolve } from 'node:path';
 import { exists } from './exists';
-import * as game2048 from '../src/lib/agent/game2048';
-import * as inbox from '../src/lib/agent/inbox';
+import * as game2048 from '../src/lib/agent/envs/game2048';
+import * as inbox from '../src/lib/agent/envs/inbox';
 import { MODEL_SIZES, renderCorpus, ticTacToeCorpus, writeTicTacToeModel } from './tictactoe-model';
 
 export const DEFAULT_MODEL_DIR = 'static/models/tabrl-tiny';

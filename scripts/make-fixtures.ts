@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { FIXTURE_NAMES, makeFixture, type FixtureName } from '../src/lib/testing/fixtures';
-import { writeModelFiles } from '../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../src/lib/model/hf/node/checkpoint';
 
 function usage(message: string): never {
 	console.error(

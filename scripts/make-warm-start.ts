@@ -2,7 +2,7 @@
  * @file Makes the warm start that a preset ships (issue 13, item 3): SFT of the bundled
  * model (scripts/make-default-model.ts, generated from its seed) on the environment's
  * demonstrations, through the one run loop (src/lib/run: warmStartRecipe), then the
- * adapter written as f16 with its manifest (model/warm-start.ts: the base's tensors hash,
+ * adapter written as f16 with its manifest (model/hf/warm-start.ts: the base's tensors hash,
  * the adapter's sha256, this command, the seed, what it scores). For the GPU machine:
  *
  *   npx tsx scripts/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
@@ -26,18 +26,18 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { TrainableModel } from '../src/lib/agent/model';
-import { LocalBackend } from '../src/lib/agent/backend/node';
-import { openCheckpointFromDirectory } from '../src/lib/model/node-checkpoint';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../src/lib/model/peft-adapter';
-import { readSafetensorsHeader, decodeToF32, readableDType } from '../src/lib/model/safetensors';
-import { memoryByteSource } from '../src/lib/model/byte-source';
-import { encodeSafetensors } from '../src/lib/model/safetensors-writer';
+import { LocalBackend } from '../src/lib/agent/backend/node/backend';
+import { openCheckpointFromDirectory } from '../src/lib/model/hf/node/checkpoint';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../src/lib/model/hf/peft-adapter';
+import { readSafetensorsHeader, decodeToF32, readableDType } from '../src/lib/model/hf/safetensors';
+import { memoryByteSource } from '../src/lib/model/hf/byte-source';
+import { encodeSafetensors } from '../src/lib/model/hf/safetensors-writer';
 import {
 	sha256Hex,
 	tensorsSha256,
 	WARM_START_MANIFEST,
 	type WarmStartManifest
-} from '../src/lib/model/warm-start';
+} from '../src/lib/model/hf/warm-start';
 import {
 	bundledModelPath,
 	preset,

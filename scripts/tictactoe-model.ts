@@ -18,15 +18,15 @@
  * move. Scaled, the bound is LOGIT_BOUND (40) and the same optimum is p = 1 - 1e-15.
  */
 import { Rng } from '../src/lib/util/random';
-import { legalPlayTranscripts } from '../src/lib/agent/tictactoe-sft';
-import { parseModelConfig } from '../src/lib/model/config';
-import { writeModelFiles } from '../src/lib/model/node-checkpoint';
-import { encodeSafetensors } from '../src/lib/model/safetensors-writer';
+import { legalPlayTranscripts } from '../src/lib/agent/envs/tictactoe/demonstrations';
+import { parseModelConfig } from '../src/lib/model/hf/config';
+import { writeModelFiles } from '../src/lib/model/hf/node/checkpoint';
+import { encodeSafetensors } from '../src/lib/model/hf/safetensors-writer';
 import { tinyTokenizer } from '../src/lib/testing/tiny-tokenizer';
 import { historyMessages, type Trajectory } from '../src/lib/agent/trajectory';
-import { normalizeMessages, normalizeTools } from '../src/lib/agent/openai/request';
-import { Tokenizer } from '../src/lib/model/tokenizer';
-import { weightSpecs } from '../src/lib/model/weight-spec';
+import { normalizeMessages, normalizeTools } from '../src/lib/serve/request';
+import { Tokenizer } from '../src/lib/model/tokenizer/tokenizer';
+import { weightSpecs } from '../src/lib/model/hf/weight-spec';
 
 export interface TicTacToeModelOptions {
 	hidden: number;

@@ -1,6 +1,6 @@
 /**
  * @file `--grpo-base sft-merged` of learn-tictactoe: the SFT adapter folded into the base
- * weights (src/lib/model/lora-merge.ts) as a new model folder, on which GRPO trains a fresh
+ * weights (src/lib/model/hf/lora-merge.ts) as a new model folder, on which GRPO trains a fresh
  * adapter. Its "LoRA off" model is then the SFT policy, so `--kl-beta` penalises drifting
  * from it (the usual KL-to-the-SFT-model of RLHF), where over the SFT adapter it could only
  * point at the random base.
@@ -10,17 +10,21 @@
  */
 import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseModelConfig } from '../../src/lib/model/config';
-import { memoryByteSource } from '../../src/lib/model/byte-source';
-import { mergeLora } from '../../src/lib/model/lora-merge';
-import { fileByteSource } from '../../src/lib/model/node-checkpoint';
+import { parseModelConfig } from '../../src/lib/model/hf/config';
+import { memoryByteSource } from '../../src/lib/model/hf/byte-source';
+import { mergeLora } from '../../src/lib/model/hf/lora-merge';
+import { fileByteSource } from '../../src/lib/model/hf/node/checkpoint';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
-} from '../../src/lib/model/peft-adapter';
-import { decodeToF32, readableDType, readSafetensorsHeader } from '../../src/lib/model/safetensors';
-import { encodeSafetensors, type WritableDType } from '../../src/lib/model/safetensors-writer';
+} from '../../src/lib/model/hf/peft-adapter';
+import {
+	decodeToF32,
+	readableDType,
+	readSafetensorsHeader
+} from '../../src/lib/model/hf/safetensors';
+import { encodeSafetensors, type WritableDType } from '../../src/lib/model/hf/safetensors-writer';
 import { exists } from '../../scripts/exists';
 
 /** Folders of a run's OUT with --grpo-base sft-merged. */

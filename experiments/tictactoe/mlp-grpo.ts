@@ -28,7 +28,7 @@ import {
 	winner,
 	type Board,
 	type Mark
-} from '../../src/lib/agent/tictactoe-game';
+} from '../../src/lib/agent/envs/tictactoe/rules';
 import { Rng } from '../../src/lib/util/random';
 
 const flag = (name: string, fallback: number) => {

@@ -15,7 +15,7 @@ import {
 	winner,
 	type Board,
 	type Mark
-} from '../../src/lib/agent/tictactoe-game';
+} from '../../src/lib/agent/envs/tictactoe/rules';
 
 /** The moves a policy picks among (uniformly) on `board` as `me`. */
 export type MoveSet = (board: Board, me: Mark) => number[];

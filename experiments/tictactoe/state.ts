@@ -14,8 +14,8 @@
  */
 import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkpointName } from '../../src/lib/grpo/run-store';
-import { ADAPTER_WEIGHTS_FILE } from '../../src/lib/model/peft-adapter';
+import { checkpointName } from '../../src/lib/grpo/store/run-store';
+import { ADAPTER_WEIGHTS_FILE } from '../../src/lib/model/hf/peft-adapter';
 import { SFT_ADAPTER_DIR } from './merge-sft';
 import { exists } from '../../scripts/exists';
 

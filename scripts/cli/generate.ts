@@ -18,10 +18,10 @@
  * touched), then the prompt and its length against the context, then the GPU.
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
-import { parseChatRequest } from '../../src/lib/model/chat-template';
+import { parseChatRequest } from '../../src/lib/model/tokenizer/chat-template';
 import { ContextLengthError } from '../../src/lib/model/errors';
 import { Generator } from '../../src/lib/model/generate/generator';
-import { Tokenizer } from '../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import {
 	CliInputError,
 	numberFlag as numberFlagOf,

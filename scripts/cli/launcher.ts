@@ -7,7 +7,7 @@
  * a service manager), there is no chain to watch: signals reach it directly.
  */
 import { basename } from 'node:path';
-import { isRunning, procInfo } from '../../src/lib/util/node-process';
+import { isRunning, procInfo } from '../../src/lib/util/node/process';
 
 /** npm names itself in its process title ("npm run cli", "npm exec tsx ..."), or runs as
  * `node .../npm-cli.js` before it has. */

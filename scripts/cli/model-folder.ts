@@ -8,19 +8,22 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Gpu } from '../../src/lib/gpu/device';
-import type { Checkpoint } from '../../src/lib/model/checkpoint';
-import { fileByteSource, openCheckpointFromDirectory } from '../../src/lib/model/node-checkpoint';
+import type { Checkpoint } from '../../src/lib/model/hf/checkpoint';
+import {
+	fileByteSource,
+	openCheckpointFromDirectory
+} from '../../src/lib/model/hf/node/checkpoint';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter,
 	type PeftAdapter
-} from '../../src/lib/model/peft-adapter';
-import { TransformerModel } from '../../src/lib/model/transformer';
+} from '../../src/lib/model/hf/peft-adapter';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
 import { CliInputError } from './args';
-import { SEAL_FILE, verifyCheckpoint } from '../../src/lib/grpo/checkpoint-seal';
-import { HISTORY_LINE_FILE } from '../../src/lib/grpo/node-run-store';
+import { SEAL_FILE, verifyCheckpoint } from '../../src/lib/grpo/store/checkpoint-seal';
+import { HISTORY_LINE_FILE } from '../../src/lib/grpo/store/node/run-store';
 
 /** Opens the `--model` folder (config, tokenizer files, weights index). */
 export async function openModelFolder(dir: string): ReturnType<typeof openCheckpointFromDirectory> {

@@ -28,12 +28,12 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { LocalBackend } from '../../src/lib/agent/backend/node';
+import { LocalBackend } from '../../src/lib/agent/backend/node/backend';
 import { groupsToJsonl } from '../../src/lib/agent/jsonl';
 import { TrajectoryGroup } from '../../src/lib/agent/trajectory';
 import { TrainableModel } from '../../src/lib/agent/model';
 import { policyClient } from '../../src/lib/agent/policy-client';
-import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
+import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
 import {
 	ENVIRONMENTS,
 	EVAL_SEED,

@@ -15,9 +15,9 @@
  * problem is reported before the GPU is touched), then the ids, then the GPU.
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
-import { parseChatRequest } from '../../src/lib/model/chat-template';
+import { parseChatRequest } from '../../src/lib/model/tokenizer/chat-template';
 import { ContextLengthError } from '../../src/lib/model/errors';
-import { Tokenizer } from '../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import { CliInputError, parseFlags, parseIdList, UsageError } from './args';
 import { createModel, openModelFolder, readAdapterFolder, readChatFile } from './model-folder';
 

@@ -6,7 +6,7 @@
  *         [--request-timeout S]
  *
  * answers `POST /v1/chat/completions` (streamed with "stream": true) and `GET /v1/models`
- * (src/lib/agent/openai/http-server.ts). Once listening it prints ONE JSON line,
+ * (src/lib/serve/node/http-server.ts). Once listening it prints ONE JSON line,
  * {"listening": "http://127.0.0.1:N", "model": NAME}, and runs until SIGINT or SIGTERM,
  * then closes the server, frees the GPU and exits 0 with nothing more on stdout. Requests
  * must name the model NAME (default: the folder's name). --port 0 picks a free port (the
@@ -19,19 +19,19 @@
  * key prints a warning on stderr. Limits (defaults below): requests held at once, tokens in
  * flight (n * (prompt + max_tokens)), seconds per request; the body limit follows the
  * context (http-body.ts). A message's text longer than 4096 characters is tokenized on a
- * worker thread (src/lib/model/tokenizer-thread.ts), so it holds no other request up.
+ * worker thread (src/lib/model/tokenizer/node/tokenizer-thread.ts), so it holds no other request up.
  *
  * Order of work, as `score`: flags, then the folder (every file problem before the GPU is
  * touched), then the GPU, then the port.
  */
 import { basename, resolve } from 'node:path';
-import { listenChatServer } from '../../src/lib/agent/openai/http-server';
-import { ChatService } from '../../src/lib/agent/openai/service';
+import { listenChatServer } from '../../src/lib/serve/node/http-server';
+import { ChatService } from '../../src/lib/serve/service';
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { Generator } from '../../src/lib/model/generate/generator';
-import { Tokenizer } from '../../src/lib/model/tokenizer';
-import { OffThreadPieceEncoder } from '../../src/lib/model/tokenizer-thread';
-import { TransformerModel } from '../../src/lib/model/transformer';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
+import { OffThreadPieceEncoder } from '../../src/lib/model/tokenizer/node/tokenizer-thread';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { CliInputError, parseFlags, UsageError } from './args';
 import { openModelFolder } from './model-folder';
 

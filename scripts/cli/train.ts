@@ -41,10 +41,10 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { LocalBackend } from '../../src/lib/agent/backend/node';
+import { LocalBackend } from '../../src/lib/agent/backend/node/backend';
 import { TrainableModel } from '../../src/lib/agent/model';
-import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
-import type { WarmStartMode } from '../../src/lib/model/warm-start';
+import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
+import type { WarmStartMode } from '../../src/lib/model/hf/warm-start';
 import {
 	bundledModelPath,
 	DEFAULT_PRESET,

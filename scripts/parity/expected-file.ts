@@ -4,8 +4,8 @@
  * layer reads only F32/F16/BF16 weights; this reader uses its header parser and validation
  * and decodes the wider dtypes itself. `encodeExpected` writes the same format (tests).
  */
-import { memoryByteSource } from '../../src/lib/model/byte-source';
-import { readSafetensorsHeader } from '../../src/lib/model/safetensors';
+import { memoryByteSource } from '../../src/lib/model/hf/byte-source';
+import { readSafetensorsHeader } from '../../src/lib/model/hf/safetensors';
 
 export interface ExpectedTensor {
 	shape: number[];

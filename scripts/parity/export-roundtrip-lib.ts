@@ -36,31 +36,38 @@ import {
 	captureCheckpoint,
 	decodeTrainingCheckpoint,
 	encodeTrainingCheckpoint
-} from '../../src/lib/grpo/checkpoint';
-import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
+} from '../../src/lib/grpo/store/checkpoint';
+import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
 import { LoraOptimizer } from '../../src/lib/grpo/optimizer';
-import { packRunArchive, readRunContents, unpackRunArchive } from '../../src/lib/grpo/run-archive';
-import { checkpointName } from '../../src/lib/grpo/run-store';
+import {
+	packRunArchive,
+	readRunContents,
+	unpackRunArchive
+} from '../../src/lib/grpo/store/run-archive';
+import { checkpointName } from '../../src/lib/grpo/store/run-store';
 import { grpoStep, sftStep } from '../../src/lib/grpo/train-step';
 import type { TrainSequence } from '../../src/lib/grpo/pack';
-import { toTokenBatch } from '../../src/lib/model/batch';
-import { memoryByteSource } from '../../src/lib/model/byte-source';
-import { peftName } from '../../src/lib/model/lora';
-import { openCheckpointFromDirectory, writeModelFiles } from '../../src/lib/model/node-checkpoint';
+import { toTokenBatch } from '../../src/lib/model/transformer/batch';
+import { memoryByteSource } from '../../src/lib/model/hf/byte-source';
+import { peftName } from '../../src/lib/model/transformer/lora';
+import {
+	openCheckpointFromDirectory,
+	writeModelFiles
+} from '../../src/lib/model/hf/node/checkpoint';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
-} from '../../src/lib/model/peft-adapter';
-import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
-import { TransformerModel } from '../../src/lib/model/transformer';
+} from '../../src/lib/model/hf/peft-adapter';
+import { encodeSafetensors } from '../../src/lib/model/hf/safetensors-writer';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import {
 	PROJECTIONS,
 	projectionPath,
 	projectionShape,
 	weightSpecs,
 	type ProjectionName
-} from '../../src/lib/model/weight-spec';
+} from '../../src/lib/model/hf/weight-spec';
 import { preset } from '../../src/lib/run';
 import { makeFixture, type Fixture, type FixtureName } from '../../src/lib/testing/fixtures';
 import { referenceLogprobs } from '../../src/lib/testing/reference';

@@ -22,15 +22,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Gpu } from '../../src/lib/gpu/device';
-import type { TokenBatchInput } from '../../src/lib/model/batch';
-import { openCheckpoint } from '../../src/lib/model/checkpoint';
-import { directoryStore, fileByteSource } from '../../src/lib/model/node-checkpoint';
+import type { TokenBatchInput } from '../../src/lib/model/transformer/batch';
+import { openCheckpoint } from '../../src/lib/model/hf/checkpoint';
+import { directoryStore, fileByteSource } from '../../src/lib/model/hf/node/checkpoint';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
-} from '../../src/lib/model/peft-adapter';
-import { TransformerModel } from '../../src/lib/model/transformer';
+} from '../../src/lib/model/hf/peft-adapter';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { readExpected, type ExpectedTensor } from './expected-file';
 
 export const PARITY_TOLERANCE = { logprobMaxAbs: 1e-3, gradMaxRel: 1e-3 };

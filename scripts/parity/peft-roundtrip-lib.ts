@@ -13,7 +13,7 @@
  *                                         list of peft adapters for `import`
  *
  * `export` builds the models, trains and saves TabRL's adapters; `import` reads peft's
- * adapters through grpo/checkpoint.ts (a PEFT-only folder: weights-only, step 0), scores
+ * adapters through grpo/store/checkpoint.ts (a PEFT-only folder: weights-only, step 0), scores
  * them and compares with peft's logprobs. Logprobs are per sequence, `log p(ids[t + 1] |
  * ids[<= t])`, t = 0 .. n - 2. Tolerance: 1e-4 max abs (f32 on the GPU against peft in
  * f64); an adapter must move some logprob by 100x that, so a dropped adapter cannot pass.
@@ -27,15 +27,18 @@ import {
 	captureCheckpoint,
 	decodeTrainingCheckpoint,
 	encodeTrainingCheckpoint
-} from '../../src/lib/grpo/checkpoint';
-import { NodeRunStore } from '../../src/lib/grpo/node-run-store';
+} from '../../src/lib/grpo/store/checkpoint';
+import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
 import { LoraOptimizer } from '../../src/lib/grpo/optimizer';
-import { checkpointName } from '../../src/lib/grpo/run-store';
+import { checkpointName } from '../../src/lib/grpo/store/run-store';
 import { makeFixture, type FixtureName } from '../../src/lib/testing/fixtures';
-import type { LoraConfig } from '../../src/lib/model/lora';
-import { openCheckpointFromDirectory, writeModelFiles } from '../../src/lib/model/node-checkpoint';
-import { TransformerModel } from '../../src/lib/model/transformer';
-import type { ProjectionName } from '../../src/lib/model/weight-spec';
+import type { LoraConfig } from '../../src/lib/model/transformer/lora';
+import {
+	openCheckpointFromDirectory,
+	writeModelFiles
+} from '../../src/lib/model/hf/node/checkpoint';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import type { ProjectionName } from '../../src/lib/model/hf/weight-spec';
 
 /** Max |TabRL - peft| over every logprob (f32 on the GPU against f64). */
 export const TOLERANCE = 1e-4;

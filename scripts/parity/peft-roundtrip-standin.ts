@@ -15,19 +15,23 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Rng } from '../../src/lib/util/random';
-import { memoryByteSource } from '../../src/lib/model/byte-source';
-import { toTokenBatch } from '../../src/lib/model/batch';
+import { memoryByteSource } from '../../src/lib/model/hf/byte-source';
+import { toTokenBatch } from '../../src/lib/model/transformer/batch';
 import { makeFixture } from '../../src/lib/testing/fixtures';
-import { peftName } from '../../src/lib/model/lora';
+import { peftName } from '../../src/lib/model/transformer/lora';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
-} from '../../src/lib/model/peft-adapter';
+} from '../../src/lib/model/hf/peft-adapter';
 import { referenceLogprobs, type ReferenceLora } from '../../src/lib/testing/reference';
-import { encodeSafetensors } from '../../src/lib/model/safetensors-writer';
-import { PROJECTIONS, projectionShape, type ProjectionName } from '../../src/lib/model/weight-spec';
-import { checkpointName } from '../../src/lib/grpo/run-store';
+import { encodeSafetensors } from '../../src/lib/model/hf/safetensors-writer';
+import {
+	PROJECTIONS,
+	projectionShape,
+	type ProjectionName
+} from '../../src/lib/model/hf/weight-spec';
+import { checkpointName } from '../../src/lib/grpo/store/run-store';
 import {
 	caseDir,
 	compare,

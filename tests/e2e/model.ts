@@ -19,12 +19,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { toTokenBatch } from '../../src/lib/model/batch';
+import { toTokenBatch } from '../../src/lib/model/transformer/batch';
 import { makeFixture, type Fixture, type FixtureName } from '../../src/lib/testing/fixtures';
-import { writeModelFiles } from '../../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../../src/lib/model/hf/node/checkpoint';
 import { referenceLogprobs } from '../../src/lib/testing/reference';
-import { Tokenizer } from '../../src/lib/model/tokenizer';
-import { MODEL_CACHE_NAME } from '../../src/lib/model/url-checkpoint';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
+import { MODEL_CACHE_NAME } from '../../src/lib/model/hf/url-checkpoint';
 import type { Fault, StaticServer } from './serve';
 
 export type CheckFn = (name: string, ok: boolean, detail?: string) => boolean;

@@ -24,7 +24,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { unpackRunArchive } from '../../src/lib/grpo/run-archive';
+import { unpackRunArchive } from '../../src/lib/grpo/store/run-archive';
 import { FIXTURES_PATH, type CheckFn } from './model';
 import type { StaticServer } from './serve';
 import {

@@ -18,7 +18,7 @@
 import type OpenAI from 'openai';
 import { groupAdvantages } from '../grpo/advantages';
 import { AgentError } from './errors';
-import { openaiClient, type LocalClientOptions, type LocalHandler } from './openai/client';
+import { openaiClient, type LocalClientOptions, type LocalHandler } from '../serve/client';
 import { groupsToJsonl } from './jsonl';
 import { groupMetrics, trajectoryMetrics } from './rollout-metrics';
 import { groupsToSequences } from './to-train';

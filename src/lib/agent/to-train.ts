@@ -22,7 +22,7 @@
  *
  * Alignment: `rolloutLogprobs[t]` is the sampling logprob of `ids[t]` given `ids[< t]`
  * (NaN where `trainMask[t]` is 0). The model's scoring grid is shifted by one
- * (logprobs[t] scores ids[t + 1], model/transformer.ts), so position t here is position
+ * (logprobs[t] scores ids[t + 1], model/transformer/transformer.ts), so position t here is position
  * t - 1 there; a trained token is never at t = 0 (a choice has at least one prompt token).
  */
 import { AgentError, InvalidAdvantageError } from './errors';

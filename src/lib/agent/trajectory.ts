@@ -23,7 +23,7 @@ import type {
 	ChatCompletionMessageParam,
 	ChatCompletionTool
 } from 'openai/resources/chat/completions';
-import type { TabrlChoiceTokens } from './openai/response';
+import type { TabrlChoiceTokens } from '../serve/response';
 
 /** A chat message: context, never trained. */
 export type Message = ChatCompletionMessageParam;

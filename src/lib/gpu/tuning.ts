@@ -117,7 +117,7 @@ export function withOverride(base: GpuTuning, override?: Partial<GpuTuning>): Gp
 }
 
 /** The tuning kernels use for a gpu. A Gpu from acquireGpu always has one; an object made
- * by hand from limits alone (model/scratch.ts's estimate) gets the default row. */
+ * by hand from limits alone (model/transformer/scratch.ts's estimate) gets the default row. */
 export function tuningOf(gpu: { readonly tuning?: GpuTuning }): GpuTuning {
 	return gpu.tuning ?? DEFAULT_TUNING;
 }

@@ -19,7 +19,7 @@ import type { Gpu } from '../gpu/device';
 import { run } from '../gpu/kernel';
 import { adamwStep, GRAD_NORM_STATS, readGradNormStats } from '../gpu/kernels/adamw';
 import { createTensor, type Tensor } from '../gpu/tensor';
-import type { LoraParameters } from '../model/lora';
+import type { LoraParameters } from '../model/transformer/lora';
 import { GrpoConfigError } from './errors';
 
 export interface OptimizerConfig {

@@ -16,7 +16,7 @@
  * whose gradient norm is not finite is refused by the AdamW kernel and returns
  * `{ skipped: 'non-finite-grad' }` (weights and optimizer state untouched).
  */
-import type { TransformerModel } from '../model/transformer';
+import type { TransformerModel } from '../model/transformer/transformer';
 import { GrpoConfigError } from './errors';
 import {
 	addTotals,

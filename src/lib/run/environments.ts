@@ -6,11 +6,11 @@
  */
 import type OpenAI from 'openai';
 import { letters, tictactoe } from '../agent';
-import * as game2048 from '../agent/game2048';
-import * as inbox from '../agent/inbox';
+import * as game2048 from '../agent/envs/game2048';
+import * as inbox from '../agent/envs/inbox';
 import type { Policy } from '../agent/policy-client';
-import type { ReplayItem } from '../agent/replay';
-import { legalPlayTranscripts } from '../agent/tictactoe-sft';
+import type { ReplayItem } from '../agent/envs/replay';
+import { legalPlayTranscripts } from '../agent/envs/tictactoe/demonstrations';
 import { Trajectory } from '../agent/trajectory';
 import { Rng } from '../util/random';
 import type { EnvironmentName } from './recipe';

@@ -10,7 +10,7 @@
  * that plays legally: `warmStart`, merged into the base (a fresh adapter trains on top, its
  * KL reference the warm-start policy) or stacked (training continues the adapter).
  */
-import type { WarmStartMode } from '../model/warm-start';
+import type { WarmStartMode } from '../model/hf/warm-start';
 import type { EnvOptions } from './environments';
 import { RunError } from './errors';
 import type { AutoSize } from './sizing';

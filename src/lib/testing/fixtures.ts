@@ -15,10 +15,14 @@
  *
  * Never committed as files: generate them (tests write them to a temp dir).
  */
-import { parseModelConfig } from '../model/config';
-import { encodeSafetensors, roundToDType, type WritableDType } from '../model/safetensors-writer';
+import { parseModelConfig } from '../model/hf/config';
+import {
+	encodeSafetensors,
+	roundToDType,
+	type WritableDType
+} from '../model/hf/safetensors-writer';
 import type { ModelConfig } from '../model/types';
-import { weightSpecs } from '../model/weight-spec';
+import { weightSpecs } from '../model/hf/weight-spec';
 import { tinyTokenizer, type TinyTokenizer } from './tiny-tokenizer';
 
 export type FixtureName = 'llama' | 'llama-untied-bf16' | 'qwen2' | 'qwen3';

@@ -11,7 +11,7 @@
 import { Rng } from '../util/random';
 import { WeightsMismatchError } from '../model/errors';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from '../model/types';
-import { weightSpecs } from '../model/weight-spec';
+import { weightSpecs } from '../model/hf/weight-spec';
 
 /** Every tensor `config` needs, filled from a generator seeded with `seed`. */
 export function randomWeights(config: ModelConfig, seed = 1): Map<string, Float32Array> {

@@ -15,11 +15,11 @@ import { matmulRef } from '../gpu/reference/matmul';
 import { rmsNormRef } from '../gpu/reference/rmsnorm';
 import { ropeRef } from '../gpu/reference/rope';
 import { swigluRef } from '../gpu/reference/swiglu';
-import type { TokenBatch } from '../model/batch';
-import { ropeInvFreq } from '../model/config';
-import { peftName } from '../model/lora';
+import type { TokenBatch } from '../model/transformer/batch';
+import { ropeInvFreq } from '../model/hf/config';
+import { peftName } from '../model/transformer/lora';
 import type { ModelConfig } from '../model/types';
-import { projectionPath, projectionShape, type ProjectionName } from '../model/weight-spec';
+import { projectionPath, projectionShape, type ProjectionName } from '../model/hf/weight-spec';
 
 export interface ReferenceLora {
 	/** alpha / r. */

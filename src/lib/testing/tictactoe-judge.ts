@@ -7,7 +7,7 @@
  * when the whole group has the same one). Used by the run-loop test's twin and by
  * scripts/rule-judge.ts (the RULER-vs-game-reward learning comparison on the GPU machine).
  */
-import { illegalMoveReward, readBoard } from '../agent/tictactoe';
+import { illegalMoveReward, readBoard } from '../agent/envs/tictactoe/rollout';
 import { ok, trajectoriesOf, type Behaviour } from './scripted-judge';
 
 export const ticTacToeRule: Behaviour = (seen) => {

@@ -7,7 +7,7 @@
  * fixture's embedding is a few hundred rows instead of Qwen's 151936.
  */
 
-import { bytesToUnicode } from '../model/byte-level';
+import { bytesToUnicode } from '../model/tokenizer/byte-level';
 
 /** ChatML markers and tool-call tags, as Qwen names them. */
 export const TINY_ADDED_TOKENS = [

@@ -4,7 +4,7 @@
  * through, in the page: no model, no GPU, milliseconds. It shows what the task looks like.
  */
 import { preset, RUN_ENVIRONMENTS, type EnvironmentName, type PresetName } from '../run';
-import type { ReplayItem } from '../agent/replay';
+import type { ReplayItem } from '../agent/envs/replay';
 import { policyClient } from '../agent/policy-client';
 
 export interface ExampleGame {

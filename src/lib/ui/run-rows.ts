@@ -7,7 +7,7 @@
 import { RUN_ENVIRONMENTS, type EnvironmentName, type GroupGame, type RunEvent } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';
 import { trajectoryFromJson } from '../agent/jsonl';
-import type { ReplayItem } from '../agent/replay';
+import type { ReplayItem } from '../agent/envs/replay';
 import { judgeStep } from './reward-form';
 import { replyTokens, type ReplyToken } from './reply-tokens';
 

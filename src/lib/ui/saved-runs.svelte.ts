@@ -1,6 +1,6 @@
 /**
  * @file The runs saved in this browser (IndexedDB, through the worker), as Svelte 5 runes:
- * the listing, and a run's import and export as one zip (grpo/run-archive.ts) and its
+ * the listing, and a run's import and export as one zip (grpo/store/run-archive.ts) and its
  * deletion. A refusal goes to `onError`, which the panel shows; what a deletion or an import
  * does to the run shown is train-session.svelte.ts's.
  */

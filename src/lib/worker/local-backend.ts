@@ -2,7 +2,7 @@
  * @file ART's `LocalBackend` in the browser, for agent code written in the page: the
  * Backend contract served by the tab's one worker (tabrl.worker.ts, through the handle the
  * page already holds), so a TrainableModel registers with it exactly as with Node's
- * in-process backend (agent/backend/node.ts), on the same GPUDevice the page's runs use.
+ * in-process backend (agent/backend/node/backend.ts), on the same GPUDevice the page's runs use.
  * A call that fails in the worker throws BackendCallError with the error's kind; a worker
  * that crashed fails every call with kind 'worker-failed' instead of leaving it waiting.
  */

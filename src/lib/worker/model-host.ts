@@ -11,19 +11,19 @@
  * arrives in tens of thousands of chunks and each message crosses the worker boundary.
  */
 import type { Gpu } from '../gpu/device';
-import { DecodeStream } from '../model/decode-stream';
-import { checkModelMemory, estimateModelMemory } from '../model/memory';
+import { DecodeStream } from '../model/tokenizer/decode-stream';
+import { checkModelMemory, estimateModelMemory } from '../model/transformer/memory';
 import { throttledProgress } from '../util/throttle-progress';
-import { Tokenizer } from '../model/tokenizer';
-import { TransformerModel } from '../model/transformer';
+import { Tokenizer } from '../model/tokenizer/tokenizer';
+import { TransformerModel } from '../model/transformer/transformer';
 import type { ModelConfig } from '../model/types';
 import {
 	defaultModelCache,
 	openCheckpointFromUrl,
 	type CacheLike,
 	type FetchLike
-} from '../model/url-checkpoint';
-import { weightSpecs } from '../model/weight-spec';
+} from '../model/hf/url-checkpoint';
+import { weightSpecs } from '../model/hf/weight-spec';
 import {
 	toBackendError,
 	type BackendApi,

@@ -12,7 +12,7 @@ import type { GpuAdapterSummary, GpuCapabilities } from '../gpu/device';
 import type { AgentErrorKind } from '../agent/errors';
 import type { RulerErrorKind } from '../agent/ruler/errors';
 import type { GrpoErrorKind } from '../grpo/errors';
-import type { RunMeta } from '../grpo/run-store';
+import type { RunMeta } from '../grpo/store/run-store';
 import type { Recipe, RunErrorKind, RunEvent, RunSummary } from '../run';
 import type { GpuErrorKind } from '../gpu/errors';
 import type { ModelErrorKind } from '../model/errors';
@@ -229,7 +229,7 @@ export function toBackendError(error: unknown): BackendError {
 	return { kind: 'internal', message: String(error) };
 }
 
-/** A saved run as the page lists it: its summary record (grpo/run-store.ts RunMeta). */
+/** A saved run as the page lists it: its summary record (grpo/store/run-store.ts RunMeta). */
 export type SavedRun = RunMeta;
 
 /**
@@ -257,7 +257,7 @@ export interface RunApi {
 	runHistory(name: string): Promise<Result<HistoryEntry[]>>;
 	/** Deletes a saved run whole; refused while it runs. */
 	deleteRun(name: string): Promise<Result<void>>;
-	/** A saved run as one zip (grpo/run-archive.ts). */
+	/** A saved run as one zip (grpo/store/run-archive.ts). */
 	exportRun(name: string): Promise<Result<Uint8Array>>;
 	/** Saves an exported run's zip as a new run (its name, or the first free NAME-2, ...). */
 	importRun(archive: Uint8Array, name?: string): Promise<Result<SavedRun>>;

@@ -25,8 +25,8 @@ import {
 	readRunContents,
 	unpackRunArchive,
 	writeRunContents
-} from '../grpo/run-archive';
-import type { RunMeta, RunStore } from '../grpo/run-store';
+} from '../grpo/store/run-archive';
+import type { RunMeta, RunStore } from '../grpo/store/run-store';
 import { throttledProgress, type LoadProgress } from '../util/throttle-progress';
 import {
 	RunError,
@@ -127,7 +127,7 @@ export interface RunHost {
 	listRuns(): Promise<RunMeta[]>;
 	runHistory(name: string): Promise<HistoryEntry[]>;
 	deleteRun(name: string): Promise<void>;
-	/** A saved run as one zip (grpo/run-archive.ts): summary, history, checkpoints, trajectories. */
+	/** A saved run as one zip (grpo/store/run-archive.ts): summary, history, checkpoints, trajectories. */
 	exportRun(name: string): Promise<Uint8Array>;
 	/**
 	 * Saves the run of an exported zip under its name, or `name`, or the first free

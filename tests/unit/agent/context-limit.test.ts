@@ -8,13 +8,13 @@
  * a few moves, scored as the board stands; inbox searching forever ends as out of turns.
  */
 import { describe, expect, it } from 'vitest';
-import * as game2048 from '../../../src/lib/agent/game2048';
-import * as inbox from '../../../src/lib/agent/inbox';
+import * as game2048 from '../../../src/lib/agent/envs/game2048';
+import * as inbox from '../../../src/lib/agent/envs/inbox';
 import { isContextLimit } from '../../../src/lib/agent/context-limit';
-import { openaiClient } from '../../../src/lib/agent/openai/client';
-import type { ChatEngine, EngineSequence } from '../../../src/lib/agent/openai/engine';
-import { ChatService } from '../../../src/lib/agent/openai/service';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { openaiClient } from '../../../src/lib/serve/client';
+import type { ChatEngine, EngineSequence } from '../../../src/lib/serve/engine';
+import { ChatService } from '../../../src/lib/serve/service';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 
 /** A service whose engine replies `reply(promptText)` (then the end token) to every prompt. */

@@ -1,5 +1,5 @@
 /**
- * The 2048 rollout (src/lib/agent/game2048/rollout.ts) with scripted players in place of a
+ * The 2048 rollout (src/lib/agent/envs/game2048/rollout.ts) with scripted players in place of a
  * model (a recording client around policy-client.ts's policyCompletion): whole games
  * replayed move by move against the rules, spawns after no-op moves, every kind of bad
  * reply, wins and full boards, ART's reward, the history window's requests and recorded
@@ -27,7 +27,7 @@ import {
 	spawn,
 	SYSTEM_PROMPT,
 	type Direction
-} from '../../../src/lib/agent/game2048';
+} from '../../../src/lib/agent/envs/game2048';
 import { policyClient, policyCompletion, type Policy } from '../../../src/lib/agent/policy-client';
 import { isChoice, type Message } from '../../../src/lib/agent/trajectory';
 import { Rng } from '../../../src/lib/util/random';

@@ -1,5 +1,5 @@
 /**
- * The pure 2048 game (src/lib/agent/game2048/rules.ts) against hand-worked boards: sliding
+ * The pure 2048 game (src/lib/agent/envs/game2048/rules.ts) against hand-worked boards: sliding
  * and merging in each direction, spawns, the end test, ART's rendering as exact strings,
  * the strict reply parser, and ART's reward against numbers worked out by hand.
  */
@@ -19,7 +19,7 @@ import {
 	slide,
 	spawn,
 	type Board
-} from '../../../src/lib/agent/game2048/rules';
+} from '../../../src/lib/agent/envs/game2048/rules';
 import { Rng } from '../../../src/lib/util/random';
 
 // prettier-ignore

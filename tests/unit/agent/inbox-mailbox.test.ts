@@ -1,5 +1,5 @@
 /**
- * The inbox environment's data (src/lib/agent/inbox/mailbox.ts, questions.ts): mailboxes are
+ * The inbox environment's data (src/lib/agent/envs/inbox/mailbox.ts, questions.ts): mailboxes are
  * a function of their seed, questions have exactly one answer email whose body holds the
  * answer as written, and evaluation scenarios never share a mailbox with training ones.
  */
@@ -13,7 +13,7 @@ import {
 	mailboxSeedOf,
 	questionsFor,
 	scenario
-} from '../../../src/lib/agent/inbox';
+} from '../../../src/lib/agent/envs/inbox';
 
 describe('generateMailbox', () => {
 	it('is the same for the same seed and different for another', () => {

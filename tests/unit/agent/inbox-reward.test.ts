@@ -1,5 +1,5 @@
 /**
- * The inbox reward (src/lib/agent/inbox/reward.ts) against hand computations: ART-E's bands
+ * The inbox reward (src/lib/agent/envs/inbox/reward.ts) against hand computations: ART-E's bands
  * (format error < wrong < no answer < right), partial credit, and the answer rule.
  */
 import { describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import {
 	normalizeAnswer,
 	partialCredit,
 	type Rubric
-} from '../../../src/lib/agent/inbox';
+} from '../../../src/lib/agent/envs/inbox';
 
 const rubric = (r: Partial<Rubric>): Rubric => ({ ...emptyRubric(), ...r });
 

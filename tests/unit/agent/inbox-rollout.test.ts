@@ -18,7 +18,7 @@ import {
 	scenario,
 	SYSTEM_PROMPT,
 	TOOLS
-} from '../../../src/lib/agent/inbox';
+} from '../../../src/lib/agent/envs/inbox';
 import { policyClient } from '../../../src/lib/agent/policy-client';
 import { isChoice, Trajectory } from '../../../src/lib/agent/trajectory';
 

@@ -1,5 +1,5 @@
 /**
- * The inbox episode's rules on bad input (src/lib/agent/inbox/episode.ts), each through the
+ * The inbox episode's rules on bad input (src/lib/agent/envs/inbox/episode.ts), each through the
  * real rollout with a scripted reply sequence behind policyClient: what ends the episode
  * with which format error, what becomes an error text, and the rewards by hand.
  */
@@ -11,7 +11,7 @@ import {
 	rollout,
 	scenario,
 	type Scenario
-} from '../../../src/lib/agent/inbox';
+} from '../../../src/lib/agent/envs/inbox';
 import { policyClient, type PolicyReply } from '../../../src/lib/agent/policy-client';
 import { isChoice, type Trajectory } from '../../../src/lib/agent/trajectory';
 

@@ -1,5 +1,5 @@
 /**
- * BM25 search over a mailbox (src/lib/agent/inbox/search.ts): the expert's keywords put the
+ * BM25 search over a mailbox (src/lib/agent/envs/inbox/search.ts): the expert's keywords put the
  * answer email first, and on a crafted mailbox BM25 finds the email a substring scan
  * (count keyword occurrences) buries under emails that repeat common words.
  */
@@ -15,7 +15,7 @@ import {
 	terms,
 	type Email,
 	type Mailbox
-} from '../../../src/lib/agent/inbox';
+} from '../../../src/lib/agent/envs/inbox';
 
 /** The naive baseline: emails by how many times the keywords occur as substrings. */
 function substringScan(mailbox: Mailbox, keywords: string[], limit = 5): Email[] {

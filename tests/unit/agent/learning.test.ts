@@ -1,6 +1,6 @@
 /**
  * GRPO learns, shown on a task small enough for SwiftShader: a tiny random Llama (fixtures:
- * hidden 32, ChatML, byte-level BPE) plays the letters environment (agent/letters.ts: asked
+ * hidden 32, ChatML, byte-level BPE) plays the letters environment (agent/envs/letters/rollout.ts: asked
  * for a word, rewarded by the share of the reply's characters that are letters a-m). Through the public API only (TrainableModel, the
  * Node LocalBackend, the official openai client, gatherTrajectoryGroups) from fixed seeds.
  *
@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, letters, TrainableModel } from '../../../src/lib/agent';
-import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 
 const STEPS = 8;
 const GROUPS = 4;

@@ -5,9 +5,9 @@
  * text's UTF-8, multi-byte characters split over tokens included.
  */
 import { describe, expect, it } from 'vitest';
-import { ChoiceDecoder, type ChoiceOptions } from '../../../src/lib/agent/openai/choice';
+import { ChoiceDecoder, type ChoiceOptions } from '../../../src/lib/serve/choice';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 
 const tok = tinyTokenizer();
 const tokenizer = Tokenizer.fromJson(tok.tokenizerJson, tok.tokenizerConfigJson);

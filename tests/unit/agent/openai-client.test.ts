@@ -12,11 +12,8 @@
 import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openaiClient } from '../../../src/lib/agent/openai/client';
-import type {
-	TabrlChatCompletion,
-	TabrlChoiceTokens
-} from '../../../src/lib/agent/openai/response';
+import { openaiClient } from '../../../src/lib/serve/client';
+import type { TabrlChatCompletion, TabrlChoiceTokens } from '../../../src/lib/serve/response';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

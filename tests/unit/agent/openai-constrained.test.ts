@@ -9,12 +9,12 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openaiClient } from '../../../src/lib/agent/openai/client';
-import type { TabrlChatCompletion } from '../../../src/lib/agent/openai/response';
+import { openaiClient } from '../../../src/lib/serve/client';
+import type { TabrlChatCompletion } from '../../../src/lib/serve/response';
 import { jsonSchemaGrammar } from '../../../src/lib/model/constrain/json-schema';
 import { useGpu } from '../../helpers/gpu';
 import { KITCHEN_SCHEMA, RULER_SCHEMA, schemaErrors } from '../model/json-schema-check';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { ChatService } from '../../../src/lib/serve/service';
 import { Generator } from '../../../src/lib/model/generate/generator';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

@@ -6,13 +6,9 @@
  * the schema is), a tokenizer that is not byte-level.
  */
 import { describe, expect, it } from 'vitest';
-import {
-	isConstrained,
-	requestGrammar,
-	RequestGrammars
-} from '../../../src/lib/agent/openai/constraint';
-import { OpenAIApiError } from '../../../src/lib/agent/openai/errors';
-import { parseChatCompletionRequest } from '../../../src/lib/agent/openai/request';
+import { isConstrained, requestGrammar, RequestGrammars } from '../../../src/lib/serve/constraint';
+import { OpenAIApiError } from '../../../src/lib/serve/errors';
+import { parseChatCompletionRequest } from '../../../src/lib/serve/request';
 import { TokenGrammar } from '../../../src/lib/model/constrain/token-mask';
 import { vocabularyOf } from '../../../src/lib/model/constrain/vocabulary';
 import { qwen3Tokenizer } from '../model/qwen3-tokenizer';

@@ -15,15 +15,15 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatEngine } from '../../../src/lib/agent/openai/engine';
-import { bodyLimitFor } from '../../../src/lib/agent/openai/http-body';
+import type { ChatEngine } from '../../../src/lib/serve/engine';
+import { bodyLimitFor } from '../../../src/lib/serve/node/http-body';
 import {
 	listenChatServer,
 	writeStream,
 	type ChatHttpServer
-} from '../../../src/lib/agent/openai/http-server';
-import { ChatService } from '../../../src/lib/agent/openai/service';
-import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer-thread';
+} from '../../../src/lib/serve/node/http-server';
+import { ChatService } from '../../../src/lib/serve/service';
+import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer/node/tokenizer-thread';
 import { exposureWarning, parseServeArgs } from '../../../scripts/cli/serve';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';

@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatEngine } from '../../../src/lib/agent/openai/engine';
-import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
+import type { ChatEngine } from '../../../src/lib/serve/engine';
+import { listenChatServer, type ChatHttpServer } from '../../../src/lib/serve/node/http-server';
 import type {
 	TabrlChatCompletion,
 	TabrlChatCompletionChunk
-} from '../../../src/lib/agent/openai/response';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+} from '../../../src/lib/serve/response';
+import { ChatService } from '../../../src/lib/serve/service';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

@@ -4,9 +4,9 @@
  * OpenAI's schema: exact key sets, types, and the error body shape.
  */
 import { describe, expect, it } from 'vitest';
-import { OpenAIApiError, toApiError } from '../../../src/lib/agent/openai/errors';
-import { buildPrompt } from '../../../src/lib/agent/openai/prompt';
-import { parseChatCompletionRequest } from '../../../src/lib/agent/openai/request';
+import { OpenAIApiError, toApiError } from '../../../src/lib/serve/errors';
+import { buildPrompt } from '../../../src/lib/serve/prompt';
+import { parseChatCompletionRequest } from '../../../src/lib/serve/request';
 import {
 	buildChoice,
 	buildChunk,
@@ -16,10 +16,10 @@ import {
 	newCompletionMeta,
 	randomId,
 	toOpenAIToolCalls
-} from '../../../src/lib/agent/openai/response';
+} from '../../../src/lib/serve/response';
 import { ChatMessagesError } from '../../../src/lib/model/errors';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 
 const USER = [{ role: 'user', content: 'hello' }];
 const TOOLS = [

@@ -14,9 +14,9 @@ import type {
 	ResponseStreamEvent
 } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
-import type { TabrlResponse } from '../../../src/lib/agent/openai/responses-output';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { listenChatServer, type ChatHttpServer } from '../../../src/lib/serve/node/http-server';
+import type { TabrlResponse } from '../../../src/lib/serve/responses-output';
+import { ChatService } from '../../../src/lib/serve/service';
 import { Generator } from '../../../src/lib/model/generate/generator';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';

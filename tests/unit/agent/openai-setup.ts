@@ -7,16 +7,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { ChatService } from '../../../src/lib/serve/service';
 import type { Gpu } from '../../../src/lib/gpu/device';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Generator } from '../../../src/lib/model/generate/generator';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+} from '../../../src/lib/model/hf/node/checkpoint';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 
 export const MODEL_NAME = 'tiny-llama';

@@ -9,9 +9,9 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodyLimitFor } from '../../../src/lib/agent/openai/http-body';
-import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { bodyLimitFor } from '../../../src/lib/serve/node/http-body';
+import { listenChatServer, type ChatHttpServer } from '../../../src/lib/serve/node/http-server';
+import { ChatService } from '../../../src/lib/serve/service';
 import { Rng } from '../../../src/lib/util/random';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';

@@ -4,13 +4,13 @@
  * cut point), which must release exactly what the whole text gives.
  */
 import { describe, expect, it } from 'vitest';
-import { StopStringMatcher } from '../../../src/lib/agent/openai/stop-strings';
+import { StopStringMatcher } from '../../../src/lib/serve/stop-strings';
 import {
 	parseToolCallBody,
 	parseToolCalls,
 	ToolCallStream,
 	type ParsedToolCall
-} from '../../../src/lib/agent/openai/tool-calls';
+} from '../../../src/lib/serve/tool-calls';
 
 /** Feeds `pieces` to a ToolCallStream; returns what it released in all. */
 function streamed(pieces: string[]): { content: string; calls: ParsedToolCall[] } {

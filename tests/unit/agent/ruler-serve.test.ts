@@ -9,8 +9,8 @@
  * refused, re-asked once, then a typed JudgeReplyError.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenChatServer, type ChatHttpServer } from '../../../src/lib/agent/openai/http-server';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { listenChatServer, type ChatHttpServer } from '../../../src/lib/serve/node/http-server';
+import { ChatService } from '../../../src/lib/serve/service';
 import {
 	exactResponseFormat,
 	JudgeReplyError,

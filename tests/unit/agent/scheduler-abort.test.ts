@@ -5,8 +5,8 @@
  * every request in it has aborted: a request still waiting keeps the call going.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatEngine, EngineOptions } from '../../../src/lib/agent/openai/engine';
-import { BatchScheduler, type GenerationJob } from '../../../src/lib/agent/openai/scheduler';
+import type { ChatEngine, EngineOptions } from '../../../src/lib/serve/engine';
+import { BatchScheduler, type GenerationJob } from '../../../src/lib/serve/scheduler';
 import { useGpu } from '../../helpers/gpu';
 import { tinyChat, type TinyChat } from './openai-setup';
 

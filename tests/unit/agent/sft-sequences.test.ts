@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentError } from '../../../src/lib/agent/errors';
 import { sftSequence } from '../../../src/lib/agent/backend/sft-sequences';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { qwen3Tokenizer } from '../model/qwen3-tokenizer';
 
 function fixtureTokenizer(): Tokenizer {

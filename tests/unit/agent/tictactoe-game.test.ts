@@ -1,5 +1,5 @@
 /**
- * The tic-tac-toe engine (src/lib/agent/tictactoe-game.ts) without a model: ART's board
+ * The tic-tac-toe engine (src/lib/agent/envs/tictactoe/rules.ts) without a model: ART's board
  * text, square names, every game of tic-tac-toe played out (the known counts: 255,168 games,
  * 131,184 won by the first player, 77,904 by the second, 46,080 drawn; 5,478 positions),
  * the reply parser over a table of replies, and the rewards.
@@ -20,7 +20,7 @@ import {
 	type Board,
 	type Cell,
 	type Mark
-} from '../../../src/lib/agent/tictactoe-game';
+} from '../../../src/lib/agent/envs/tictactoe/rules';
 
 const board = (rows: string): Cell[] => rows.replace(/\s/g, '').split('') as Cell[];
 

@@ -1,5 +1,5 @@
 /**
- * Tic-tac-toe from outside a model (src/lib/agent/tictactoe-play.ts): the board read back
+ * Tic-tac-toe from outside a model (src/lib/agent/envs/tictactoe/policies.ts): the board read back
  * from its rendering, the legal random player through the real rollout, and the replay of a
  * finished game (boards between moves, the final board, the outcome) from the trajectory
  * alone, also after a JSONL round trip (what the page receives).
@@ -15,7 +15,7 @@ import {
 	renderBoard,
 	replay,
 	rollout
-} from '../../../src/lib/agent/tictactoe';
+} from '../../../src/lib/agent/envs/tictactoe/rollout';
 
 describe('tic-tac-toe from outside', () => {
 	it('reads back the board it renders, the last one in a text', () => {

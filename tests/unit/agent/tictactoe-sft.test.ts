@@ -5,8 +5,17 @@
  * several outcomes occur; seeds repeat.
  */
 import { describe, expect, it } from 'vitest';
-import { legalPlayTranscript, legalPlayTranscripts } from '../../../src/lib/agent/tictactoe-sft';
-import { checkMove, play, REWARD, winner, type Board } from '../../../src/lib/agent/tictactoe';
+import {
+	legalPlayTranscript,
+	legalPlayTranscripts
+} from '../../../src/lib/agent/envs/tictactoe/demonstrations';
+import {
+	checkMove,
+	play,
+	REWARD,
+	winner,
+	type Board
+} from '../../../src/lib/agent/envs/tictactoe/rollout';
 
 /** Parses the rendered board back (rows A-C, cells joined by ' | '). */
 function boardFromText(text: string): Board {

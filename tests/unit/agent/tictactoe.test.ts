@@ -1,5 +1,5 @@
 /**
- * The tic-tac-toe rollout (src/lib/agent/tictactoe.ts) through the openai package and the
+ * The tic-tac-toe rollout (src/lib/agent/envs/tictactoe/rollout.ts) through the openai package and the
  * REAL ChatService (prompt building with the chat template, choice decoding, tabrl):
  *
  * - with the REAL engine on a tiny random Llama (openai-setup.ts): random weights reply
@@ -13,13 +13,9 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups } from '../../../src/lib/agent/gather';
-import { openaiClient } from '../../../src/lib/agent/openai/client';
-import type {
-	ChatEngine,
-	EngineOptions,
-	EngineSequence
-} from '../../../src/lib/agent/openai/engine';
-import { ChatService } from '../../../src/lib/agent/openai/service';
+import { openaiClient } from '../../../src/lib/serve/client';
+import type { ChatEngine, EngineOptions, EngineSequence } from '../../../src/lib/serve/engine';
+import { ChatService } from '../../../src/lib/serve/service';
 import {
 	REWARD,
 	emptyBoard,
@@ -36,12 +32,12 @@ import {
 	type Board,
 	type Cell,
 	type Mark
-} from '../../../src/lib/agent/tictactoe';
+} from '../../../src/lib/agent/envs/tictactoe/rollout';
 import { trajectoryToSequences } from '../../../src/lib/agent/to-train';
 import { isChoice, type Choice, type Trajectory } from '../../../src/lib/agent/trajectory';
-import type { ChatMessage } from '../../../src/lib/model/chat-messages';
+import type { ChatMessage } from '../../../src/lib/model/tokenizer/chat-messages';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { useGpu } from '../../helpers/gpu';
 import { MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 

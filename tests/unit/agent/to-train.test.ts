@@ -24,9 +24,9 @@ import {
 	type Choice,
 	type MessageOrChoice
 } from '../../../src/lib/agent/trajectory';
-import type { ChatMessage } from '../../../src/lib/model/chat-messages';
+import type { ChatMessage } from '../../../src/lib/model/tokenizer/chat-messages';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { choice, system, user } from './trajectory-fixtures';
 
 const traj = (items: MessageOrChoice[], more: Partial<Trajectory> = {}) =>

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherTrajectoryGroups, Trajectory, TrainableModel } from '../../../src/lib/agent';
-import { LocalBackend } from '../../../src/lib/agent/backend/node';
+import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 
 let root: string;
 let baseModel: string;

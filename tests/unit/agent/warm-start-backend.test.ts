@@ -1,5 +1,5 @@
 /**
- * Warm starts through the Node LocalBackend (agent/backend/model-run.ts, model/warm-start.ts)
+ * Warm starts through the Node LocalBackend (agent/backend/model-run.ts, model/hf/warm-start.ts)
  * on a tiny random Llama (fixtures.ts), on Dawn (SwiftShader here). The warm start is a
  * random PEFT adapter written as checkpoint.ts writes one, in a folder with its manifest
  * (warm-start.json: the base's tensorsSha256, the adapter file's sha256):
@@ -16,22 +16,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TrainableModel, type ModelSpec } from '../../../src/lib/agent';
-import { LocalBackend } from '../../../src/lib/agent/backend/node';
-import type { TabrlChoice } from '../../../src/lib/agent/openai/response';
-import { encodeTrainingCheckpoint } from '../../../src/lib/grpo/checkpoint';
-import { peftName, type LoraConfig } from '../../../src/lib/model/lora';
+import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
+import type { TabrlChoice } from '../../../src/lib/serve/response';
+import { encodeTrainingCheckpoint } from '../../../src/lib/grpo/store/checkpoint';
+import { peftName, type LoraConfig } from '../../../src/lib/model/transformer/lora';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
-import { ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/peft-adapter';
+} from '../../../src/lib/model/hf/node/checkpoint';
+import { ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/hf/peft-adapter';
 import {
 	sha256Hex,
 	tensorsSha256,
 	WARM_START_MANIFEST,
 	type WarmStartManifest
-} from '../../../src/lib/model/warm-start';
-import { projectionShape } from '../../../src/lib/model/weight-spec';
+} from '../../../src/lib/model/hf/warm-start';
+import { projectionShape } from '../../../src/lib/model/hf/weight-spec';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Rng } from '../../../src/lib/util/random';
 

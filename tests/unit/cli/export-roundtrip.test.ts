@@ -27,11 +27,11 @@ import {
 	type ExportPlan,
 	type TabrlLogprobs
 } from '../../../scripts/parity/export-roundtrip-lib';
-import { openCheckpointFromDirectory } from '../../../src/lib/model/node-checkpoint';
-import { readPeftAdapter } from '../../../src/lib/model/peft-adapter';
-import { memoryByteSource } from '../../../src/lib/model/byte-source';
-import { peftName } from '../../../src/lib/model/lora';
-import { projectionPath, projectionShape } from '../../../src/lib/model/weight-spec';
+import { openCheckpointFromDirectory } from '../../../src/lib/model/hf/node/checkpoint';
+import { readPeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
+import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { projectionPath, projectionShape } from '../../../src/lib/model/hf/weight-spec';
 import { useGpu } from '../../helpers/gpu';
 
 describe('export round trip (TabRL half, CPU stand-in for peft)', () => {

@@ -14,14 +14,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseExportArgs, runExport } from '../../../scripts/cli/export';
 import { UsageError } from '../../../scripts/cli/args';
-import { encodeTrainingCheckpoint, modelFingerprint } from '../../../src/lib/grpo/checkpoint';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import { peftName, resolveLoraConfig } from '../../../src/lib/model/lora';
+import { encodeTrainingCheckpoint, modelFingerprint } from '../../../src/lib/grpo/store/checkpoint';
+import { NodeRunStore } from '../../../src/lib/grpo/store/node/run-store';
+import { peftName, resolveLoraConfig } from '../../../src/lib/model/transformer/lora';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
-import { projectionPath, projectionShape } from '../../../src/lib/model/weight-spec';
+} from '../../../src/lib/model/hf/node/checkpoint';
+import { projectionPath, projectionShape } from '../../../src/lib/model/hf/weight-spec';
 import { preset } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { Rng } from '../../../src/lib/util/random';

@@ -10,16 +10,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../../../src/lib/model/chat-messages';
+import type { ChatMessage } from '../../../src/lib/model/tokenizer/chat-messages';
 import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import { Generator } from '../../../src/lib/model/generate/generator';
 import type { GenerateOptions } from '../../../src/lib/model/generate/options';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+} from '../../../src/lib/model/hf/node/checkpoint';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import { useGpu } from '../../helpers/gpu';
 import { parseGenerateArgs } from '../../../scripts/cli/generate';
 import { runCli, usageText, type CliRun } from './run-cli';

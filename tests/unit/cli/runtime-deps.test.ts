@@ -4,7 +4,7 @@
  * devDependency. The static imports come from esbuild's bundle of the CLI (its metafile's
  * external packages); two are reached at run time only and named here: `webgpu` (Dawn,
  * imported by name so browser bundles skip it: gpu/node-gpu.ts) and `tsx` (the `cli` script
- * and the tokenizer thread run the TypeScript through it: model/tokenizer-thread.ts).
+ * and the tokenizer thread run the TypeScript through it: model/tokenizer/node/tokenizer-thread.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

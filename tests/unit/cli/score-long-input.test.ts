@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { runCli } from './run-cli';
 
 describe('cli score on a huge chat', () => {

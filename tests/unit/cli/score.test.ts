@@ -10,27 +10,30 @@
  * in this process the numbers must be equal: same code, same device type, and JSON
  * prints an f32 value's double exactly.
  */
-import { sealCheckpoint } from '../../../src/lib/grpo/checkpoint-seal';
+import { sealCheckpoint } from '../../../src/lib/grpo/store/checkpoint-seal';
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
-import { toTokenBatch } from '../../../src/lib/model/batch';
-import type { ChatMessage, ToolSchema } from '../../../src/lib/model/chat-messages';
+import { toTokenBatch } from '../../../src/lib/model/transformer/batch';
+import type { ChatMessage, ToolSchema } from '../../../src/lib/model/tokenizer/chat-messages';
 import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
+} from '../../../src/lib/model/hf/node/checkpoint';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { TransformerModel } from '../../../src/lib/model/transformer';
-import { peftAdapterConfig } from '../../../src/lib/grpo/checkpoint';
-import { peftName, resolveLoraConfig } from '../../../src/lib/model/lora';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/peft-adapter';
-import { encodeSafetensors, type TensorToWrite } from '../../../src/lib/model/safetensors-writer';
-import { projectionShape } from '../../../src/lib/model/weight-spec';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
+import { peftAdapterConfig } from '../../../src/lib/grpo/store/checkpoint';
+import { peftName, resolveLoraConfig } from '../../../src/lib/model/transformer/lora';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/hf/peft-adapter';
+import {
+	encodeSafetensors,
+	type TensorToWrite
+} from '../../../src/lib/model/hf/safetensors-writer';
+import { projectionShape } from '../../../src/lib/model/hf/weight-spec';
 import { useGpu } from '../../helpers/gpu';
 import { parseScoreArgs } from '../../../scripts/cli/score';
 import { runCli, runCommand, usageText, type CliRun } from './run-cli';

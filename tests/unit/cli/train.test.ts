@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
 import { EXIT_STUCK, parseTrainArgs, savedRecipe, trainRecipe } from '../../../scripts/cli/train';

@@ -30,11 +30,11 @@ import {
 	type Board,
 	type Cell,
 	type Mark
-} from '../../../src/lib/agent/tictactoe';
-import { legalPlayTranscripts } from '../../../src/lib/agent/tictactoe-sft';
-import { parseModelConfig } from '../../../src/lib/model/config';
-import { decodeToF32, parseSafetensorsHeader } from '../../../src/lib/model/safetensors';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+} from '../../../src/lib/agent/envs/tictactoe/rollout';
+import { legalPlayTranscripts } from '../../../src/lib/agent/envs/tictactoe/demonstrations';
+import { parseModelConfig } from '../../../src/lib/model/hf/config';
+import { decodeToF32, parseSafetensorsHeader } from '../../../src/lib/model/hf/safetensors';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { evaluate, type Evaluation } from '../../../experiments/tictactoe/evaluate';
 import { LOGIT_BOUND, MODEL_SIZES, writeTicTacToeModel } from '../../../scripts/tictactoe-model';
 import { DEFAULTS, parseLearnArgs } from '../../../experiments/tictactoe/options';

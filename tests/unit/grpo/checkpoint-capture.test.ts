@@ -1,5 +1,5 @@
 /**
- * captureCheckpoint (grpo/checkpoint.ts) reads the adapter's weights and AdamW moments in
+ * captureCheckpoint (grpo/store/checkpoint.ts) reads the adapter's weights and AdamW moments in
  * one batched readback (LoraParameters.readWithState): what it captures equals the values
  * uploaded and the same tensors read back one by one (readTensor), for every module; it
  * takes one staging buffer and one submit, not one per tensor. Each tensor holds values of
@@ -8,9 +8,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { readTensor } from '../../../src/lib/gpu/tensor';
-import { captureCheckpoint } from '../../../src/lib/grpo/checkpoint';
+import { captureCheckpoint } from '../../../src/lib/grpo/store/checkpoint';
 import { LoraOptimizer } from '../../../src/lib/grpo/optimizer';
-import { LoraParameters, peftName } from '../../../src/lib/model/lora';
+import { LoraParameters, peftName } from '../../../src/lib/model/transformer/lora';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from '../model/tiny-models';
 

@@ -1,5 +1,5 @@
 /**
- * @file decodeTrainingCheckpoint (grpo/checkpoint.ts) on broken and foreign inputs: every
+ * @file decodeTrainingCheckpoint (grpo/store/checkpoint.ts) on broken and foreign inputs: every
  * way a checkpoint folder can be wrong must end in a typed error of the right kind
  * ('checkpoint-corrupt' for damaged files, 'adapter-mismatch' for an adapter made for another
  * model, rank or targets) whose message names the problem, never in a half-read state.
@@ -17,17 +17,21 @@ import {
 	TRAINER_STATE_FILE,
 	type CheckpointFiles,
 	type TrainingCheckpoint
-} from '../../../src/lib/grpo/checkpoint';
+} from '../../../src/lib/grpo/store/checkpoint';
 import { AdapterMismatchError, CheckpointCorruptError } from '../../../src/lib/grpo/errors';
-import { peftName, resolveLoraConfig, type LoraConfig } from '../../../src/lib/model/lora';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/peft-adapter';
+import {
+	peftName,
+	resolveLoraConfig,
+	type LoraConfig
+} from '../../../src/lib/model/transformer/lora';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/hf/peft-adapter';
 import {
 	encodeSafetensors,
 	roundToDType,
 	type TensorToWrite
-} from '../../../src/lib/model/safetensors-writer';
+} from '../../../src/lib/model/hf/safetensors-writer';
 import type { ModelConfig } from '../../../src/lib/model/types';
-import { projectionShape } from '../../../src/lib/model/weight-spec';
+import { projectionShape } from '../../../src/lib/model/hf/weight-spec';
 import { TINY } from '../model/tiny-models';
 
 const config = TINY.llama;

@@ -1,5 +1,5 @@
 /**
- * A run's folder on disk (src/lib/grpo/node-run-store.ts) when something goes wrong, with no
+ * A run's folder on disk (src/lib/grpo/store/node/run-store.ts) when something goes wrong, with no
  * GPU: checkpoints sealed with their sha256 and checked on load (bytes flipped, a file cut
  * short, one added or missing: a typed error naming the file); the run continuing from its
  * newest intact checkpoint (newer corrupt ones set aside, their history lines dropped);
@@ -12,12 +12,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SEAL_FILE } from '../../../src/lib/grpo/checkpoint-seal';
-import { newestIntactCheckpoint } from '../../../src/lib/grpo/checkpoint-recovery';
+import { SEAL_FILE } from '../../../src/lib/grpo/store/checkpoint-seal';
+import { newestIntactCheckpoint } from '../../../src/lib/grpo/store/checkpoint-recovery';
 import { CheckpointCorruptError, RunLockedError } from '../../../src/lib/grpo/errors';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import { pruneCheckpoints } from '../../../src/lib/grpo/retention';
-import { LOCK_FILE, RunLock } from '../../../src/lib/grpo/run-lock';
+import { NodeRunStore } from '../../../src/lib/grpo/store/node/run-store';
+import { pruneCheckpoints } from '../../../src/lib/grpo/store/retention';
+import { LOCK_FILE, RunLock } from '../../../src/lib/grpo/store/node/run-lock';
 
 let root: string;
 let n = 0;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
-import { toTokenBatch } from '../../../src/lib/model/batch';
+import { toTokenBatch } from '../../../src/lib/model/transformer/batch';
 import type { TrainSequence as AgentTrainSequence } from '../../../src/lib/agent/to-train';
 import {
 	InvalidSequenceError,

@@ -1,5 +1,5 @@
 /**
- * A run as one zip (grpo/run-archive.ts): written from a store and read back into another
+ * A run as one zip (grpo/store/run-archive.ts): written from a store and read back into another
  * store unchanged (NodeRunStore on disk), laid out as a `cli train --out` folder; every kind
  * of bad file refused with a RunArchiveError naming the problem (a table, then 300 random
  * corruptions of a valid archive: each either reads back or is a RunArchiveError, never
@@ -11,16 +11,16 @@ import { join } from 'node:path';
 import { strToU8, unzipSync, zipSync, type Zippable } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunArchiveError } from '../../../src/lib/grpo/errors';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
+import { NodeRunStore } from '../../../src/lib/grpo/store/node/run-store';
 import {
 	packRunArchive,
 	readRunContents,
 	unpackRunArchive,
 	writeRunContents,
 	type RunContents
-} from '../../../src/lib/grpo/run-archive';
-import type { RunMeta } from '../../../src/lib/grpo/run-store';
-import { encodeSafetensors } from '../../../src/lib/model/safetensors-writer';
+} from '../../../src/lib/grpo/store/run-archive';
+import type { RunMeta } from '../../../src/lib/grpo/store/run-store';
+import { encodeSafetensors } from '../../../src/lib/model/hf/safetensors-writer';
 
 let root: string;
 beforeAll(async () => {

@@ -13,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import { GrpoConfigError } from '../../../src/lib/grpo/errors';
 import { ART_OPTIMIZER_DEFAULTS, LoraOptimizer } from '../../../src/lib/grpo/optimizer';
 import type { TrainSequence } from '../../../src/lib/grpo/pack';

@@ -1,14 +1,14 @@
 /**
- * PEFT's base_model_name_or_path as TabRL writes it (src/lib/model/base-name.ts): a Hub repo id
+ * PEFT's base_model_name_or_path as TabRL writes it (src/lib/model/hf/base-name.ts): a Hub repo id
  * or a model's name, never a path of the machine that wrote it. Also the shipped warm starts:
  * their adapter_config.json names the bundled model so. Pure, no GPU.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { portableBaseName } from '../../../src/lib/model/base-name';
-import { peftAdapterConfig } from '../../../src/lib/grpo/checkpoint';
-import { resolveLoraConfig } from '../../../src/lib/model/lora';
+import { portableBaseName } from '../../../src/lib/model/hf/base-name';
+import { peftAdapterConfig } from '../../../src/lib/grpo/store/checkpoint';
+import { resolveLoraConfig } from '../../../src/lib/model/transformer/lora';
 import { BUNDLED_MODEL_NAMES, warmStartPath, PRESET_NAMES } from '../../../src/lib/run';
 
 describe('portableBaseName', () => {

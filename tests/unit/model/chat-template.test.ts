@@ -19,7 +19,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage, ToolSchema } from '../../../src/lib/model/chat-messages';
+import type { ChatMessage, ToolSchema } from '../../../src/lib/model/tokenizer/chat-messages';
 import { ModelError } from '../../../src/lib/model/errors';
 import { QWEN3_TOKENIZER_DIR, qwen3Tokenizer } from './qwen3-tokenizer';
 

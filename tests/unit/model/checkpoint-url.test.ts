@@ -9,15 +9,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { LoadProgress } from '../../../src/lib/model/checkpoint';
+import type { LoadProgress } from '../../../src/lib/model/hf/checkpoint';
 import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
-import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/memory';
+import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/transformer/memory';
 import {
 	MANIFEST_NAME,
 	openCheckpointFromUrl,
 	type CacheLike,
 	type FetchLike
-} from '../../../src/lib/model/url-checkpoint';
+} from '../../../src/lib/model/hf/url-checkpoint';
 
 class MemoryCache implements CacheLike {
 	readonly entries = new Map<string, Blob>();

@@ -13,11 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/node-checkpoint';
+} from '../../../src/lib/model/hf/node/checkpoint';
 import { FIXTURE_NAMES, makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
-import { encodeSafetensors, type TensorToWrite } from '../../../src/lib/model/safetensors-writer';
-import { weightSpecs } from '../../../src/lib/model/weight-spec';
-import type { LoadProgress } from '../../../src/lib/model/checkpoint';
+import {
+	encodeSafetensors,
+	type TensorToWrite
+} from '../../../src/lib/model/hf/safetensors-writer';
+import { weightSpecs } from '../../../src/lib/model/hf/weight-spec';
+import type { LoadProgress } from '../../../src/lib/model/hf/checkpoint';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 
 let root: string;

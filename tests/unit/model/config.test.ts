@@ -4,7 +4,7 @@
  * and RoPE inv_freq for default / linear / llama3 against the formula evaluated in f64.
  */
 import { describe, expect, it } from 'vitest';
-import { parseModelConfig, ropeInvFreq } from '../../../src/lib/model/config';
+import { parseModelConfig, ropeInvFreq } from '../../../src/lib/model/hf/config';
 import {
 	InvalidConfigError,
 	MissingConfigFieldError,

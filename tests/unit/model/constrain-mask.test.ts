@@ -16,7 +16,7 @@ import {
 	vocabularyOf,
 	type Vocabulary
 } from '../../../src/lib/model/constrain/vocabulary';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 import { Rng } from '../../../src/lib/util/random';
 import {

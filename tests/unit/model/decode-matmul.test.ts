@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
-import { parseDecodeMatmul } from '../../../src/lib/model/decode-layer';
+import { parseDecodeMatmul } from '../../../src/lib/model/transformer/decode-layer';
 import { Generator } from '../../../src/lib/model/generate/generator';
 import type { GeneratedSequence } from '../../../src/lib/model/generate/options';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';
 

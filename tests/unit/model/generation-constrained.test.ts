@@ -14,7 +14,7 @@ import { Generator } from '../../../src/lib/model/generate/generator';
 import type { GeneratedSequence, TokenConstraint } from '../../../src/lib/model/generate/options';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogits } from '../../../src/lib/testing/reference';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';

@@ -31,12 +31,12 @@ import type {
 } from '../../../src/lib/model/generate/options';
 import { prefillTokenLimit } from '../../../src/lib/model/generate/prefill';
 import { sequenceSeed } from '../../../src/lib/model/generate/seed';
-import { peftName } from '../../../src/lib/model/lora';
-import { estimateModelMemory } from '../../../src/lib/model/memory';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { estimateModelMemory } from '../../../src/lib/model/transformer/memory';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogits, type ReferenceLora } from '../../../src/lib/testing/reference';
-import { TransformerModel } from '../../../src/lib/model/transformer';
-import type { TransformerOptions } from '../../../src/lib/model/transformer-options';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
+import type { TransformerOptions } from '../../../src/lib/model/transformer/transformer-options';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';

@@ -7,12 +7,12 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
 import { LoraConfigError } from '../../../src/lib/model/errors';
-import { peftName } from '../../../src/lib/model/lora';
-import { mergeLora, type NamedTensor } from '../../../src/lib/model/lora-merge';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { mergeLora, type NamedTensor } from '../../../src/lib/model/hf/lora-merge';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import type { PeftAdapter } from '../../../src/lib/model/peft-adapter';
+import type { PeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
-import { projectionShape, type ProjectionName } from '../../../src/lib/model/weight-spec';
+import { projectionShape, type ProjectionName } from '../../../src/lib/model/hf/weight-spec';
 
 const fixture = makeFixture('llama');
 const { config } = fixture;

@@ -6,7 +6,7 @@ import {
 	loraBytes,
 	peftName,
 	resolveLoraConfig
-} from '../../../src/lib/model/lora';
+} from '../../../src/lib/model/transformer/lora';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';
 

@@ -8,9 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../../src/lib/gpu/device';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
-import { TransformerModel } from '../../../src/lib/model/transformer';
-import type { ActivationPolicy } from '../../../src/lib/model/transformer-options';
-import type { WeightDtypePolicy } from '../../../src/lib/model/weight-dtype';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
+import type { ActivationPolicy } from '../../../src/lib/model/transformer/transformer-options';
+import type { WeightDtypePolicy } from '../../../src/lib/model/hf/weight-dtype';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ModelTooLargeError } from '../../../src/lib/model/errors';
-import { resolveLoraConfig } from '../../../src/lib/model/lora';
-import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/memory';
+import { resolveLoraConfig } from '../../../src/lib/model/transformer/lora';
+import { checkModelMemory, estimateModelMemory } from '../../../src/lib/model/transformer/memory';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
-import { TransformerModel } from '../../../src/lib/model/transformer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../src/lib/model/types';
-import { planWeightDtypes } from '../../../src/lib/model/weight-dtype';
+import { planWeightDtypes } from '../../../src/lib/model/hf/weight-dtype';
 import { useGpu } from '../../helpers/gpu';
 import { TINY } from './tiny-models';
 import { trackBuffers } from './track-buffers';

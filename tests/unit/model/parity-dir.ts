@@ -8,13 +8,13 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Rng } from '../../../src/lib/util/random';
-import { toTokenBatch } from '../../../src/lib/model/batch';
+import { toTokenBatch } from '../../../src/lib/model/transformer/batch';
 import { makeFixture, type FixtureName } from '../../../src/lib/testing/fixtures';
-import { peftName } from '../../../src/lib/model/lora';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { referenceLogprobs, referenceLoss } from '../../../src/lib/testing/reference';
-import { encodeSafetensors } from '../../../src/lib/model/safetensors-writer';
-import { projectionShape, type ProjectionName } from '../../../src/lib/model/weight-spec';
+import { encodeSafetensors } from '../../../src/lib/model/hf/safetensors-writer';
+import { projectionShape, type ProjectionName } from '../../../src/lib/model/hf/weight-spec';
 import { encodeExpected, type ExpectedToWrite } from '../../../scripts/parity/expected-file';
 
 export interface LocalParityCase {

@@ -5,26 +5,26 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
-import { memoryByteSource } from '../../../src/lib/model/byte-source';
+import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
 import {
 	InvalidConfigError,
 	LoraConfigError,
 	NonFiniteWeightsError
 } from '../../../src/lib/model/errors';
-import { peftName } from '../../../src/lib/model/lora';
-import { parsePeftAdapterConfig, readPeftAdapter } from '../../../src/lib/model/peft-adapter';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { parsePeftAdapterConfig, readPeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
 import {
 	encodeSafetensors,
 	roundToDType,
 	type TensorToWrite,
 	type WritableDType
-} from '../../../src/lib/model/safetensors-writer';
+} from '../../../src/lib/model/hf/safetensors-writer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import {
 	PROJECTIONS,
 	projectionShape,
 	type ProjectionName
-} from '../../../src/lib/model/weight-spec';
+} from '../../../src/lib/model/hf/weight-spec';
 import { TINY } from './tiny-models';
 
 /** adapter_config.json as PEFT 0.17 writes it for LoraConfig(r=8, lora_alpha=16, ...). */

@@ -1,5 +1,5 @@
 /**
- * The piece cache behind Tokenizer.encode (src/lib/model/piece-cache.ts): ids equal to the
+ * The piece cache behind Tokenizer.encode (src/lib/model/tokenizer/piece-cache.ts): ids equal to the
  * uncached @huggingface/tokenizers pipeline on the real Qwen3 tokenizer.json, also where
  * added tokens strip their neighbours' whitespace; only new pieces are tokenized; refused
  * for position-dependent pre-tokenizers. (chat-template.test.ts also checks encodeChat,
@@ -8,8 +8,8 @@
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';
-import { PieceCache, type AddedTokenSpec } from '../../../src/lib/model/piece-cache';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { PieceCache, type AddedTokenSpec } from '../../../src/lib/model/tokenizer/piece-cache';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { qwen3Files } from './qwen3-tokenizer';
 
 const FRAGMENTS = [

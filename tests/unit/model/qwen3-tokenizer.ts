@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 
 const require = createRequire(import.meta.url);
 

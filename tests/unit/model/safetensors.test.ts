@@ -4,7 +4,7 @@
  * naming the file and the tensor.
  */
 import { describe, expect, it } from 'vitest';
-import { blobByteSource, memoryByteSource } from '../../../src/lib/model/byte-source';
+import { blobByteSource, memoryByteSource } from '../../../src/lib/model/hf/byte-source';
 import { CorruptCheckpointError, UnsupportedDTypeError } from '../../../src/lib/model/errors';
 import { f16BitsToF32, f32ToF16Bits } from '../../../src/lib/gpu/half';
 import {
@@ -13,9 +13,12 @@ import {
 	f32ToBf16Bits,
 	roundToDType,
 	type WritableDType
-} from '../../../src/lib/model/safetensors-writer';
-import { parseSafetensorsHeader, readSafetensorsHeader } from '../../../src/lib/model/safetensors';
-import { SafetensorsWeights } from '../../../src/lib/model/safetensors-weights';
+} from '../../../src/lib/model/hf/safetensors-writer';
+import {
+	parseSafetensorsHeader,
+	readSafetensorsHeader
+} from '../../../src/lib/model/hf/safetensors';
+import { SafetensorsWeights } from '../../../src/lib/model/hf/safetensors-weights';
 
 const SPECIAL = [0, -0, 1, -2.5, 0.1, 65504, 65520, 1e-8, 6e-5, 3e38, -Infinity, Infinity, NaN];
 

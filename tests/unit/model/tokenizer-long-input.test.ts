@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { qwen3Tokenizer } from './qwen3-tokenizer';
 
 /** ~300 KB: about 125k Qwen3 tokens, ~300k of the tiny byte-level tokenizer's. */

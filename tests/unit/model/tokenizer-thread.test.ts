@@ -1,14 +1,14 @@
 /**
- * The tokenizer thread (src/lib/model/tokenizer-thread.ts): ids equal to the synchronous
+ * The tokenizer thread (src/lib/model/tokenizer/node/tokenizer-thread.ts): ids equal to the synchronous
  * Tokenizer's (the tiny fixture tokenizer: long words, special tokens, a whole prompt
  * through encodePrompt), errors typed as on the main thread, and an aborted piece
  * stops the thread's work (the thread is replaced, the next piece does not wait for it).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildPrompt, encodePrompt } from '../../../src/lib/agent/openai/prompt';
+import { buildPrompt, encodePrompt } from '../../../src/lib/serve/prompt';
 import { TokenizerError } from '../../../src/lib/model/errors';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer-thread';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
+import { OffThreadPieceEncoder } from '../../../src/lib/model/tokenizer/node/tokenizer-thread';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 
 const files = makeFixture('llama', { seed: 5 }).files;

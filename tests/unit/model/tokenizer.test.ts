@@ -5,9 +5,9 @@ import {
 	NoChatTemplateError,
 	TokenizerError
 } from '../../../src/lib/model/errors';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
-import { parseChatRequest } from '../../../src/lib/model/chat-template';
-import type { ChatMessage } from '../../../src/lib/model/chat-messages';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
+import { parseChatRequest } from '../../../src/lib/model/tokenizer/chat-template';
+import type { ChatMessage } from '../../../src/lib/model/tokenizer/chat-messages';
 import { qwen3Files, qwen3Tokenizer } from './qwen3-tokenizer';
 
 const UNICODE_TEXTS = [

@@ -12,12 +12,12 @@
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { Rng } from '../../../src/lib/util/random';
-import { toTokenBatch } from '../../../src/lib/model/batch';
+import { toTokenBatch } from '../../../src/lib/model/transformer/batch';
 import { LoraConfigError, WeightsMismatchError } from '../../../src/lib/model/errors';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
-import { TransformerModel } from '../../../src/lib/model/transformer';
-import type { TransformerOptions } from '../../../src/lib/model/transformer-options';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
+import type { TransformerOptions } from '../../../src/lib/model/transformer/transformer-options';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';

@@ -1,5 +1,5 @@
 /**
- * Warm starts (model/warm-start.ts), no GPU: MergedWeights reads each targeted projection as
+ * Warm starts (model/hf/warm-start.ts), no GPU: MergedWeights reads each targeted projection as
  * exactly what mergeLora (lora-merge.ts) computes and every other tensor as stored, and lists
  * merged tensors as float32; tensorsSha256 depends on the tensors, not on their order in the
  * file, and sees a one-byte change; checkWarmStart refuses another base or a changed
@@ -7,14 +7,17 @@
  * 'warm-start-mismatch'.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryByteSource } from '../../../src/lib/model/byte-source';
+import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
 import { WarmStartMismatchError } from '../../../src/lib/model/errors';
-import { peftName } from '../../../src/lib/model/lora';
-import { mergeLora, type NamedTensor } from '../../../src/lib/model/lora-merge';
-import type { PeftAdapter } from '../../../src/lib/model/peft-adapter';
-import { readSafetensorsHeader } from '../../../src/lib/model/safetensors';
-import { SafetensorsWeights } from '../../../src/lib/model/safetensors-weights';
-import { encodeSafetensors, type WritableDType } from '../../../src/lib/model/safetensors-writer';
+import { peftName } from '../../../src/lib/model/transformer/lora';
+import { mergeLora, type NamedTensor } from '../../../src/lib/model/hf/lora-merge';
+import type { PeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
+import { readSafetensorsHeader } from '../../../src/lib/model/hf/safetensors';
+import { SafetensorsWeights } from '../../../src/lib/model/hf/safetensors-weights';
+import {
+	encodeSafetensors,
+	type WritableDType
+} from '../../../src/lib/model/hf/safetensors-writer';
 import type { ModelConfig } from '../../../src/lib/model/types';
 import {
 	checkWarmStart,
@@ -23,12 +26,12 @@ import {
 	sha256Hex,
 	tensorsSha256,
 	type WarmStartManifest
-} from '../../../src/lib/model/warm-start';
+} from '../../../src/lib/model/hf/warm-start';
 import {
 	projectionPath,
 	projectionShape,
 	type ProjectionName
-} from '../../../src/lib/model/weight-spec';
+} from '../../../src/lib/model/hf/weight-spec';
 import { makeFixture, type FixtureName } from '../../../src/lib/testing/fixtures';
 import { Rng } from '../../../src/lib/util/random';
 

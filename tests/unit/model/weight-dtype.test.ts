@@ -15,21 +15,21 @@
 import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundToF16 } from '../../../src/lib/gpu/half';
 import { Rng } from '../../../src/lib/util/random';
-import { toTokenBatch } from '../../../src/lib/model/batch';
+import { toTokenBatch } from '../../../src/lib/model/transformer/batch';
 import { Generator } from '../../../src/lib/model/generate/generator';
-import { memoryByteSource } from '../../../src/lib/model/byte-source';
+import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
 import { MemoryWeightSource, randomWeights } from '../../../src/lib/testing/random-weights';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
-import { parseSafetensorsHeader } from '../../../src/lib/model/safetensors';
-import { SafetensorsWeights } from '../../../src/lib/model/safetensors-weights';
+import { parseSafetensorsHeader } from '../../../src/lib/model/hf/safetensors';
+import { SafetensorsWeights } from '../../../src/lib/model/hf/safetensors-weights';
 import {
 	encodeSafetensors,
 	f32ToBf16Bits,
 	roundToDType,
 	type WritableDType
-} from '../../../src/lib/model/safetensors-writer';
-import { TransformerModel } from '../../../src/lib/model/transformer';
-import type { TransformerOptions } from '../../../src/lib/model/transformer-options';
+} from '../../../src/lib/model/hf/safetensors-writer';
+import { TransformerModel } from '../../../src/lib/model/transformer/transformer';
+import type { TransformerOptions } from '../../../src/lib/model/transformer/transformer-options';
 import type { ModelConfig, WeightSource } from '../../../src/lib/model/types';
 import {
 	bf16BitsToF16,
@@ -38,9 +38,9 @@ import {
 	f32ToF16,
 	mayBeF16,
 	planWeightDtypes
-} from '../../../src/lib/model/weight-dtype';
-import type { ModelWeights } from '../../../src/lib/model/weights';
-import { weightSpecs } from '../../../src/lib/model/weight-spec';
+} from '../../../src/lib/model/hf/weight-dtype';
+import type { ModelWeights } from '../../../src/lib/model/hf/weights';
+import { weightSpecs } from '../../../src/lib/model/hf/weight-spec';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from './tiny-models';
 

@@ -8,9 +8,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sftSequence } from '../../../src/lib/agent/backend/sft-sequences';
-import * as game2048 from '../../../src/lib/agent/game2048';
+import * as game2048 from '../../../src/lib/agent/envs/game2048';
 import { historyMessages } from '../../../src/lib/agent/trajectory';
-import { Tokenizer } from '../../../src/lib/model/tokenizer';
+import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import { preset, RUN_ENVIRONMENTS } from '../../../src/lib/run';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 

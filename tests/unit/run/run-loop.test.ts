@@ -29,9 +29,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_SIZES, writeTicTacToeModel } from '../../../scripts/tictactoe-model';
 import { TrainableModel } from '../../../src/lib/agent';
-import { LocalBackend } from '../../../src/lib/agent/backend/node';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import { writeModelFiles } from '../../../src/lib/model/node-checkpoint';
+import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
+import { NodeRunStore } from '../../../src/lib/grpo/store/node/run-store';
+import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import {
 	GROUPS_PLAYED,
 	nextGroups,
@@ -42,8 +42,8 @@ import {
 	type RunEvent
 } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { lettersReward } from '../../../src/lib/agent/letters';
-import { squareName } from '../../../src/lib/agent/tictactoe';
+import { lettersReward } from '../../../src/lib/agent/envs/letters/rollout';
+import { squareName } from '../../../src/lib/agent/envs/tictactoe/rollout';
 import { ticTacToeRule } from '../../../src/lib/testing/tictactoe-judge';
 import { DEFAULT_RUBRIC, judgeSystemPrompt, RESPONSE_FORMAT } from '../../../src/lib/agent/ruler';
 import {

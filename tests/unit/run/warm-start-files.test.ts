@@ -15,21 +15,21 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeBundledModel } from '../../../scripts/default-model';
-import { memoryByteSource } from '../../../src/lib/model/byte-source';
-import type { Checkpoint } from '../../../src/lib/model/checkpoint';
-import { openCheckpointFromDirectory } from '../../../src/lib/model/node-checkpoint';
+import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
+import type { Checkpoint } from '../../../src/lib/model/hf/checkpoint';
+import { openCheckpointFromDirectory } from '../../../src/lib/model/hf/node/checkpoint';
 import {
 	ADAPTER_CONFIG_FILE,
 	ADAPTER_WEIGHTS_FILE,
 	readPeftAdapter
-} from '../../../src/lib/model/peft-adapter';
+} from '../../../src/lib/model/hf/peft-adapter';
 import {
 	checkWarmStart,
 	parseWarmStartManifest,
 	sha256Hex,
 	tensorsSha256,
 	WARM_START_MANIFEST
-} from '../../../src/lib/model/warm-start';
+} from '../../../src/lib/model/hf/warm-start';
 import { BUNDLED_MODEL_NAMES, warmStartPath, type EnvironmentName } from '../../../src/lib/run';
 
 const STATIC = fileURLToPath(new URL('../../../static/', import.meta.url));

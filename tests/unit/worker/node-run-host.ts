@@ -4,10 +4,10 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LocalBackend } from '../../../src/lib/agent/backend/node';
+import type { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
 import type { Gpu } from '../../../src/lib/gpu/device';
-import { NodeRunStore } from '../../../src/lib/grpo/node-run-store';
-import type { RunMeta } from '../../../src/lib/grpo/run-store';
+import { NodeRunStore } from '../../../src/lib/grpo/store/node/run-store';
+import type { RunMeta } from '../../../src/lib/grpo/store/run-store';
 import { createRunHost, type RunHost } from '../../../src/lib/worker/run-host';
 
 /** `gpu`: the backend's device getter, when a test loses the device (as the worker passes its own). */

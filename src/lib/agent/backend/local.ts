@@ -6,7 +6,7 @@
  * prefixes, IndexedDB). The device is acquired on first use and shared by the models.
  */
 import type { Gpu } from '../../gpu/device';
-import type { Checkpoint } from '../../model/checkpoint';
+import type { Checkpoint } from '../../model/hf/checkpoint';
 import type { RunStore } from '../../grpo';
 import { AgentError } from '../errors';
 import { ModelRun } from './model-run';

@@ -10,11 +10,11 @@
  * through a TrainGate: a step waits for the generations in flight and new ones wait for it.
  */
 import type { Gpu } from '../../gpu/device';
-import type { Checkpoint } from '../../model/checkpoint';
+import type { Checkpoint } from '../../model/hf/checkpoint';
 import { Generator, type GeneratorStats } from '../../model/generate/generator';
-import { resolveLoraConfig } from '../../model/lora';
-import { Tokenizer } from '../../model/tokenizer';
-import { TransformerModel } from '../../model/transformer';
+import { resolveLoraConfig } from '../../model/transformer/lora';
+import { Tokenizer } from '../../model/tokenizer/tokenizer';
+import { TransformerModel } from '../../model/transformer/transformer';
 import {
 	applyCheckpoint,
 	captureCheckpoint,
@@ -24,24 +24,24 @@ import {
 	checkpointName,
 	type RunStore
 } from '../../grpo';
-import { sameLora, TRAJECTORIES_FILE } from '../../grpo/checkpoint';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
+import { sameLora, TRAJECTORIES_FILE } from '../../grpo/store/checkpoint';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/hf/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
-import { newestIntactCheckpoint } from '../../grpo/checkpoint-recovery';
+import { newestIntactCheckpoint } from '../../grpo/store/checkpoint-recovery';
 import { pausePoint } from '../../grpo/pause-point';
 import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../../grpo/train-step';
-import { frameStream } from '../openai/client';
-import { ChatService } from '../openai/service';
-import type { ChatEngine } from '../openai/engine';
+import { frameStream } from '../../serve/client';
+import { ChatService } from '../../serve/service';
+import type { ChatEngine } from '../../serve/engine';
 import { sftSequence } from './sft-sequences';
 import { TrainGate } from './train-gate';
 import { AgentError } from '../errors';
-import { memoryByteSource } from '../../model/byte-source';
+import { memoryByteSource } from '../../model/hf/byte-source';
 import { WarmStartMismatchError } from '../../model/errors';
-import { readPeftAdapter, type PeftAdapter } from '../../model/peft-adapter';
+import { readPeftAdapter, type PeftAdapter } from '../../model/hf/peft-adapter';
 import type { WeightSource } from '../../model/types';
-import { checkWarmStart, MergedWeights, parseWarmStartManifest } from '../../model/warm-start';
-import type { RunMeta } from '../../grpo/run-store';
+import { checkWarmStart, MergedWeights, parseWarmStartManifest } from '../../model/hf/warm-start';
+import type { RunMeta } from '../../grpo/store/run-store';
 import type { WarmStartFiles } from './warm-start-files';
 import type { LoadProgress } from '../../util/throttle-progress';
 import type {

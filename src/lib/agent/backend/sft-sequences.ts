@@ -10,9 +10,9 @@
  * its continuation. A template that does not (Qwen3 drops earlier turns' reasoning) is
  * refused for that conversation with SftDataError rather than training misaligned tokens.
  */
-import type { ChatMessage, ToolSchema } from '../../model/chat-messages';
-import type { ChatTemplateOptions } from '../../model/chat-template';
-import { normalizeMessages, normalizeTools } from '../openai/request';
+import type { ChatMessage, ToolSchema } from '../../model/tokenizer/chat-messages';
+import type { ChatTemplateOptions } from '../../model/tokenizer/chat-template';
+import { normalizeMessages, normalizeTools } from '../../serve/request';
 import { AgentError } from '../errors';
 import type { TrainSequence } from '../to-train';
 import type { SftConversation } from './types';

@@ -6,8 +6,8 @@
  * served in-process in Node (node.ts) and from a Web Worker in the browser
  * (src/lib/worker/local-backend.ts). Methods reject with errors carrying a `kind`.
  */
-import type { LoraConfig } from '../../model/lora';
-import type { WarmStartMode } from '../../model/warm-start';
+import type { LoraConfig } from '../../model/transformer/lora';
+import type { WarmStartMode } from '../../model/hf/warm-start';
 import type { GrpoStepConfig } from '../../grpo/train-step';
 import type { AdvantageOptions } from '../../grpo/advantages';
 import type { Message, Tools } from '../trajectory';
@@ -32,7 +32,7 @@ export interface ModelSpec {
 	 * adapter_model.safetensors and, for shipped ones, warm-start.json) applied to the base
 	 * before training: 'merged' (default) folds it into the base weights and trains a fresh
 	 * adapter whose LoRA-off reference is the warm-start policy; 'stacked' starts the
-	 * trainable adapter from it (model/warm-start.ts). Refused for another base.
+	 * trainable adapter from it (model/hf/warm-start.ts). Refused for another base.
 	 */
 	warmStart?: { adapter: string; mode?: WarmStartMode };
 	/** The configuration driving the run (a src/lib/run recipe), kept with the run's summary. */

@@ -1,10 +1,10 @@
 /**
  * @file A warm-start adapter as a backend host hands it over: PEFT's two files as bytes and
- * the manifest when there is one (model/warm-start.ts says what the manifest holds).
+ * the manifest when there is one (model/hf/warm-start.ts says what the manifest holds).
  */
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/peft-adapter';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/hf/peft-adapter';
 import { WarmStartMismatchError } from '../../model/errors';
-import { WARM_START_MANIFEST } from '../../model/warm-start';
+import { WARM_START_MANIFEST } from '../../model/hf/warm-start';
 
 export interface WarmStartFiles {
 	/** The folder or URL prefix, for messages. */

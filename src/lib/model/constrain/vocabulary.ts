@@ -14,11 +14,11 @@
  * Building it for Qwen's 151k tokens takes about half a second (once per tokenizer,
  * cached); see the mask test for the measured numbers.
  */
-import { bytesToUnicode } from '../byte-level';
+import { bytesToUnicode } from '../tokenizer/byte-level';
 import { ConstraintError } from './errors';
 import { STR_EXIT, STR_NEXT, STR_REJECT, STR_STARTS_CHAR, STRING_STATES } from './string-states';
 
-/** What the vocabulary needs of a Tokenizer (src/lib/model/tokenizer.ts satisfies it). */
+/** What the vocabulary needs of a Tokenizer (src/lib/model/tokenizer/tokenizer.ts satisfies it). */
 export interface VocabularySource {
 	readonly vocabSize: number;
 	idToToken(id: number): string | undefined;

@@ -3,7 +3,7 @@
  * the KV cache takes within AUTO_KV_BYTES (64 to 1024), so hundreds of short games decode in
  * one batch, not in rounds (each round is a prefill and a decode loop with their GPU waits).
  */
-import { kvCacheBufferBytes, kvCacheBytes } from '../kv-cache';
+import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
 
 /** The default batch's bounds (autoBatch). */

@@ -16,16 +16,16 @@ import { rmsNormForward } from '../../gpu/kernels/rmsnorm';
 import { sampleTokens, type SampleTokensArgs } from '../../gpu/kernels/sampling';
 import { MAX_TOP_LOGPROBS, topLogprobs } from '../../gpu/kernels/top-logprobs';
 import { createTensor, Tensor } from '../../gpu/tensor';
-import { CapturedCommands } from '../captured-commands';
+import { CapturedCommands } from '../transformer/captured-commands';
 import {
 	decodeActSpecs,
 	decodeLayerForward,
 	decodeMatmulMode,
 	type DecodeActs,
 	type DecodeMatmulOptions
-} from '../decode-layer';
-import { KvCache } from '../kv-cache';
-import type { TransformerModel } from '../transformer';
+} from '../transformer/decode-layer';
+import { KvCache } from '../transformer/kv-cache';
+import type { TransformerModel } from '../transformer/transformer';
 
 const MAP_READ = 0x0001;
 const COPY_DST = 0x0008;

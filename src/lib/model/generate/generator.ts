@@ -17,12 +17,12 @@ import { ShapeMismatchError } from '../../gpu/errors';
 import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';
 import { BufferPool } from '../../gpu/pool';
 import { writeTensor } from '../../gpu/tensor';
-import type { DecodeMatmulOptions } from '../decode-layer';
+import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import { ContextLengthError, GenerationOptionsError } from '../errors';
-import { estimateGenerationMemory } from '../generation-memory';
-import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../memory';
-import { StepMasks } from '../step-masks';
-import type { TransformerModel } from '../transformer';
+import { estimateGenerationMemory } from './memory';
+import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
+import { StepMasks } from './step-masks';
+import type { TransformerModel } from '../transformer/transformer';
 import { autoBatch, MIN_AUTO_BATCH, SLOT_GRANULE } from './batch-size';
 import { DecodeSession } from './decode-session';
 import {

@@ -4,7 +4,7 @@
  * call's options checked (GenerationOptionsError) and filled in with their defaults.
  */
 import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';
-import type { DecodeMatmulOptions } from '../decode-layer';
+import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import { GenerationOptionsError } from '../errors';
 import { randomSeed } from './seed';
 

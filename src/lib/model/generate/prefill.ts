@@ -10,10 +10,10 @@ import { copyRowSpans, uploadRowSpans } from '../../gpu/kernels/copy';
 import { embeddingForward } from '../../gpu/kernels/embedding';
 import type { BufferPool } from '../../gpu/pool';
 import { createTensor, type Tensor, writeTensor } from '../../gpu/tensor';
-import { layerForward, type LayerContext } from '../layer';
-import type { TransformerModel } from '../transformer';
+import { layerForward, type LayerContext } from '../transformer/layer';
+import type { TransformerModel } from '../transformer/transformer';
 import type { ModelConfig } from '../types';
-import { layerSpecs, loraActSpecs, type TensorSpec } from '../workspace';
+import { layerSpecs, loraActSpecs, type TensorSpec } from '../transformer/workspace';
 import type { DecodeSession } from './decode-session';
 
 /** Padded tokens per prefill group for Qwen2.5-0.5B's width (intermediate 4864): one

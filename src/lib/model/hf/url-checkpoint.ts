@@ -1,0 +1,320 @@
+/**
+ * @file A model under a URL prefix (e.g. `https://huggingface.co/<repo>/resolve/main/`) as
+ * a CheckpointStore, with every file cached so a second load makes no network request.
+ *
+ * - Weight headers come first, by HTTP range request (falling back to reading the start
+ *   of a plain 200 response and cancelling it), so a checkpoint that does not match its
+ *   config is refused before gigabytes are downloaded.
+ * - A weight file is then downloaded whole, streamed (progress per chunk), and accepted
+ *   only if exactly the header's declared size arrived and, when the server sent one,
+ *   Content-Length agrees. Only an accepted file is written to the cache: a half-finished
+ *   download is never taken for a complete one. Text files are cached after the whole
+ *   body arrived (and, for .json, parsed).
+ * - After a complete load a manifest (which files exist, which do not) is cached beside
+ *   them, so optional files that are absent cost no request either.
+ *
+ * `fetch` and the cache are injectable: Node tests use a local HTTP server and an
+ * in-memory cache; the browser default is the Cache API (`caches.open(MODEL_CACHE_NAME)`).
+ */
+import { blobByteSource, type ByteSource } from './byte-source';
+import {
+	openCheckpoint,
+	type Checkpoint,
+	type CheckpointStore,
+	type OpenCheckpointOptions
+} from './checkpoint';
+import {
+	CorruptCheckpointError,
+	DownloadError,
+	IncompleteDownloadError,
+	UnreachableError,
+	ModelError
+} from '../errors';
+import { headerLength, parseSafetensorsHeader, type SafetensorsHeader } from './safetensors';
+
+/** The subset of the Cache API used here (a browser `Cache` satisfies it). */
+export interface CacheLike {
+	match(key: string): Promise<Response | undefined>;
+	put(key: string, response: Response): Promise<void>;
+	delete(key: string): Promise<boolean>;
+}
+
+export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>;
+
+export interface UrlStoreOptions {
+	/** Defaults to globalThis.fetch. */
+	fetch?: FetchLike;
+	/** Defaults to the Cache API's MODEL_CACHE_NAME where it exists; null: no cache. */
+	cache?: CacheLike | null;
+	/** Extra request headers (e.g. Authorization for a gated repo). */
+	headers?: Record<string, string>;
+	signal?: AbortSignal;
+	/** Bytes asked for in the first header request (default 64 KiB). */
+	headerProbeBytes?: number;
+}
+
+export const MODEL_CACHE_NAME = 'tabrl-models-v1';
+/** The cache key of the manifest: beside the files, never fetched. */
+export const MANIFEST_NAME = '.tabrl-manifest.json';
+
+interface Manifest {
+	version: 1;
+	/** name -> whether the file exists under the prefix. */
+	files: Record<string, boolean>;
+}
+
+/** The Cache API's model cache, or null where there is none (Node, insecure origins). */
+export async function defaultModelCache(): Promise<CacheLike | null> {
+	const caches = (globalThis as { caches?: CacheStorage }).caches;
+	if (!caches) return null;
+	try {
+		return await caches.open(MODEL_CACHE_NAME);
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * Whether a response means "no such file": a 404, or an HTML page where a model file was
+ * asked for. Static hosts with a single-page-app fallback (SvelteKit's adapter-static
+ * `fallback`, Netlify, GitHub Pages' 404.html) answer a missing path with the app's page and
+ * status 200; no model file (JSON, Jinja, safetensors) is HTML.
+ */
+export function isAbsent(res: Response): boolean {
+	return (
+		res.status === 404 ||
+		(res.ok && (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/html'))
+	);
+}
+
+function statusError(url: string, res: Response): DownloadError {
+	const hint =
+		res.status === 401 || res.status === 403
+			? ' (the repo may be gated or private: accept its license and pass an access token)'
+			: '';
+	return new DownloadError(url, `HTTP ${res.status} ${res.statusText}${hint}`, res.status);
+}
+
+/** Total file size from a 206's Content-Range or a 200's Content-Length. */
+function sizeOf(res: Response): number | undefined {
+	const range = res.headers.get('content-range');
+	if (res.status === 206) {
+		const m = range?.match(/\/(\d+)\s*$/);
+		return m ? Number(m[1]) : undefined;
+	}
+	// A compressed body's Content-Length is not the file's size.
+	const encoding = res.headers.get('content-encoding');
+	if (encoding !== null && encoding !== 'identity') return undefined;
+	const len = res.headers.get('content-length');
+	return len !== null && /^\d+$/.test(len) ? Number(len) : undefined;
+}
+
+export function urlStore(prefix: string, options: UrlStoreOptions = {}): CheckpointStore {
+	const base = prefix.endsWith('/') ? prefix : `${prefix}/`;
+	const doFetch: FetchLike = options.fetch ?? ((url, init) => fetch(url, init));
+	const probe = options.headerProbeBytes ?? 65536;
+	const seen: Record<string, boolean> = {};
+	const blobs = new Map<string, Blob>();
+	let cachePromise: Promise<CacheLike | null> | undefined;
+	let manifestPromise: Promise<Manifest | undefined> | undefined;
+
+	const cache = () =>
+		(cachePromise ??=
+			options.cache !== undefined ? Promise.resolve(options.cache) : defaultModelCache());
+	const manifest = () =>
+		(manifestPromise ??= (async () => {
+			const res = await (await cache())?.match(base + MANIFEST_NAME);
+			if (!res) return undefined;
+			try {
+				const m = (await res.json()) as Manifest;
+				return m.version === 1 && m.files && typeof m.files === 'object' ? m : undefined;
+			} catch {
+				return undefined;
+			}
+		})());
+	/** True when a cached manifest says the file does not exist. */
+	const knownAbsent = async (name: string) => (await manifest())?.files[name] === false;
+
+	async function get(url: string, headers?: Record<string, string>): Promise<Response> {
+		try {
+			return await doFetch(url, {
+				headers: { ...options.headers, ...headers },
+				signal: options.signal
+			});
+		} catch (error) {
+			if (error instanceof ModelError) throw error;
+			if (options.signal?.aborted) throw new DownloadError(url, String(error));
+			const navigatorOnLine = (globalThis as { navigator?: { onLine?: boolean } }).navigator
+				?.onLine;
+			throw new UnreachableError(url, error, navigatorOnLine === false);
+		}
+	}
+
+	/** Reads a body to the end, or until `limit` bytes (then cancels the rest). */
+	async function readBody(
+		url: string,
+		res: Response,
+		onChunk: (chunk: Uint8Array<ArrayBuffer>) => void,
+		limit = Infinity
+	): Promise<void> {
+		if (!res.body) return;
+		const reader = res.body.getReader();
+		let got = 0;
+		try {
+			for (;;) {
+				const { done, value } = await reader.read();
+				if (done) return;
+				onChunk(value);
+				got += value.length;
+				if (got >= limit) {
+					await reader.cancel().catch(() => {});
+					return;
+				}
+			}
+		} catch (error) {
+			await reader.cancel().catch(() => {});
+			if (error instanceof ModelError) throw error;
+			throw new DownloadError(url, `the connection broke off (${String(error)})`);
+		}
+	}
+
+	/** The first `length` bytes (or fewer if the file is shorter) and the file's size. */
+	async function prefixOf(
+		url: string,
+		length: number
+	): Promise<{ bytes: Uint8Array; size?: number } | undefined> {
+		const res = await get(url, { Range: `bytes=0-${length - 1}` });
+		if (isAbsent(res)) return undefined;
+		if (res.status !== 200 && res.status !== 206) throw statusError(url, res);
+		const chunks: Uint8Array<ArrayBuffer>[] = [];
+		await readBody(url, res, (c) => chunks.push(c), length);
+		const all = new Uint8Array(await new Blob(chunks).arrayBuffer());
+		return { bytes: all.subarray(0, length), size: sizeOf(res) };
+	}
+
+	async function cachePut(url: string, body: Blob): Promise<void> {
+		const c = await cache();
+		// A full disk (QuotaExceededError) loses the cache, not the load.
+		await c
+			?.put(url, new Response(body, { headers: { 'content-length': String(body.size) } }))
+			.catch(() => {});
+	}
+
+	return {
+		where: base,
+
+		async readText(name) {
+			const url = base + name;
+			const cached = await (await cache())?.match(url);
+			if (cached) {
+				seen[name] = true;
+				return cached.text();
+			}
+			if (await knownAbsent(name)) {
+				seen[name] = false;
+				return undefined;
+			}
+			const res = await get(url);
+			if (isAbsent(res)) {
+				seen[name] = false;
+				return undefined;
+			}
+			if (!res.ok) throw statusError(url, res);
+			const chunks: Uint8Array<ArrayBuffer>[] = [];
+			await readBody(url, res, (c) => chunks.push(c));
+			const blob = new Blob(chunks);
+			const text = await blob.text();
+			let complete = true;
+			if (name.endsWith('.json'))
+				try {
+					JSON.parse(text);
+				} catch {
+					complete = false; // the parser downstream says what is wrong; not cached
+				}
+			if (complete) await cachePut(url, blob);
+			seen[name] = true;
+			return text;
+		},
+
+		async readHeader(name) {
+			const url = base + name;
+			const c = await cache();
+			const cached = await c?.match(url);
+			if (cached) {
+				const blob = await cached.blob();
+				const source = blobByteSource(blob);
+				try {
+					const first = await source.read(0, Math.min(8, blob.size));
+					const n = headerLength(first, name, blob.size);
+					const header = parseSafetensorsHeader(await source.read(0, 8 + n), name, blob.size);
+					blobs.set(name, blob);
+					seen[name] = true;
+					return header;
+				} catch (error) {
+					if (!(error instanceof CorruptCheckpointError)) throw error;
+					await c!.delete(url); // damaged in storage: fetch it again
+				}
+			}
+			if (await knownAbsent(name)) {
+				seen[name] = false;
+				return undefined;
+			}
+			let got = await prefixOf(url, probe);
+			if (!got) {
+				seen[name] = false;
+				return undefined;
+			}
+			const n = headerLength(got.bytes, name, got.size);
+			if (got.bytes.length < 8 + n) got = (await prefixOf(url, 8 + n))!;
+			seen[name] = true;
+			return parseSafetensorsHeader(got.bytes, name, got.size);
+		},
+
+		async openWeights(name, header: SafetensorsHeader, onBytes): Promise<ByteSource> {
+			const url = base + name;
+			const cachedBlob = blobs.get(name);
+			if (cachedBlob) {
+				onBytes(cachedBlob.size);
+				return blobByteSource(cachedBlob);
+			}
+			const res = await get(url);
+			if (!res.ok) throw statusError(url, res);
+			const expected = header.declaredSize;
+			const chunks: Uint8Array<ArrayBuffer>[] = [];
+			let received = 0;
+			await readBody(url, res, (chunk) => {
+				received += chunk.length;
+				if (received > expected)
+					throw new CorruptCheckpointError(
+						name,
+						`the server sent more than the ${expected} bytes the header declares`
+					);
+				chunks.push(chunk);
+				onBytes(chunk.length);
+			});
+			if (received !== expected) throw new IncompleteDownloadError(url, received, expected);
+			const declaredLength = sizeOf(res);
+			if (declaredLength !== undefined && declaredLength !== received)
+				throw new IncompleteDownloadError(url, received, declaredLength);
+			const blob = new Blob(chunks);
+			await cachePut(url, blob);
+			return blobByteSource(blob);
+		},
+
+		async complete() {
+			const c = await cache();
+			if (!c) return;
+			const files = { ...(await manifest())?.files, ...seen };
+			const body = JSON.stringify({ version: 1, files } satisfies Manifest);
+			await c.put(base + MANIFEST_NAME, new Response(body)).catch(() => {});
+		}
+	};
+}
+
+/** openCheckpoint over a URL prefix (browser, or Node with a fetch). */
+export function openCheckpointFromUrl(
+	prefix: string,
+	options: UrlStoreOptions & OpenCheckpointOptions = {}
+): Promise<Checkpoint> {
+	return openCheckpoint(urlStore(prefix, options), options);
+}

@@ -1,0 +1,395 @@
+/**
+ * @file A decoder-only transformer (Llama, Qwen2, Qwen3) on the GPU: per-token
+ * log-probabilities of given tokens for a right-padded batch, and the backward pass of
+ * any loss given per token (dLoss/dlogprob) into the LoRA parameters.
+ *
+ *   const model = await TransformerModel.create(gpu, config, source, { lora: {}, seed: 1 });
+ *   const { logprobs } = await model.scoreTokens([[1, 2, 3], [4, 5]]);  // [B, T - 1]
+ *   await model.forwardBackward(batch, (logprobs) => dLossDLogprobs);   // LoRA grads
+ *
+ * Layout: tokens are rows, N = B * T (b outer), hidden states [N, C]; q [B, T, Hq, D].
+ * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), NaN where t + 1 >= lengths[b].
+ *
+ * Training keeps each layer's input ((L + 1) x [N, C]) and the backward recomputes the
+ * layer's forward from it, bit-identical (about 1/3 more work, L - 1 layers' activations
+ * saved: memory.ts has the bytes), or keeps every layer's activations where they fit
+ * (`activations`). A call's buffers come from a pool kept for the next call of the same
+ * shape (call-buffers.ts); each layer is one command buffer. LoRA off (`{ lora: false }`
+ * per call) runs the base weights: a KL penalty's reference policy. No dropout.
+ */
+import { BufferPool } from '../../gpu/pool';
+import type { Gpu } from '../../gpu/device';
+import { ShapeMismatchError } from '../../gpu/errors';
+import { Recorder } from '../../gpu/kernel';
+import { embeddingForward } from '../../gpu/kernels/embedding';
+import { logSoftmaxGatherBackward, logSoftmaxGatherForward } from '../../gpu/kernels/logsoftmax';
+import { rmsNormBackward, rmsNormForward } from '../../gpu/kernels/rmsnorm';
+import { readTensor, uploadTensor, writeTensor, type Tensor } from '../../gpu/tensor';
+import {
+	fromTargetGrid,
+	toTargetGrid,
+	toTokenBatch,
+	type TokenBatch,
+	type TokenBatchInput
+} from './batch';
+import { allocateCall, type CallBuffers } from './call-buffers';
+import { ropeInvFreq } from '../hf/config';
+import { LoraConfigError } from '../errors';
+import { layerBackward, layerForward } from './layer';
+import { LoraParameters, resolveLoraConfig } from './lora';
+import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
+import type {
+	ActivationPolicy,
+	BackwardOptions,
+	CallOptions,
+	LogprobGrad,
+	ScoreResult,
+	TransformerOptions
+} from './transformer-options';
+import type { ModelConfig, WeightSource } from '../types';
+import { uploadWeights, type ModelWeights } from '../hf/weights';
+import { planWeightDtypes } from '../hf/weight-dtype';
+import {
+	allocate,
+	backwardSpecs,
+	headSpecs,
+	inputSpecs,
+	layerStateSpecs,
+	pooledBytes,
+	specList,
+	streamSpecs,
+	type Mode
+} from './workspace';
+
+/**
+ * Runs work layer by layer: one submit per flush, never waiting for the GPU until `done`.
+ * A recorder gives its scratch back to the pool at submit (kernel.ts Recorder), so the
+ * next layer reuses the same buffers and the scratch never piles up over the layers; and
+ * the host records layer i+1 while the GPU runs layer i. (An earlier version waited for
+ * the layer before at each flush, to bound scratch that was freed only when the GPU was
+ * done: on the H200 that wait cost more than the GPU work.)
+ */
+class Submitter {
+	#rec: Recorder;
+	readonly #pending: Promise<void>[] = [];
+	constructor(
+		readonly gpu: Gpu,
+		readonly pool: BufferPool
+	) {
+		this.#rec = new Recorder(gpu, pool);
+	}
+	get rec(): Recorder {
+		return this.#rec;
+	}
+	flush(): void {
+		this.#pending.push(this.#rec.submit());
+		this.#rec = new Recorder(this.gpu, this.pool);
+	}
+	async done(): Promise<void> {
+		this.flush();
+		await Promise.all(this.#pending.splice(0));
+	}
+}
+
+export class TransformerModel {
+	readonly #pool: BufferPool;
+	/** B x T of the last call: the pool keeps that call's buffers for the next one. */
+	#lastBatchShape = '';
+	#released = false;
+
+	private constructor(
+		readonly gpu: Gpu,
+		readonly config: ModelConfig,
+		readonly weights: ModelWeights,
+		readonly lora: LoraParameters | undefined,
+		readonly invFreq: Tensor<'f32'>,
+		readonly attentionScaling: number,
+		readonly memoryBudgetBytes: number | undefined,
+		readonly activations: ActivationPolicy
+	) {
+		this.#pool = new BufferPool(gpu);
+	}
+
+	/** Checks memory, uploads the weights, creates the adapters. */
+	static async create(
+		gpu: Gpu,
+		config: ModelConfig,
+		source: WeightSource,
+		options: TransformerOptions = {}
+	): Promise<TransformerModel> {
+		const loraConfig = options.lora ? resolveLoraConfig(options.lora) : undefined;
+		const estimate = estimateModelMemory(config, {
+			lora: loraConfig,
+			limits: gpu.limits,
+			weightDtype: planWeightDtypes(config, options.weightDtype, source.list())
+		});
+		checkModelMemory(estimate, gpu.limits, options.memoryBudgetBytes, describeModel(config));
+		const rope = ropeInvFreq(config);
+		const weights = await uploadWeights(gpu, config, source, options);
+		let lora: LoraParameters | undefined;
+		let invFreq: Tensor<'f32'> | undefined;
+		try {
+			lora = loraConfig ? LoraParameters.create(gpu, config, loraConfig, options.seed) : undefined;
+			invFreq = uploadTensor(gpu, rope.invFreq, [rope.invFreq.length], 'f32');
+		} catch (error) {
+			weights.release();
+			lora?.release();
+			throw error;
+		}
+		return new TransformerModel(
+			gpu,
+			config,
+			weights,
+			lora,
+			invFreq,
+			rope.attentionScaling,
+			options.memoryBudgetBytes,
+			options.activations ?? 'auto'
+		);
+	}
+
+	/** The itemised memory estimate of a call on a batch of B sequences of T tokens
+	 * (`keepActivations`: a training call that keeps every layer's activations). */
+	estimateMemory(B: number, T: number, mode: Mode, keepActivations = false): MemoryEstimate {
+		const dims = { B, T };
+		const keep = mode === 'train' && keepActivations;
+		const e = estimateModelMemory(this.config, {
+			lora: this.lora?.config,
+			batch: dims,
+			mode,
+			keepActivations: keep,
+			limits: this.gpu.limits,
+			weightChunkRows: this.weights.lmHead.chunks[0]?.rows,
+			weightDtype: this.weights.dtypes
+		});
+		// The pool keeps the last call's buffers for a call of the same shape: a scoring call
+		// after a training one still holds the backward's buffers and the checkpoints.
+		if (`${B}x${T}` !== this.#lastBatchShape) return e;
+		const { liveBytes, freeBytes } = this.#pool.stats;
+		const layerState = layerStateSpecs(this.config, dims, this.lora?.config, keep);
+		const used = [
+			...specList(inputSpecs(dims)),
+			...streamSpecs(this.config, dims, mode),
+			...Array.from({ length: keep ? this.config.numLayers : 1 }, () => layerState).flat(),
+			...specList(headSpecs(this.config, dims)),
+			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
+		].reduce((s, spec) => s + pooledBytes(spec), 0);
+		const kept = liveBytes + freeBytes - used;
+		if (kept <= 0) return e;
+		const lines = [
+			...e.lines,
+			{ what: 'buffers the pool keeps from earlier calls', bytes: kept, largestBuffer: 0 }
+		];
+		return { lines, totalBytes: e.totalBytes + kept };
+	}
+
+	/** Per-token log-probabilities of each sequence's own next tokens. */
+	async scoreTokens(input: TokenBatchInput, options: CallOptions = {}): Promise<ScoreResult> {
+		this.#checkLive();
+		const batch = toTokenBatch(input);
+		const useLora = options.lora ?? true;
+		const run = await this.#begin(batch, 'score', useLora, false);
+		try {
+			const sub = new Submitter(this.gpu, this.#pool);
+			const stream = run.streams[0];
+			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
+			const { acts, xa } = run.layers[0];
+			for (let i = 0; i < this.config.numLayers; i++) {
+				layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, acts, xa);
+				sub.flush();
+			}
+			this.#head(sub.rec, run, stream, options.temperature);
+			await sub.done();
+			const perPosition = await readTensor(run.head.logprobs);
+			return { B: batch.B, T: batch.T, logprobs: toTargetGrid(batch, perPosition) };
+		} finally {
+			run.release();
+		}
+	}
+
+	/**
+	 * Forward with the adapters, then the backward of sum(dLogprobs * logprobs) into every
+	 * adapter's dA and dB (overwritten, or added with `accumulate`). Returns the forward's
+	 * logprobs [B, T - 1].
+	 */
+	async forwardBackward(
+		input: TokenBatchInput,
+		grad: LogprobGrad,
+		options: BackwardOptions = {}
+	): Promise<ScoreResult> {
+		this.#checkLive();
+		if (!this.lora)
+			throw new LoraConfigError(
+				'forwardBackward trains LoRA adapters, and this model has none: create it with a `lora` option.'
+			);
+		const batch = toTokenBatch(input);
+		// A given array is checked before any work; a function's result after the forward.
+		const given = typeof grad === 'function' ? undefined : fromTargetGrid(batch, grad, 'dLogprobs');
+		const { config, weights } = this;
+		const L = config.numLayers;
+		const keep = this.activationPlan(batch.B, batch.T, options.activations) === 'keep';
+		const run = await this.#begin(batch, 'train', true, keep);
+		try {
+			const bw = allocate(this.#pool, backwardSpecs(config, batch));
+			run.owned.push(bw);
+			const ckpt = run.streams;
+			const bytes = batch.B * batch.T * config.hiddenSize * 4;
+
+			// Forward, keeping each layer's input.
+			const sub = new Submitter(this.gpu, this.#pool);
+			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: weights.embed, out: ckpt[0] });
+			for (let i = 0; i < L; i++) {
+				sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);
+				const { acts, xa, x2 } = run.layers[keep ? i : 0];
+				layerForward(sub.rec, run.ctx, i, weights.layers[i], ckpt[i + 1], acts, xa, {
+					saveX2: x2
+				});
+				sub.flush();
+			}
+			this.#head(sub.rec, run, ckpt[L], options.temperature);
+			await sub.done();
+			const logprobs = toTargetGrid(batch, await readTensor(run.head.logprobs));
+			const g =
+				given ??
+				fromTargetGrid(
+					batch,
+					await (grad as Exclude<LogprobGrad, ArrayLike<number>>)(logprobs.slice()),
+					'dLogprobs'
+				);
+			writeTensor(bw.g, g);
+
+			// Backward: head, then every layer from the top, each recomputed from its input.
+			logSoftmaxGatherBackward(sub.rec, {
+				h: run.head.hf,
+				weight: weights.lmHead,
+				targets: run.inputs.targets,
+				temperature: options.temperature,
+				g: bw.g,
+				lse: run.head.lseF,
+				dh: bw.dh
+			});
+			rmsNormBackward(sub.rec, {
+				dy: bw.dh,
+				x: ckpt[L],
+				weight: weights.finalNorm,
+				rstd: run.head.rstdF,
+				dx: bw.dS
+			});
+			for (let i = L - 1; i >= 0; i--) {
+				const { acts, xa, x2 } = run.layers[keep ? i : 0];
+				if (!keep) {
+					sub.rec.copy(ckpt[i].buffer, 0, bw.x2.buffer, 0, bytes);
+					layerForward(sub.rec, run.ctx, i, weights.layers[i], bw.x2, acts, xa, {
+						stopAfterMlpInput: true
+					});
+				}
+				layerBackward(sub.rec, run.ctx, {
+					layer: i,
+					w: weights.layers[i],
+					x: ckpt[i],
+					x2: x2 ?? bw.x2,
+					acts,
+					xa,
+					bw,
+					needDx: i > 0,
+					accumulate: options.accumulate ?? false
+				});
+				sub.flush();
+			}
+			await sub.done();
+			return { B: batch.B, T: batch.T, logprobs };
+		} finally {
+			run.release();
+		}
+	}
+
+	/** Destroys the buffers the pool keeps between calls (they serve the next call of the
+	 * same batch shape): memory back after a large call. */
+	trimPool(): void {
+		this.#pool.trim();
+	}
+
+	/** Frees the weights, the adapters and the pooled buffers. */
+	release(): void {
+		if (this.#released) return;
+		this.#released = true;
+		this.weights.release();
+		this.lora?.release();
+		this.invFreq.release();
+		this.#pool.trim();
+	}
+
+	/** What a training call on B x T does with the layers' activations (see `activations`). */
+	activationPlan(
+		B: number,
+		T: number,
+		policy: ActivationPolicy = this.activations
+	): 'keep' | 'recompute' {
+		if (policy !== 'auto') return policy;
+		const budget = this.memoryBudgetBytes;
+		const fits =
+			budget !== undefined && this.estimateMemory(B, T, 'train', true).totalBytes <= budget;
+		return fits ? 'keep' : 'recompute';
+	}
+
+	#checkLive(): void {
+		if (this.#released) throw new Error('TransformerModel: used after release()');
+	}
+
+	/** Final norm and the log-probabilities of the next tokens. */
+	#head(rec: Recorder, run: CallBuffers, x: Tensor, temperature?: number): void {
+		const { hf, rstdF, logprobs, lseF } = run.head;
+		const eps = this.config.rmsNormEps;
+		rmsNormForward(rec, { x, weight: this.weights.finalNorm, y: hf, rstd: rstdF, eps });
+		logSoftmaxGatherForward(rec, {
+			h: hf,
+			weight: this.weights.lmHead,
+			targets: run.inputs.targets,
+			temperature,
+			logprobs,
+			lse: lseF
+		});
+	}
+
+	/** Checks memory, uploads the batch and allocates one call's buffers. */
+	async #begin(
+		batch: TokenBatch,
+		mode: Mode,
+		useLora: boolean,
+		keep: boolean
+	): Promise<CallBuffers> {
+		const { config } = this;
+		for (let i = 0; i < batch.ids.length; i++)
+			if (batch.ids[i] >= config.vocabSize)
+				throw new ShapeMismatchError(
+					`token id ${batch.ids[i]} at [${Math.floor(i / batch.T)}, ${i % batch.T}] is outside ` +
+						`the vocabulary [0, ${config.vocabSize}); check that the tokenizer belongs to this model`
+				);
+		// The previous call's buffers return to the pool once the queue is idle (before the
+		// estimate, which counts what the pool keeps).
+		await this.gpu.device.queue.onSubmittedWorkDone();
+		const estimate = this.estimateMemory(batch.B, batch.T, mode, keep);
+		checkModelMemory(
+			estimate,
+			this.gpu.limits,
+			this.memoryBudgetBytes,
+			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens (${mode}` +
+				`${keep ? ', keeping every layer\u2019s activations' : ''})`
+		);
+		// Buffers parked in the pool serve the next call of the same B x T (scoring and
+		// training share size classes); another shape gets fresh ones, and the parked ones
+		// are dropped so the pool never holds more than one batch shape's worth.
+		const shape = `${batch.B}x${batch.T}`;
+		if (shape !== this.#lastBatchShape) this.#pool.trim();
+		this.#lastBatchShape = shape;
+		const lora = useLora ? this.lora : undefined;
+		return allocateCall(this.#pool, this, batch, mode, lora, keep);
+	}
+}
+
+function describeModel(config: ModelConfig): string {
+	return (
+		`${config.architecture} (${config.numLayers} layers, hidden ${config.hiddenSize}, ` +
+		`vocab ${config.vocabSize})`
+	);
+}
