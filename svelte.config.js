@@ -7,11 +7,11 @@ const config = {
 	kit: {
 		// Training runs entirely in the tab: a static site, no server.
 		adapter: adapter({ fallback: '200.html' }),
-		// Type-check the Node entry points (CLI, benchmarks, parity) and the research harness
-		// (experiments/) with the rest.
+		// Type-check the Node entry points (the CLI in scripts/; benchmarks, parity and asset
+		// makers in tools/) with the rest.
 		typescript: {
 			config(config) {
-				config.include.push('../scripts/**/*.ts', '../experiments/**/*.ts');
+				config.include.push('../scripts/**/*.ts', '../tools/**/*.ts');
 				return config;
 			}
 		}

@@ -1,7 +1,6 @@
 /**
- * @file The small model of the tic-tac-toe learning run (experiments/learn-tictactoe.ts) and,
- * at MODEL_SIZES.small, the app's bundled model (scripts/default-model.ts): a
- * Llama-architecture model with random initial weights (as transformers initialises a new
+ * @file The tic-tac-toe model family; at MODEL_SIZES.small, the app's bundled model
+ * (scripts/default-model.ts): a Llama-architecture model with random initial weights (as transformers initialises a new
  * LlamaForCausalLM: every matrix N(0, 0.02^2), norms 1) and a real byte-level BPE tokenizer
  * whose merges are learned from tic-tac-toe conversations rendered with its ChatML template,
  * so a board or a move is a handful of tokens. Written as a Hugging Face folder (config.json,

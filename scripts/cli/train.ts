@@ -515,7 +515,7 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 			`--warm-start: ${warm} is not a directory` +
 				(shipped
 					? ` (the warm start shipped for ${shipped}; make it with ` +
-						`\`npx tsx scripts/make-warm-start.ts --env ${shipped}\`, or train with --warm-start none)`
+						`\`npx tsx tools/make-warm-start.ts --env ${shipped}\`, or train with --warm-start none)`
 					: ' (give a PEFT adapter folder: adapter_config.json, adapter_model.safetensors)')
 		);
 	}

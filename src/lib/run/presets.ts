@@ -1,7 +1,7 @@
 /**
  * @file The recipes the page offers and `cli train --env` starts from: one per
  * environment, on the bundled tiny model (scripts/make-default-model.ts) with the warm start
- * shipped for it (static/warm-starts/, made by scripts/make-warm-start.ts). Locations are
+ * shipped for it (static/warm-starts/, made by tools/make-warm-start.ts). Locations are
  * relative to a root: the site's origin in the page ('/'), the `static/` folder in Node.
  *
  * Sizes are for a real GPU; `forSoftwareGpu` shrinks a recipe for a CPU-emulated one
@@ -178,7 +178,7 @@ export const WARM_START_SFT: Partial<Record<PresetName, typeof DEFAULT_SFT>> = {
 	inbox: { ...DEFAULT_SFT, games: 65536, batchSize: 32 }
 };
 
-/** The SFT warm start of an environment, as scripts/make-warm-start.ts runs it. */
+/** The SFT warm start of an environment, as tools/make-warm-start.ts runs it. */
 export function warmStartRecipe(name: PresetName, root: string): Recipe {
 	const base = preset(name, root);
 	return {

@@ -6,7 +6,7 @@
  *
  * Phases, in order: an optional SFT warm start on the environment's demonstrations (inside
  * the run, trained on the same adapter), then GRPO. A shipped warm start (an adapter made
- * ahead of time by scripts/make-warm-start.ts) is the other way to start from a policy
+ * ahead of time by tools/make-warm-start.ts) is the other way to start from a policy
  * that plays legally: `warmStart`, merged into the base (a fresh adapter trains on top, its
  * KL reference the warm-start policy) or stacked (training continues the adapter).
  */

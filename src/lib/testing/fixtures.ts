@@ -1,6 +1,6 @@
 /**
  * @file Tiny random models in exact Hugging Face layout, one per architecture and variant,
- * for tests (and scripts/make-fixtures.ts). Each is the set of files a model repo holds:
+ * for tests (and tools/make-fixtures.ts). Each is the set of files a model repo holds:
  * config.json, generation_config.json, tokenizer.json, tokenizer_config.json (a tiny
  * byte-level BPE, tiny-tokenizer.ts), chat_template.jinja for the 5.x variant, and
  * model.safetensors or an index + two shards. Built in memory (no fs), deterministic from

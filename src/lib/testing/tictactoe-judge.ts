@@ -5,7 +5,7 @@
  * trajectory; for an illegal move, the agent's legal moves before it are its marks on the
  * final board (its mark from the system prompt: in the trajectory, or in the shared context
  * when the whole group has the same one). Used by the run-loop test's twin and by
- * scripts/rule-judge.ts (the RULER-vs-game-reward learning comparison on the GPU machine).
+ * tools/rule-judge.ts (the RULER-vs-game-reward learning comparison on the GPU machine).
  */
 import { illegalMoveReward, readBoard } from '../agent/envs/tictactoe/rollout';
 import { ok, trajectoriesOf, type Behaviour } from './scripted-judge';

@@ -1,6 +1,6 @@
 /**
  * RULER's text, byte for byte against Python (tests/fixtures/ruler/, written by
- * scripts/ruler-fixtures.py with Python's own textwrap and json modules, without ART):
+ * tools/ruler-fixtures.py with Python's own textwrap and json modules, without ART):
  * textwrap.dedent, json.dumps with its defaults, == on JSON values, ART's system prompt for
  * the default and custom rubrics, and the judge's messages for message lists with unicode,
  * control characters, tool calls, nested values and floats, shared and unshared prefixes,

@@ -1,5 +1,5 @@
 /**
- * The TabRL half of the export round trip (scripts/parity/export-roundtrip-lib.ts) on
+ * The TabRL half of the export round trip (tools/parity/export-roundtrip-lib.ts) on
  * SwiftShader, tiny sizes, with its CPU stand-in for the PyTorch half: a run of two real
  * steps (SFT, GRPO) from a fresh LoRA, zipped as the page's Export zips it, unzipped, merged
  * by `cli export --merge`. Checked: the zip holds exactly the run's files (no seals); the
@@ -8,7 +8,7 @@
  * base's files plus model.safetensors where each projection is W + (alpha / r) B A (f64, 1e-5
  * relative) and every other tensor the base's; TabRL's logprobs (adapter, base, merged folder)
  * match the f64 CPU reference within the round trip's 1e-4, and the adapter moves them by more
- * than 100x that. The GPU machine run (scripts/device/export-peft.sh) puts peft and
+ * than 100x that. The GPU machine run (tools/device/export-peft.sh) puts peft and
  * transformers in the reference's place.
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -26,7 +26,7 @@ import {
 	writeExportPlan,
 	type ExportPlan,
 	type TabrlLogprobs
-} from '../../../scripts/parity/export-roundtrip-lib';
+} from '../../../tools/parity/export-roundtrip-lib';
 import { openCheckpointFromDirectory } from '../../../src/lib/model/hf/node/checkpoint';
 import { readPeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
 import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';

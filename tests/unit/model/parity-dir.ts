@@ -1,5 +1,5 @@
 /**
- * @file A directory laid out as scripts/parity/model_parity.py writes it (manifest.json;
+ * @file A directory laid out as tools/parity/model_parity.py writes it (manifest.json;
  * per case model/, adapter/ as PEFT saves it, expected.safetensors), built from our own
  * fixture models with expected values from the f64 CPU reference (reference.ts): logprobs
  * directly, LoRA gradients by central finite differences in f64 (h = 1e-5, exact to ~1e-9,
@@ -15,7 +15,7 @@ import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { referenceLogprobs, referenceLoss } from '../../../src/lib/testing/reference';
 import { encodeSafetensors } from '../../../src/lib/model/hf/safetensors-writer';
 import { projectionShape, type ProjectionName } from '../../../src/lib/model/hf/weight-spec';
-import { encodeExpected, type ExpectedToWrite } from '../../../scripts/parity/expected-file';
+import { encodeExpected, type ExpectedToWrite } from '../../../tools/parity/expected-file';
 
 export interface LocalParityCase {
 	name: string;

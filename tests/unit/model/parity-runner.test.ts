@@ -1,5 +1,5 @@
 /**
- * The TS side of the transformers parity check (scripts/parity/parity-runner.ts) on a
+ * The TS side of the transformers parity check (tools/parity/parity-runner.ts) on a
  * directory laid out as model_parity.py writes it, built here from fixture models with
  * f64 CPU-reference expectations (parity-dir.ts): the runner must load sharded, F16 and
  * BF16 folders without tokenizer files, read the PEFT adapters, and report errors at the
@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareLogprobs, runParity } from '../../../scripts/parity/parity-runner';
+import { compareLogprobs, runParity } from '../../../tools/parity/parity-runner';
 import { useGpu } from '../../helpers/gpu';
 import { LOCAL_PARITY_CASES, writeParityDir } from './parity-dir';
 

@@ -2,7 +2,7 @@
  * @file What RULER sends its judge: ART's system prompt with the rubric, and the user
  * message holding the trajectories (OpenPipe/ART src/art/rewards/ruler.py, `ruler()`; the
  * texts are ART's, the code ours). Byte for byte what ART builds, checked against texts
- * Python builds (scripts/ruler-fixtures.py -> tests/fixtures/ruler/).
+ * Python builds (tools/ruler-fixtures.py -> tests/fixtures/ruler/).
  *
  * - System: ART's template with the rubric substituted where ART's f-string puts it, then
  *   Python's textwrap.dedent over the whole (py-dedent.ts). So the default rubric (whose

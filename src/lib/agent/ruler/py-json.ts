@@ -3,7 +3,7 @@
  * defaults, because ART serialises every message list it sends to RULER's judge that way
  * and a judge should see byte for byte what ART sends (prompt.ts). Checked against Python
  * itself: tests/fixtures/ruler/python.json and judge-messages.json (made by
- * scripts/ruler-fixtures.py).
+ * tools/ruler-fixtures.py).
  *
  * Python's defaults: separators ", " and ": "; ensure_ascii (every character outside
  * space..~ written \uXXXX in lowercase hex; astral characters as their UTF-16 surrogate

@@ -57,7 +57,7 @@
  * ~31 ms in all, was 170); Qwen2.5-0.5B's (14 / 2 heads) 0.26, 0.41, 0.85. dk/dv is now
  * the largest: its longest workgroups (key tile 0 sees every query of the group) run
  * 4 warps each. The tr = 2 / 1 tilings (fewer rows per invocation) and the other
- * alternatives in scripts/bench-attention.ts --sweep are checked here but not measured.
+ * alternatives in tools/bench/bench-attention.ts --sweep are checked here but not measured.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

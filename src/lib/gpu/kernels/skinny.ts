@@ -30,7 +30,7 @@
  *     projection, SwiGLU and the input RMSNorm in the epilogue / loads. On the tiny test
  *     model a decode step went from 69 dispatches (tiled) to 49 (one skinny call per
  *     product) to 37 (fused) and 32 with the norms fused (2 layers, LoRA on all 7).
- * Worth timing on the H200 (bench-generate --decode-matmul, see scripts/bench-generate.ts):
+ * Worth timing on the H200 (bench-generate --decode-matmul, see tools/bench/bench-generate.ts):
  *  - 'tiled' / 'skinny' / 'fused': what the kernel and what the fusions buy;
  *  - lanes 8 / 16 / 32 (K = 896 f32: 28 / 14 / 7 vectors per lane on q/k/v, o, gate/up
  *    and the lm_head);

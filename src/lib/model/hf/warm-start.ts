@@ -1,6 +1,6 @@
 /**
  * @file Warm starts: a LoRA adapter (PEFT's two files) that an environment's preset starts
- * from, made by scripts/make-warm-start.ts (SFT on the environment's demonstrations) and
+ * from, made by tools/make-warm-start.ts (SFT on the environment's demonstrations) and
  * shipped beside the base model it was made for, with a manifest (warm-start.json) that
  * names that base by a hash of its tensors. Applied one of two ways:
  *
@@ -116,14 +116,14 @@ export async function checkWarmStart(
 	if (baseHash !== manifest.base.tensorsSha256)
 		throw new WarmStartMismatchError(
 			`${where}: this warm start was made for ${manifest.base.name} (tensors sha256 ${manifest.base.tensorsSha256.slice(0, 12)}…), ` +
-				`not for this base model (${baseHash.slice(0, 12)}…). Train without a warm start, or make one for this base (scripts/make-warm-start.ts).`
+				`not for this base model (${baseHash.slice(0, 12)}…). Train without a warm start, or make one for this base (tools/make-warm-start.ts).`
 		);
 	const wanted = manifest.base.tokenizerSha256;
 	if (wanted !== undefined && tokenizerJson !== undefined) {
 		const tokenizerHash = await sha256Hex(new TextEncoder().encode(tokenizerJson));
 		if (tokenizerHash !== wanted)
 			throw new WarmStartMismatchError(
-				`${where}: this warm start was made for ${manifest.base.name} with another tokenizer (tokenizer.json sha256 ${wanted.slice(0, 12)}…, this base's ${tokenizerHash.slice(0, 12)}…): the same weights would read other tokens. Train without a warm start, or make one for this base (scripts/make-warm-start.ts).`
+				`${where}: this warm start was made for ${manifest.base.name} with another tokenizer (tokenizer.json sha256 ${wanted.slice(0, 12)}…, this base's ${tokenizerHash.slice(0, 12)}…): the same weights would read other tokens. Train without a warm start, or make one for this base (tools/make-warm-start.ts).`
 			);
 	}
 }

@@ -1,0 +1,213 @@
+/**
+ * @file Generation benchmark, TabRL's side: decode throughput of Generator.generate
+ * (generate/generator.ts) at batch 1, 8 and 32 for SmolLM2-135M's shape and Qwen2.5-0.5B's shape,
+ * random weights made in memory (no files), 128-token prompts, 256 new tokens per
+ * sequence with ignoreEos, sampling at temperature 1 (top-k and top-p off). Prints ONE
+ * JSON object on stdout, progress on stderr. tools/bench/bench_generate_torch.py does the
+ * same with transformers' generate (fp32 and bf16, eager attention); run both in one
+ * device call and compare.
+ *
+ *   npx tsx tools/bench/bench-generate.ts [--shape smollm2-135m|qwen2.5-0.5b] [--batches 1,8,32]
+ *       [--prompt 128] [--new 256] [--reps N] [--warmup N] [--lora] [--tiny]
+ *       [--decode-matmul fused/skinny/tiled/fused:lanes=16,cols=2,...]
+ *
+ * Timing, per call (median of REPS after WARMUP calls of the same shape, which also record
+ * the decode step and compile its pipelines):
+ *  - totalMs: wall time of `await generate(...)`: prefill, first token, every decode step;
+ *  - firstTokenMs: from the call to the first onStep (prefill + first sample + readback);
+ *  - decodeMs: from the first onStep to the last: NEW - 1 decode steps;
+ *  - decodeTokensPerSecond = B * (NEW - 1) / decodeMs; tokensPerSecond = B * NEW / totalMs.
+ * Memory: every buffer the device creates is tracked (bench-model.ts's way): peakLiveBytes
+ * over the timed calls, weights included.
+ * --lora: also a run with LoRA r = 8 (alpha 16, all 7 projections, B random): the policy
+ * of an RL rollout. --tiny: tiny shapes and lengths, to check the script on a CPU driver.
+ * --decode-matmul (or env TABRL_DECODE_MATMUL): the decode step's matmul variants to time,
+ * '/'-separated, each run at every batch (decode-layer.ts's parseDecodeMatmul: mode fused,
+ * skinny or tiled, then optional skinny tiling keys rows, cols, lanes, groups, subgroup,
+ * maxRows). Default: the Generator's default (fused).
+ */
+import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
+import { parseDecodeMatmul } from '../../src/lib/model/transformer/decode-layer';
+import { Generator } from '../../src/lib/model/generate/generator';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import type { ModelConfig } from '../../src/lib/model/types';
+import {
+	flag,
+	median,
+	option,
+	SHAPES,
+	SyntheticWeights,
+	TINY_SHAPES,
+	trackMemory
+} from './bench-support';
+
+const log = (...x: unknown[]) => console.error('[bench-generate]', ...x);
+const TINY = flag('tiny');
+const WARMUP = Number(option('warmup') ?? 1);
+const REPS = Number(option('reps') ?? (TINY ? 2 : 3));
+const BATCHES = (option('batches') ?? (TINY ? '1,2' : '1,8,32')).split(',').map(Number);
+const PROMPT = Number(option('prompt') ?? (TINY ? 8 : 128));
+const NEW = Number(option('new') ?? (TINY ? 8 : 256));
+const LORA = flag('lora');
+const DECODE_MATMUL = (option('decode-matmul') ?? process.env.TABRL_DECODE_MATMUL ?? '')
+	.split('/')
+	.filter(Boolean);
+for (const spec of DECODE_MATMUL) parseDecodeMatmul(spec); // bad specs fail before any work
+
+const round = (x: number, d = 2) => +x.toFixed(d);
+
+/** One timed generate call: total, to the first token, and the decode steps after it. */
+async function timedCall(gen: Generator, prompts: number[][], seed: number) {
+	const t0 = performance.now();
+	let first = 0;
+	let last = 0;
+	let steps = 0;
+	const out = await gen.generate(prompts, {
+		maxTokens: NEW,
+		temperature: 1,
+		ignoreEos: true,
+		seed,
+		onStep: () => {
+			last = performance.now();
+			if (steps++ === 0) first = last;
+		}
+	});
+	const total = performance.now() - t0;
+	if (out.some((r) => r.ids.length !== NEW)) throw new Error('a sequence stopped early');
+	return { totalMs: total, firstTokenMs: first - t0, decodeMs: last - first, steps };
+}
+
+async function benchBatch(gpu: Gpu, model: TransformerModel, B: number, matmul?: string) {
+	const decodeMatmul = matmul ? parseDecodeMatmul(matmul) : undefined;
+	const gen = new Generator(model, { maxBatch: B, decodeMatmul });
+	try {
+		let x = 12345 + B;
+		const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+		const prompts = Array.from({ length: B }, () =>
+			Array.from({ length: PROMPT }, () => Math.floor(rand() * model.config.vocabSize))
+		);
+		for (let i = 0; i < WARMUP; i++) await timedCall(gen, prompts, i);
+		const calls = [];
+		for (let i = 0; i < REPS; i++) calls.push(await timedCall(gen, prompts, 100 + i));
+		const total = median(calls.map((c) => c.totalMs));
+		const decode = median(calls.map((c) => c.decodeMs));
+		const result = {
+			B,
+			decodeMatmul: matmul ?? 'default',
+			promptTokens: PROMPT,
+			newTokens: NEW,
+			totalMs: round(total),
+			firstTokenMs: round(median(calls.map((c) => c.firstTokenMs))),
+			decodeMs: round(decode),
+			msPerDecodeStep: round(decode / (NEW - 1), 3),
+			tokensPerSecond: Math.round((B * NEW) / (total / 1000)),
+			decodeTokensPerSecond: Math.round((B * (NEW - 1)) / (decode / 1000)),
+			totalMsAll: calls.map((c) => round(c.totalMs)),
+			session: gen.session
+		};
+		log(
+			`  B=${B}${matmul ? ` [${matmul}]` : ''}: ${result.decodeTokensPerSecond} tok/s decode (${result.msPerDecodeStep} ms/step), ` +
+				`${result.tokensPerSecond} tok/s overall, first token ${result.firstTokenMs} ms`
+		);
+		return result;
+	} finally {
+		gen.release();
+	}
+}
+
+async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boolean) {
+	log(
+		`${name}${lora ? ' + LoRA r=8' : ''}: ${config.numLayers} layers, hidden ${config.hiddenSize}`
+	);
+	const mem = trackMemory(gpu);
+	let model: TransformerModel | undefined;
+	try {
+		const t0 = performance.now();
+		model = await TransformerModel.create(gpu, config, new SyntheticWeights(config), {
+			...(lora ? { lora: { rank: 8, alpha: 16 } } : {}),
+			seed: 1
+		});
+		await gpu.device.queue.onSubmittedWorkDone();
+		const loadSeconds = (performance.now() - t0) / 1000;
+		if (lora) {
+			// B random, so the adapters are not a no-op.
+			const params = await model.lora!.read();
+			let x = 7;
+			const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+			for (const [k, v] of params)
+				if (k.includes('lora_B'))
+					params.set(
+						k,
+						v.map(() => 0.02 * (rand() - 0.5))
+					);
+			model.lora!.write(params);
+		}
+		const afterLoad = mem.state.live;
+		const batches = [];
+		for (const B of BATCHES)
+			for (const matmul of DECODE_MATMUL.length ? DECODE_MATMUL : [undefined]) {
+				mem.resetPeak();
+				try {
+					const r = await benchBatch(gpu, model, B, matmul);
+					batches.push({ ...r, peakLiveBytes: mem.state.peak });
+				} catch (error) {
+					log(`  B=${B}${matmul ? ` [${matmul}]` : ''} failed: ${String(error)}`);
+					batches.push({
+						B,
+						decodeMatmul: matmul,
+						error: String((error as Error)?.stack ?? error)
+					});
+				}
+			}
+		return {
+			name,
+			lora: lora ? { rank: 8, alpha: 16 } : null,
+			config,
+			loadSeconds: round(loadSeconds),
+			afterLoadBytes: afterLoad,
+			batches,
+			validationErrors: gpu.validationErrors.splice(0).slice(0, 5)
+		};
+	} catch (error) {
+		log(`  ${name} failed: ${String(error)}`);
+		return { name, error: String((error as Error)?.stack ?? error) };
+	} finally {
+		model?.release();
+		mem.restore();
+	}
+}
+
+async function main() {
+	const gpu = await acquireGpu();
+	const shapes = TINY ? TINY_SHAPES : SHAPES;
+	const only = option('shape');
+	if (only && !shapes[only])
+		throw new Error(`unknown --shape ${only}; known: ${Object.keys(shapes)}`);
+	const results = [];
+	for (const [name, config] of Object.entries(shapes)) {
+		if (only && only !== name) continue;
+		results.push(await benchShape(gpu, name, config, false));
+		if (LORA) results.push(await benchShape(gpu, name, config, true));
+	}
+	const out = {
+		bench: 'generation: decode throughput with a KV cache (TabRL Generator)',
+		date: new Date().toISOString(),
+		node: process.version,
+		device: gpu.adapter,
+		features: gpu.features,
+		maxStorageBuffersPerShaderStage: gpu.limits.maxStorageBuffersPerShaderStage,
+		work: `B prompts of ${PROMPT} random tokens, ${NEW} new tokens each (ignoreEos), temperature 1, top-k/top-p off, f32`,
+		timing: `wall time of await generate; decode = first to last onStep; median of ${REPS} after ${WARMUP} warmup`,
+		results
+	};
+	gpu.destroy();
+	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+}
+
+main().then(
+	() => process.exit(0),
+	(error) => {
+		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
+		process.exit(1);
+	}
+);

@@ -1,0 +1,220 @@
+/**
+ * @file Model benchmark, TabRL's side: one LoRA forward+backward (TransformerModel.
+ * forwardBackward, r = 8, alpha = 16 on q/k/v/o/gate/up/down) over a batch of 8 x 512
+ * tokens for SmolLM2-135M's shape and for Qwen2.5-0.5B's shape, random weights made in
+ * memory (no files). Prints ONE JSON object on stdout, progress on stderr.
+ * tools/bench/bench_model_torch.py does the same work with transformers + peft (fp32 eager,
+ * TF32 off); run both in one device call and compare ratios.
+ *
+ *   npx tsx tools/bench/bench-model.ts [--shape smollm2-135m|qwen2.5-0.5b] [--reps N]
+ *       [--warmup N] [--batch BxT] [--tiny] [--profile]
+ *   (GPU machine) bash .gpu/run node .gpu/bench-model.mjs > $OUT/tabrl-model.json
+ *
+ * Timing: wall time of `await forwardBackward(...)` (it waits for the GPU, and reads the
+ * logprobs back once between forward and backward, as training does), after WARMUP calls;
+ * the median of REPS. Forward-only scoring (scoreTokens) is timed the same way.
+ * Memory: WebGPU reports no usage, so every buffer the device creates is tracked (size
+ * counted from createBuffer to destroy): `peakLiveBytes` is the most alive at once, over
+ * the weights, the LoRA state and the calls (comparable to torch.cuda.max_memory_allocated);
+ * memory.ts's estimate for a training call is reported beside it.
+ * --tiny: tiny shapes and batch, to check the script itself on a CPU driver.
+ */
+import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
+import { KernelProfiler } from '../../src/lib/gpu/profiler';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import type { ModelConfig } from '../../src/lib/model/types';
+import {
+	flag,
+	median,
+	option,
+	SHAPES,
+	SyntheticWeights,
+	TINY_SHAPES,
+	trackMemory
+} from './bench-support';
+
+const log = (...x: unknown[]) => console.error('[bench-model]', ...x);
+const TINY = flag('tiny');
+const WARMUP = Number(option('warmup') ?? (TINY ? 1 : 2));
+const REPS = Number(option('reps') ?? (TINY ? 2 : 5));
+/** --profile: also GPU time per kernel for one call of each kind (needs timestamp-query). */
+const PROFILE = flag('profile');
+
+/** --batch BxT overrides (e.g. 1x8 to check a real shape on a CPU driver). */
+function batchShape(): { B: number; T: number } {
+	const spec = option('batch');
+	if (!spec) return TINY ? { B: 2, T: 32 } : { B: 8, T: 512 };
+	const m = /^(\d+)x(\d+)$/.exec(spec);
+	if (!m || +m[1] < 1 || +m[2] < 2) throw new Error(`--batch wants BxT (e.g. 8x512), got ${spec}`);
+	return { B: +m[1], T: +m[2] };
+}
+const BATCH = batchShape();
+
+async function timeIt(reps: number, warmup: number, fn: () => Promise<unknown>) {
+	for (let i = 0; i < warmup; i++) await fn();
+	const times: number[] = [];
+	for (let i = 0; i < reps; i++) {
+		const t0 = performance.now();
+		await fn();
+		times.push(performance.now() - t0);
+	}
+	return {
+		medianMs: +median(times).toFixed(2),
+		minMs: +Math.min(...times).toFixed(2),
+		timesMs: times.map((t) => +t.toFixed(2))
+	};
+}
+
+type Round = ReturnType<typeof roundReport>;
+function roundReport(r: ReturnType<KernelProfiler['report']>) {
+	return {
+		totalMs: +r.totalMs.toFixed(2),
+		untimed: r.untimed,
+		kernels: r.kernels.map((k) => ({ ...k, totalMs: +k.totalMs.toFixed(3) }))
+	};
+}
+
+/** GPU time per kernel name of one call (profiler.ts). */
+async function profileOne(gpu: Gpu, what: string, call: () => Promise<unknown>): Promise<Round> {
+	const profiler = new KernelProfiler(gpu);
+	try {
+		await call();
+		const r = roundReport(profiler.report());
+		log(`  profile (GPU ms per kernel, ${what}): total ${r.totalMs} ms`);
+		for (const k of r.kernels.slice(0, 12)) log(`    ${k.name}: ${k.totalMs} ms in ${k.count}`);
+		return r;
+	} finally {
+		profiler.detach();
+	}
+}
+
+type Batch = Parameters<TransformerModel['forwardBackward']>[0];
+const profileCalls = (
+	gpu: Gpu,
+	m: TransformerModel,
+	batch: Batch,
+	w: Float32Array,
+	activations: 'keep' | 'recompute'
+) =>
+	profileOne(gpu, `forward+backward, ${activations}`, () =>
+		m.forwardBackward(batch, w, { activations })
+	);
+const profileScore = (gpu: Gpu, m: TransformerModel, batch: Batch) =>
+	profileOne(gpu, 'forward', () => m.scoreTokens(batch));
+
+async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
+	const { B, T } = BATCH;
+	log(
+		`${name}: ${config.numLayers} layers, hidden ${config.hiddenSize}, vocab ${config.vocabSize}`
+	);
+	const mem = trackMemory(gpu);
+	let model: TransformerModel | undefined;
+	try {
+		const t0 = performance.now();
+		model = await TransformerModel.create(gpu, config, new SyntheticWeights(config), {
+			lora: { rank: 8, alpha: 16 },
+			seed: 1
+		});
+		await gpu.device.queue.onSubmittedWorkDone();
+		const loadSeconds = (performance.now() - t0) / 1000;
+		const afterLoad = mem.state.live;
+		log(
+			`  loaded in ${loadSeconds.toFixed(1)} s; ${(afterLoad / 2 ** 30).toFixed(2)} GiB of buffers`
+		);
+
+		// Random ids, full-length rows; LoRA B random so dA is not trivially zero.
+		let x = 12345;
+		const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+		const ids = Uint32Array.from({ length: B * T }, () => Math.floor(rand() * config.vocabSize));
+		const batch = { ids, lengths: new Uint32Array(B).fill(T), seqLen: T };
+		const w = Float32Array.from({ length: B * (T - 1) }, () => rand() - 0.5);
+		const params = await model.lora!.read();
+		for (const [k, v] of params)
+			if (k.includes('lora_B'))
+				params.set(
+					k,
+					v.map(() => 0.02 * (rand() - 0.5))
+				);
+		model.lora!.write(params);
+
+		const m = model;
+		// 'keep' is what PyTorch's eager mode does (every activation kept); 'recompute' what
+		// it does with gradient checkpointing (each layer's forward redone in the backward).
+		const policies = {} as Record<'keep' | 'recompute', unknown>;
+		for (const activations of ['keep', 'recompute'] as const) {
+			mem.resetPeak();
+			const train = await timeIt(REPS, WARMUP, () => m.forwardBackward(batch, w, { activations }));
+			const peak = mem.state.peak;
+			log(
+				`  forward+backward (${activations}): median ${train.medianMs} ms (${train.timesMs.join(', ')})`
+			);
+			const estimate = m.estimateMemory(B, T, 'train', activations === 'keep');
+			const profile = PROFILE ? await profileCalls(gpu, m, batch, w, activations) : undefined;
+			policies[activations] = {
+				...train,
+				tokensPerSecond: Math.round((B * T) / (train.medianMs / 1000)),
+				peakLiveBytes: peak,
+				estimateBytes: estimate.totalBytes,
+				estimateLines: estimate.lines.map((l) => ({ what: l.what, bytes: l.bytes })),
+				...(profile ? { profile } : {})
+			};
+			// The pool keeps this policy's buffers; the next one starts from a clean slate (once
+			// the GPU is done, released buffers are back in the pool, where trim finds them).
+			await gpu.device.queue.onSubmittedWorkDone();
+			m.trimPool();
+		}
+		const score = await timeIt(REPS, WARMUP, () => m.scoreTokens(batch));
+		log(`  forward (score): median ${score.medianMs} ms`);
+		const scoreProfile = PROFILE ? await profileScore(gpu, m, batch) : undefined;
+		const errors = gpu.validationErrors.splice(0);
+		return {
+			name,
+			config,
+			batch: { B, T, tokens: B * T },
+			lora: { rank: 8, alpha: 16, targets: m.lora!.config.targetModules },
+			loadSeconds: +loadSeconds.toFixed(2),
+			forwardBackward: policies,
+			forward: { ...score, ...(scoreProfile ? { profile: scoreProfile } : {}) },
+			memory: { afterLoadBytes: afterLoad },
+			validationErrors: errors.slice(0, 5)
+		};
+	} catch (error) {
+		log(`  ${name} failed: ${String(error)}`);
+		return { name, error: String((error as Error)?.stack ?? error) };
+	} finally {
+		model?.release();
+		mem.restore();
+	}
+}
+
+async function main() {
+	const gpu = await acquireGpu();
+	const shapes = TINY ? TINY_SHAPES : SHAPES;
+	const only = option('shape');
+	if (only && !shapes[only])
+		throw new Error(`unknown --shape ${only}; known: ${Object.keys(shapes)}`);
+	const results = [];
+	for (const [name, config] of Object.entries(shapes))
+		if (!only || only === name) results.push(await benchShape(gpu, name, config));
+	const out = {
+		bench: 'model LoRA forward+backward (TabRL)',
+		date: new Date().toISOString(),
+		node: process.version,
+		device: gpu.adapter,
+		features: gpu.features,
+		timing: `wall time of await forwardBackward / scoreTokens, median of ${REPS} after ${WARMUP} warmup`,
+		memory:
+			'peakLiveBytes: most bytes of GPU buffers alive at once during the timed calls (weights, LoRA state, activations, pool, staging)',
+		results
+	};
+	gpu.destroy();
+	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+}
+
+main().then(
+	() => process.exit(0),
+	(error) => {
+		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
+		process.exit(1);
+	}
+);

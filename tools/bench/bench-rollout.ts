@@ -1,0 +1,156 @@
+/**
+ * @file The engine's share of a tic-tac-toe GRPO step's rollouts (issue 18, item 1), side by
+ * side in one process: the bundled tiny model's shape (scripts/tictactoe-model.ts, ~5M
+ * parameters, random weights: the engine's work does not depend on them) decodes what a
+ * step's 512 games ask of it, turn by turn: TURNS generate calls over the live games (all
+ * 512 at the first turn, fewer as games end), prompts growing by a move and a board each
+ * turn (~120 tokens at the first, ~40 more a turn), up to 16 new tokens at T 1.
+ *
+ *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny]
+ *       [--tiles h200] [--profile]
+ *
+ * Configurations, each on a new Generator over the same model: `before` (batches of 64,
+ * prefill groups of 4096 padded tokens: the engine until 2026-12-05) and `auto` (the
+ * defaults: autoBatch, prefillTokenLimit). Reported per configuration: the median, min and
+ * max over REPS (after one warm-up) of the whole rollout's ms, and the Generator's stats of
+ * one rollout (calls, sessions, prefill and decode ms). ONE JSON object on stdout.
+ * --tiny: a 2-layer stand-in and 32 games, to check the script on a CPU driver.
+ * --tiles h200: matmul tiles chosen by the H200's thresholds whatever the device (on
+ * SwiftShader: as before 2026-12-05, when the software tuning took 32x32 tiles at every size).
+ * --profile: also the GPU time of each kernel over one more rollout of `auto` (timestamp
+ * queries, one pass per dispatch: compare kernels with each other, not with the wall times).
+ */
+import { acquireGpu } from '../../src/lib/gpu/device';
+import { KernelProfiler } from '../../src/lib/gpu/profiler';
+import { H200_TUNING } from '../../src/lib/gpu/tuning';
+import { Generator } from '../../src/lib/model/generate/generator';
+import type { GeneratorOptions } from '../../src/lib/model/generate/options';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import type { ModelConfig } from '../../src/lib/model/types';
+import { flag, option, SHAPES, SyntheticWeights } from './bench-support';
+
+const log = (...x: unknown[]) => console.error('[bench-rollout]', ...x);
+const TINY = flag('tiny');
+const GAMES = Number(option('games') ?? (TINY ? 32 : 512));
+const TURNS = Number(option('turns') ?? (TINY ? 3 : 5));
+const REPS = Number(option('reps') ?? (TINY ? 1 : 3));
+const FIRST = 120;
+const PER_TURN = 40;
+const NEW = 16;
+
+/** scripts/tictactoe-model.ts MODEL_SIZES.small (tiny: .tiny), Llama-shaped. */
+const CONFIG: ModelConfig = {
+	...SHAPES['smollm2-135m'],
+	vocabSize: 700,
+	hiddenSize: TINY ? 32 : 256,
+	intermediateSize: TINY ? 64 : 768,
+	numLayers: TINY ? 2 : 6,
+	numHeads: TINY ? 2 : 4,
+	numKvHeads: TINY ? 2 : 4,
+	headDim: TINY ? 16 : 64,
+	maxPositionEmbeddings: 1024
+};
+
+function lcg(seed: number) {
+	let x = seed >>> 0 || 1;
+	return () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+	const tiles = option('tiles');
+	if (tiles !== undefined && tiles !== 'h200')
+		throw new Error(`--tiles h200 or nothing, not ${tiles}`);
+	const { largeTileOutputs, tallTileOutputs, mediumTileOutputs } = H200_TUNING;
+	const gpu = await acquireGpu(
+		tiles ? { tuning: { largeTileOutputs, tallTileOutputs, mediumTileOutputs } } : {}
+	);
+	const model = await TransformerModel.create(gpu, CONFIG, new SyntheticWeights(CONFIG), {
+		lora: { rank: 64, alpha: 128 },
+		seed: 1
+	});
+	const configs: Record<string, GeneratorOptions> = {
+		before: { maxBatch: 64, prefillTokens: 4096, maxContext: 512 },
+		auto: { maxContext: 512 }
+	};
+	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
+	async function rollout(generator: Generator, seed: number) {
+		const rand = lcg(seed);
+		const ends = Array.from({ length: GAMES }, () => 2 + Math.floor(rand() * (TURNS - 1)));
+		const t0 = performance.now();
+		for (let turn = 0; turn < TURNS; turn++) {
+			const live = ends.flatMap((end, g) => (turn < end ? [g] : []));
+			if (!live.length) break;
+			const prompts = live.map((g) =>
+				Array.from({ length: FIRST + PER_TURN * turn + (g % 7) }, (_, i) => (i * 31 + g) % 700)
+			);
+			await generator.generate(prompts, { maxTokens: NEW, temperature: 1, seed: seed + turn });
+		}
+		return performance.now() - t0;
+	}
+	const result: Record<string, unknown> = {
+		bench: 'rollout',
+		device: gpu.adapter,
+		tiles: tiles ?? 'device',
+		games: GAMES,
+		turns: TURNS,
+		newTokens: NEW,
+		model: {
+			hidden: CONFIG.hiddenSize,
+			layers: CONFIG.numLayers,
+			intermediate: CONFIG.intermediateSize
+		},
+		reps: REPS
+	};
+	const times: Record<string, number[]> = {};
+	for (const [name, options] of Object.entries(configs)) {
+		const generator = new Generator(model, options);
+		log(`${name}: warm-up`);
+		await rollout(generator, 1);
+		const before = { ...generator.stats };
+		times[name] = [];
+		for (let r = 0; r < REPS; r++) {
+			times[name].push(await rollout(generator, 100 + r));
+			log(`${name}: rep ${r} ${times[name].at(-1)!.toFixed(0)} ms`);
+		}
+		const s = generator.stats;
+		const per = (k: keyof typeof s) => (s[k] - before[k]) / REPS;
+		result[name] = {
+			options,
+			rolloutMs: {
+				median: median(times[name]),
+				min: Math.min(...times[name]),
+				max: Math.max(...times[name])
+			},
+			perRollout: {
+				calls: per('calls'),
+				sessions: per('sessions'),
+				prefillMs: per('prefillMs'),
+				decodeMs: per('decodeMs'),
+				decodeSteps: per('decodeSteps'),
+				promptTokens: per('promptTokens')
+			}
+		};
+		if (name === 'auto' && flag('profile')) {
+			const profiler = new KernelProfiler(gpu);
+			await rollout(generator, 7);
+			const report = profiler.report();
+			profiler.detach();
+			result.kernels = report.kernels.slice(0, 12).map((k) => ({
+				name: k.name,
+				count: k.count,
+				ms: Number(k.totalMs.toFixed(1))
+			}));
+		}
+		generator.release();
+	}
+	result.speedup = median(times.before) / median(times.auto);
+	console.log(JSON.stringify(result));
+	model.release();
+}
+
+main().catch((error) => {
+	console.error(error);
+	process.exit(1);
+});

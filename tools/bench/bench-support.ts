@@ -1,0 +1,155 @@
+/**
+ * @file What the benchmark scripts share: their command-line flags, the model shapes they
+ * time (the published configs of SmolLM2-135M and Qwen2.5-0.5B, and tiny stand-ins that
+ * check a script on a CPU driver), random weights made on request, GPU memory tracking,
+ * and the median. Bundled into each script by pack.sh (esbuild), so it is plain TS.
+ */
+import type { Gpu } from '../../src/lib/gpu/device';
+import type { ModelConfig, StoredTensorInfo, WeightSource } from '../../src/lib/model/types';
+import { weightSpecs } from '../../src/lib/model/hf/weight-spec';
+
+const args = process.argv.slice(2);
+export const flag = (name: string): boolean => args.includes(`--${name}`);
+export const option = (name: string): string | undefined => {
+	const i = args.indexOf(`--${name}`);
+	return i >= 0 ? args[i + 1] : undefined;
+};
+
+const COMMON = {
+	maxPositionEmbeddings: 32768,
+	outputBias: false,
+	qkNorm: false,
+	dtype: 'float32'
+} as const;
+const NO_EOS: number[] = [];
+
+/** The published configs' shapes (config.json of each model on the hub). */
+export const SHAPES: Record<string, ModelConfig> = {
+	'smollm2-135m': {
+		...COMMON,
+		eosTokenIds: NO_EOS,
+		architecture: 'LlamaForCausalLM',
+		vocabSize: 49152,
+		hiddenSize: 576,
+		intermediateSize: 1536,
+		numLayers: 30,
+		numHeads: 9,
+		numKvHeads: 3,
+		headDim: 64,
+		rmsNormEps: 1e-5,
+		rope: { theta: 100000, type: 'default' },
+		tieWordEmbeddings: true,
+		attentionBias: false
+	},
+	'qwen2.5-0.5b': {
+		...COMMON,
+		eosTokenIds: NO_EOS,
+		architecture: 'Qwen2ForCausalLM',
+		vocabSize: 151936,
+		hiddenSize: 896,
+		intermediateSize: 4864,
+		numLayers: 24,
+		numHeads: 14,
+		numKvHeads: 2,
+		headDim: 64,
+		rmsNormEps: 1e-6,
+		rope: { theta: 1000000, type: 'default' },
+		tieWordEmbeddings: true,
+		attentionBias: true
+	}
+};
+export const TINY_SHAPES: Record<string, ModelConfig> = {
+	'tiny-llama': {
+		...SHAPES['smollm2-135m'],
+		vocabSize: 512,
+		hiddenSize: 64,
+		intermediateSize: 128,
+		numLayers: 2,
+		numHeads: 4,
+		numKvHeads: 2,
+		headDim: 16
+	},
+	'tiny-qwen2': {
+		...SHAPES['qwen2.5-0.5b'],
+		vocabSize: 640,
+		hiddenSize: 64,
+		intermediateSize: 96,
+		numLayers: 2,
+		numHeads: 4,
+		numKvHeads: 1,
+		headDim: 16
+	}
+};
+/**
+ * Random weights generated on request (xorshift32, fast enough for 0.5 B values): the
+ * roles' scales of random-weights.ts (projections U(+-1/sqrt(in)), norms ~1, biases and
+ * embedding small), so activations stay finite; values do not affect the timing.
+ */
+export class SyntheticWeights implements WeightSource {
+	readonly #specs: StoredTensorInfo[];
+	constructor(readonly config: ModelConfig) {
+		this.#specs = weightSpecs(config).map((s) => ({ ...s, dtype: 'float32' as const }));
+	}
+	list(): StoredTensorInfo[] {
+		return this.#specs;
+	}
+	async readF32(name: string): Promise<Float32Array> {
+		const spec = this.#specs.find((s) => s.name === name);
+		if (!spec) throw new Error(`no tensor ${name}`);
+		const n = spec.shape.reduce((a, b) => a * b, 1);
+		let lo = -1 / Math.sqrt(spec.shape[1] ?? 1);
+		let hi = -lo;
+		if (name.endsWith('norm.weight')) [lo, hi] = [0.9, 1.1];
+		else if (name.endsWith('.bias')) [lo, hi] = [-0.1, 0.1];
+		else if (name.includes('embed_tokens') || name === 'lm_head.weight')
+			[lo, hi] = [-2 / Math.sqrt(this.config.hiddenSize), 2 / Math.sqrt(this.config.hiddenSize)];
+		const out = new Float32Array(n);
+		let x = 0x811c9dc5; // FNV-1a of the name: every tensor its own values
+		for (let i = 0; i < name.length; i++) x = Math.imul(x ^ name.charCodeAt(i), 0x01000193);
+		x = x >>> 0 || 1;
+		const span = (hi - lo) / 4294967296;
+		for (let i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >>> 17;
+			x ^= x << 5;
+			out[i] = lo + span * (x >>> 0);
+		}
+		return out;
+	}
+}
+
+/** Counts the bytes of every buffer the device creates until it is destroyed. */
+export function trackMemory(gpu: Gpu) {
+	const device = gpu.device as GPUDevice & { createBuffer: GPUDevice['createBuffer'] };
+	const original = device.createBuffer.bind(device);
+	const state = { live: 0, peak: 0, buffers: 0 };
+	device.createBuffer = (descriptor: GPUBufferDescriptor): GPUBuffer => {
+		const buffer = original(descriptor);
+		const size = Number(descriptor.size);
+		state.live += size;
+		state.buffers++;
+		state.peak = Math.max(state.peak, state.live);
+		const destroy = buffer.destroy.bind(buffer);
+		let destroyed = false;
+		buffer.destroy = () => {
+			if (!destroyed) {
+				destroyed = true;
+				state.live -= size;
+				state.buffers--;
+			}
+			destroy();
+		};
+		return buffer;
+	};
+	return {
+		state,
+		resetPeak: () => (state.peak = state.live),
+		restore: () => (device.createBuffer = original)
+	};
+}
+
+export function median(xs: number[]): number {
+	const s = [...xs].sort((a, b) => a - b);
+	const m = s.length >> 1;
+	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""One full GRPO step, PyTorch's side of tools/bench/bench-grpo.ts: SmolLM2-135M's shape with
+random weights (bench_generate_torch.build: eager attention, TF32 off), peft LoRA r 8 /
+alpha 16 / dropout 0 on q/k/v/o/gate/up/down, 8 groups x 8 rollouts of one 128-token random
+prompt per group, 256 new tokens each (do_sample, temperature 1, top-k/top-p off,
+min_new_tokens = max_new_tokens), rollout logprobs from generate's scores, seeded random
+rewards, ART's group advantages, then ONE update: micro-batches of 16 sequences, each
+forward + backward of the cispo loss (-clip(ratio, 0, 5).detach() * A * logprob over the
+completion tokens, dapo: summed over the step and divided by its trained tokens),
+clip_grad_norm_(0.1), torch.optim.AdamW(lr 5e-6, betas (0.9, 0.99), weight_decay 0.1).
+
+Timing: CUDA-synchronised wall time, median of REPS steps after one warm-up step; peak
+memory torch.cuda.max_memory_allocated over the timed steps (weights included). fp32 by
+default (TF32 off, as TabRL's f32 kernels); `--dtypes fp32,bf16` adds a bf16 run (about
+as long again). With `--tabrl FILE` (tools/bench/bench-grpo.ts's JSON from the same device
+call) the output also holds TabRL's report and the ratios TabRL / PyTorch per dtype.
+One JSON object on stdout, progress on stderr.
+
+  python3 tools/bench/bench_grpo_torch.py [--dtypes fp32[,bf16]] [--reps 3] [--micro 16]
+      [--tabrl tabrl-grpo.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+import peft  # noqa: E402
+
+import bench_generate_torch as bg  # noqa: E402  (build(): the same shapes and settings)
+
+TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def log(*a):
+    print("[bench_grpo_torch]", *a, file=sys.stderr, flush=True)
+
+
+def sync_ms(t0):
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1000
+
+
+def grpo_step(pm, opt, prompts, args, seed):
+    groups, k, new = args.groups, args.group_size, args.new
+    ids = prompts.repeat_interleave(k, dim=0)  # [G*K, P]
+    P = ids.shape[1]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    pm.eval()
+    torch.manual_seed(seed)  # the sampling (TabRL seeds its own the same way: per step)
+    with torch.no_grad():
+        out = pm.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=new,
+            min_new_tokens=new,
+            pad_token_id=0,
+            use_cache=True,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
+        seqs = out.sequences  # [B, P + new]
+        assert seqs.shape == (groups * k, P + new), seqs.shape
+        # The rollout logprobs, one step at a time (out.scores: new x [B, V], the processed
+        # logits / T), so no [B, new, V] copy adds to the peak: old [B, new].
+        old = torch.stack(
+            [
+                torch.log_softmax(s.float(), dim=-1).gather(-1, seqs[:, P + i, None]).squeeze(-1)
+                for i, s in enumerate(out.scores)
+            ],
+            dim=1,
+        )
+        del out
+    rollout_ms = sync_ms(t0)
+
+    g = torch.Generator().manual_seed(seed)
+    rewards = torch.rand(groups, k, generator=g, dtype=torch.float64)
+    mean = rewards.mean(dim=1, keepdim=True)
+    std = rewards.std(dim=1, unbiased=False, keepdim=True)
+    adv = ((rewards - mean) / (std + 1e-6)).reshape(-1).to(torch.float32).cuda()  # [B]
+
+    t1 = time.perf_counter()
+    pm.train()
+    opt.zero_grad(set_to_none=True)
+    B = seqs.shape[0]
+    n_tokens = B * new  # every completion token is trained (dapo's denominator)
+    total = 0.0
+    for s in range(0, B, args.micro):
+        mb = seqs[s : s + args.micro]
+        logits = pm(input_ids=mb, attention_mask=torch.ones_like(mb)).logits
+        lp = torch.log_softmax(logits[:, P - 1 : -1].float(), dim=-1)
+        lp = lp.gather(-1, mb[:, P:, None]).squeeze(-1)  # [mb, new]
+        ratio = torch.exp(lp - old[s : s + args.micro])
+        weight = ratio.clamp(0.0, 5.0).detach()
+        loss = -(weight * adv[s : s + args.micro, None] * lp).sum() / n_tokens
+        loss.backward()
+        total += loss.item()
+        del logits, lp
+    grad_norm = torch.nn.utils.clip_grad_norm_(
+        [p for p in pm.parameters() if p.requires_grad], 0.1
+    ).item()
+    opt.step()
+    train_ms = sync_ms(t1)
+    return {
+        "rolloutMs": rollout_ms,
+        "trainMs": train_ms,
+        "totalMs": rollout_ms + train_ms,
+        "loss": total,
+        "gradNorm": grad_norm,
+    }
+
+
+RATIO_KEYS = {
+    "rolloutMs": "rolloutMs",
+    "trainMs": "trainMs",
+    "totalMs": "totalMs",
+    "rolloutTokensPerSecond": "rolloutTokensPerSecond",
+    "trainTokensPerSecond": "trainTokensPerSecond",
+    "peakBytes": ("peakLiveBytes", "peakAllocatedBytes"),
+}
+
+
+def ratios(tabrl, results, args):
+    """TabRL / PyTorch for each timed dtype: above 1 is slower for the ms, faster for the
+    tokens/s, more for the bytes. Refused (an "error" entry) when the two did not do the
+    same work or either side failed."""
+    if "error" in tabrl:
+        return {"error": "the TabRL run failed: " + str(tabrl["error"])[:500]}
+    w = tabrl.get("work", {})
+    mine = (w.get("groups"), w.get("groupSize"), w.get("promptTokens"), w.get("newTokens"),
+            w.get("microBatchSequences"))
+    theirs = (args.groups, args.group_size, args.prompt, args.new, args.micro)
+    if mine != theirs or tabrl.get("shape") != args.shape:
+        return {"error": f"different work: TabRL {tabrl.get('shape')} {mine} (groups, group "
+                         f"size, prompt, new, micro) vs PyTorch {args.shape} {theirs}"}
+    out = {"meaning": "TabRL / PyTorch: ms above 1 = TabRL slower; tokens/s above 1 = "
+                      "TabRL faster; peakBytes: TabRL's live buffers / torch's max allocated"}
+    for r in results:
+        if "error" in r:
+            out[r["dtype"]] = {"error": r["error"]}
+            continue
+        entry = {}
+        for name, key in RATIO_KEYS.items():
+            t_key, p_key = key if isinstance(key, tuple) else (key, key)
+            t, p = tabrl.get(t_key), r.get(p_key)
+            entry[name] = round(t / p, 3) if t is not None and p else None
+        out[r["dtype"]] = entry
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="smollm2-135m", choices=list(bg.SHAPES))
+    ap.add_argument("--dtypes", default="fp32", help="fp32 and/or bf16, comma-separated")
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--group-size", type=int, default=8)
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--new", type=int, default=256)
+    ap.add_argument("--micro", type=int, default=16)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tabrl", help="tools/bench/bench-grpo.ts's JSON, for the ratios")
+    args = ap.parse_args()
+    tabrl = None
+    if args.tabrl:
+        with open(args.tabrl) as f:
+            tabrl = json.load(f)
+    transformers.logging.set_verbosity_error()
+    results = []
+    for dname in args.dtypes.split(","):
+        log(f"{args.shape} {dname}")
+        entry = {"dtype": dname}
+        try:
+            model = bg.build(bg.SHAPES[args.shape], bg.DTYPES[dname])
+            lcfg = peft.LoraConfig(
+                r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS,
+                bias="none", task_type="CAUSAL_LM",
+            )
+            pm = peft.get_peft_model(model, lcfg)
+            opt = torch.optim.AdamW(
+                [p for p in pm.parameters() if p.requires_grad],
+                lr=5e-6, betas=(0.9, 0.99), weight_decay=0.1, eps=1e-8,
+            )
+            V = bg.SHAPES[args.shape]["vocab_size"]
+            g = torch.Generator(device="cuda").manual_seed(2024)
+            prompts = torch.randint(0, V, (args.groups, args.prompt), generator=g, device="cuda")
+            grpo_step(pm, opt, prompts, args, 1)  # warm-up
+            torch.cuda.reset_peak_memory_stats()
+            steps = [grpo_step(pm, opt, prompts, args, 100 + i) for i in range(args.reps)]
+            med = {k: statistics.median(s[k] for s in steps) for k in ("rolloutMs", "trainMs", "totalMs")}
+            B = args.groups * args.group_size
+            entry.update(
+                med,
+                rolloutTokensPerSecond=round(B * args.new / (med["rolloutMs"] / 1000)),
+                trainTokensPerSecond=round(B * (args.prompt + args.new) / (med["trainMs"] / 1000)),
+                peakAllocatedBytes=torch.cuda.max_memory_allocated(),
+                steps=steps,
+            )
+            log(f"  rollout {med['rolloutMs']:.0f} ms, train {med['trainMs']:.0f} ms")
+            del pm, model, opt
+        except Exception as e:  # noqa: BLE001 - report and go on
+            entry["error"] = f"{type(e).__name__}: {e}"
+            log(f"  failed: {e}")
+        torch.cuda.empty_cache()
+        results.append(entry)
+    report = {
+        "bench": "one GRPO step: transformers generate + peft + cispo/dapo + AdamW",
+        "tool": "tools/bench/bench_grpo_torch.py",
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "shape": args.shape,
+        "work": vars(args),
+        "results": results,
+    }
+    if tabrl is not None:
+        report["tabrl"] = tabrl
+        report["ratios"] = ratios(tabrl, results, args)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

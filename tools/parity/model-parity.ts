@@ -1,0 +1,51 @@
+/**
+ * @file Entry of the model parity check (TabRL against transformers + peft): scores the
+ * cases that tools/parity/model_parity.py wrote and prints ONE JSON report on stdout
+ * (progress on stderr); exit status 0 when every case is within tolerance.
+ *
+ *   python3 tools/parity/model_parity.py /tmp/parity        # expected values (PyTorch)
+ *   npx tsx tools/parity/model-parity.ts /tmp/parity [--only NAME ...]
+ *
+ * On the GPU machine both run in one call, the TS side bundled by
+ * `bash ../shared/device/pack.sh tools/parity/model-parity.ts`:
+ *   python3 tools/parity/model_parity.py /tmp/parity && \
+ *     bash .gpu/run node .gpu/model-parity.mjs /tmp/parity > $OUT/parity.json
+ * See parity-runner.ts for what is compared and how.
+ */
+import { acquireGpu } from '../../src/lib/gpu/device';
+import { runParity } from './parity-runner';
+
+async function main(): Promise<number> {
+	const args = process.argv.slice(2);
+	const dir = args[0];
+	if (!dir || dir.startsWith('-')) {
+		console.error('usage: model-parity DIR [--only NAME ...]   (DIR from model_parity.py)');
+		return 2;
+	}
+	const onlyAt = args.indexOf('--only');
+	const only = onlyAt >= 0 ? args.slice(onlyAt + 1) : undefined;
+	const gpu = await acquireGpu();
+	const log = (line: string) => console.error(`[model-parity] ${line}`);
+	log(`device: ${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`);
+	const report = await runParity(gpu, dir, { only, log });
+	const out = {
+		tool: 'tabrl model parity (tools/parity/model-parity.ts)',
+		date: new Date().toISOString(),
+		node: process.version,
+		device: gpu.adapter,
+		features: gpu.features,
+		...report
+	};
+	gpu.destroy();
+	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+	log(`${report.pass ? 'PASS' : 'FAIL'}: ${JSON.stringify(report.worstByArchitecture)}`);
+	return report.pass ? 0 : 1;
+}
+
+main().then(
+	(code) => process.exit(code),
+	(error) => {
+		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
+		process.exit(1);
+	}
+);

@@ -1,0 +1,155 @@
+/**
+ * @file Entry of the PEFT round trip: TabRL's training checkpoints load in peft, and peft's
+ * adapters load in TabRL, with the same logprobs both ways (peft-roundtrip-lib.ts has the
+ * folder layout and the checks; peft_roundtrip.py is the PyTorch half).
+ *
+ *   export DIR [--tiny] [--layers N]   models made by TabRL, one trained LoRA each, saved as
+ *                                      a run saves its checkpoints; TabRL's logprobs
+ *   import DIR                         peft's adapters (from peft_roundtrip.py) read, scored,
+ *                                      compared; prints ONE JSON report with both directions
+ *   selftest DIR [--tiny]              export, the CPU stand-in for Python
+ *                                      (peft-roundtrip-standin.ts), import: runs anywhere
+ *
+ * On the GPU machine (bundle: `bash ../shared/device/pack.sh tools/parity/peft-roundtrip.ts`):
+ *
+ *   bash .gpu/run node .gpu/peft-roundtrip.mjs export /tmp/rt;
+ *   python3 tools/parity/peft_roundtrip.py /tmp/rt;
+ *   bash .gpu/run node .gpu/peft-roundtrip.mjs import /tmp/rt > $OUT/peft-roundtrip.json
+ *
+ * Locally (SwiftShader): `npx tsx tools/parity/peft-roundtrip.ts selftest /tmp/rt --tiny`.
+ * Exit status 0 when every check passes.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
+import {
+	exportCase,
+	importAdapter,
+	makePlan,
+	MIN_ADAPTER_EFFECT,
+	readJson,
+	TOLERANCE,
+	writePlan,
+	type Plan,
+	type PythonReport
+} from './peft-roundtrip-lib';
+import { writeStandIn } from './peft-roundtrip-standin';
+
+const USAGE =
+	'usage: peft-roundtrip (export DIR [--tiny] [--layers N] | import DIR | selftest DIR [--tiny])';
+const log = (line: string) => console.error(`[peft-roundtrip] ${line}`);
+const errorText = (error: unknown) => String((error as Error)?.stack ?? error);
+
+interface ExportReport {
+	cases: (Awaited<ReturnType<typeof exportCase>> | { name: string; error: string })[];
+	pass: boolean;
+}
+
+async function runExport(gpu: Gpu, root: string, plan: Plan): Promise<ExportReport> {
+	await writePlan(root, plan);
+	const cases: ExportReport['cases'] = [];
+	for (const c of plan.cases) {
+		try {
+			const r = await exportCase(gpu, root, c);
+			cases.push(r);
+			log(
+				`export ${c.name}: step ${r.step}, files ${r.files.join(', ')}, exact ${r.readBackExact}`
+			);
+		} catch (error) {
+			cases.push({ name: c.name, error: errorText(error) });
+			log(`export ${c.name}: FAILED ${errorText(error).split('\n')[0]}`);
+		}
+	}
+	const report = { cases, pass: cases.every((c) => 'readBackExact' in c && c.readBackExact) };
+	await writeFile(join(root, 'export-report.json'), JSON.stringify(report, null, 1) + '\n');
+	return report;
+}
+
+async function runImport(gpu: Gpu, root: string) {
+	const plan = await readJson<Plan>(join(root, 'plan.json'));
+	const exported = await readJson<ExportReport>(join(root, 'export-report.json'));
+	const python = await readJson<PythonReport>(join(root, 'python-report.json')).catch(
+		(error): PythonReport => ({
+			tabrlToPeft: [],
+			peftAdapters: [],
+			error: `python-report.json: ${errorText(error)}`
+		})
+	);
+	const peftToTabrl = [];
+	for (const a of python.peftAdapters) {
+		const c = plan.cases.find((x) => x.name === a.case);
+		try {
+			if (!c) throw new Error(`python-report.json names case '${a.case}', not in plan.json`);
+			const r = await importAdapter(gpu, root, c, a);
+			peftToTabrl.push(r);
+			log(
+				`import ${a.case}/${a.name}: ${r.pass ? 'pass' : 'FAIL'} lora ${r.lora_vs_peft.maxAbs.toExponential(2)}` +
+					` base ${r.base_vs_peft.maxAbs.toExponential(2)} effect ${r.adapterEffect.toFixed(3)}`
+			);
+		} catch (error) {
+			peftToTabrl.push({ case: a.case, name: a.name, error: errorText(error), pass: false });
+			log(`import ${a.case}/${a.name}: FAILED ${errorText(error).split('\n')[0]}`);
+		}
+	}
+	const expectedAdapters = plan.cases.length * plan.peftAdapters.length;
+	const tabrlToPeftPass =
+		python.tabrlToPeft.length === plan.cases.length &&
+		python.tabrlToPeft.every((r) => r.pass === true);
+	const peftToTabrlPass =
+		peftToTabrl.length === expectedAdapters && peftToTabrl.every((r) => r.pass);
+	return {
+		tool: 'tabrl peft round trip (tools/parity/peft-roundtrip.ts + peft_roundtrip.py)',
+		date: new Date().toISOString(),
+		device: gpu.adapter,
+		tolerance: { logprobMaxAbs: TOLERANCE, minAdapterEffect: MIN_ADAPTER_EFFECT },
+		python: { versions: python.versions, error: python.error, peftErrors: python.peftErrors },
+		export: exported,
+		tabrlToPeft: python.tabrlToPeft,
+		peftToTabrl,
+		pass: exported.pass && tabrlToPeftPass && peftToTabrlPass
+	};
+}
+
+async function main(): Promise<number> {
+	const args = process.argv.slice(2);
+	const [mode, root] = args;
+	if (!['export', 'import', 'selftest'].includes(mode) || !root || root.startsWith('-')) {
+		console.error(USAGE);
+		return 2;
+	}
+	const layersAt = args.indexOf('--layers');
+	const numLayers = layersAt >= 0 ? Number(args[layersAt + 1]) : undefined;
+	if (numLayers !== undefined && !(Number.isInteger(numLayers) && numLayers >= 1)) {
+		console.error(`--layers needs an integer >= 1\n${USAGE}`);
+		return 2;
+	}
+	const plan = () => makePlan({ tiny: args.includes('--tiny'), numLayers });
+	const gpu = await acquireGpu();
+	log(`device: ${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`);
+	try {
+		if (mode === 'export') {
+			const report = await runExport(gpu, root, plan());
+			process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+			return report.pass ? 0 : 1;
+		}
+		if (mode === 'selftest') {
+			await runExport(gpu, root, plan());
+			await writeStandIn(root);
+			log('python stand-in written (CPU f64 reference, not peft)');
+		}
+		const report = await runImport(gpu, root);
+		process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+		log(report.pass ? 'PASS' : 'FAIL');
+		return report.pass ? 0 : 1;
+	} finally {
+		gpu.destroy();
+	}
+}
+
+main().then(
+	(code) => process.exit(code),
+	(error) => {
+		process.stdout.write(JSON.stringify({ error: errorText(error) }) + '\n');
+		process.exit(1);
+	}
+);
