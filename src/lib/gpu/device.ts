@@ -11,7 +11,6 @@ import {
 	OutOfMemoryError,
 	WebGpuUnavailableError
 } from './errors';
-import { nodeGpuEntry } from './node-gpu';
 import { tuningFor, withOverride, type GpuTuning } from './tuning';
 
 /** Optional features that select faster kernel variants. */
@@ -106,6 +105,8 @@ async function gpuEntry(toggles: string[]): Promise<{ gpu: GPU; backend: string 
 	if (nav?.gpu) return { gpu: nav.gpu, backend: 'navigator.gpu' };
 	const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 	if (!isNode) throw new WebGpuUnavailableError(`This browser has no WebGPU. ${BROWSER_ADVICE}`);
+	// loaded only here, in Node: a page never reaches this line (navigator.gpu above)
+	const { nodeGpuEntry } = await import('./node/dawn');
 	return { gpu: await nodeGpuEntry(toggles), backend: 'dawn (node)' };
 }
 

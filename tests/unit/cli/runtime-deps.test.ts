@@ -3,7 +3,7 @@
  * play`): every package scripts/cli.ts reaches at run time is a dependency, not a
  * devDependency. The static imports come from esbuild's bundle of the CLI (its metafile's
  * external packages); two are reached at run time only and named here: `webgpu` (Dawn,
- * imported by name so browser bundles skip it: gpu/node-gpu.ts) and `tsx` (the `cli` script
+ * imported by name so browser bundles skip it: gpu/node/dawn.ts) and `tsx` (the `cli` script
  * and the tokenizer thread run the TypeScript through it: model/tokenizer/node/tokenizer-thread.ts).
  */
 import { readFile } from 'node:fs/promises';

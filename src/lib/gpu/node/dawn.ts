@@ -3,7 +3,7 @@
  * uses SwiftShader, the CPU Vulkan driver that Debian's `chromium` package ships, found
  * without the user setting VK_ICD_FILENAMES or installing a Vulkan loader.
  */
-import { WebGpuUnavailableError } from './errors';
+import { WebGpuUnavailableError } from '../errors';
 
 const CHROMIUM_DIR = '/usr/lib/chromium';
 const SWIFTSHADER_ICD = `${CHROMIUM_DIR}/vk_swiftshader_icd.json`;
