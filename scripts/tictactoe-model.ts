@@ -23,7 +23,7 @@ import { writeModelFiles } from '../src/lib/model/hf/node/checkpoint';
 import { encodeSafetensors } from '../src/lib/model/hf/safetensors-writer';
 import { tinyTokenizer } from '../src/lib/testing/tiny-tokenizer';
 import { historyMessages, type Trajectory } from '../src/lib/agent/trajectory';
-import { normalizeMessages, normalizeTools } from '../src/lib/serve/request';
+import { normalizeMessages, normalizeTools } from '../src/lib/serve/request-messages';
 import { Tokenizer } from '../src/lib/model/tokenizer/tokenizer';
 import { weightSpecs } from '../src/lib/model/hf/weight-spec';
 

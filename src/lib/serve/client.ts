@@ -16,7 +16,8 @@
  * API key (nothing checks it); dangerouslyAllowBrowser is set because there is no secret.
  */
 import OpenAI, { type ClientOptions } from 'openai';
-import { ChatService, type ChatServiceOptions, type ServiceRequest } from './service';
+import { ChatService } from './service';
+import type { ChatServiceOptions, ServiceRequest } from './service-options';
 
 /** The origin the client is pointed at; nothing listens there, requests stay in process. */
 export const LOCAL_BASE_URL = 'http://tabrl.local/v1';

@@ -6,7 +6,7 @@
 export { openaiClient, localFetch, LOCAL_BASE_URL } from './client';
 export type { LocalClientOptions, OpenAIClientOptions } from './client';
 export { ChatService } from './service';
-export type { ChatServiceOptions, ServiceRequest, ServiceResponse } from './service';
+export type { ChatServiceOptions, ServiceRequest, ServiceResponse } from './service-options';
 export type { ChatEngine } from './engine';
 export { OpenAIApiError } from './errors';
 export type {

@@ -1,21 +1,23 @@
 /**
  * @file Validation of a `POST /v1/chat/completions` body into a typed ChatRequest, with
- * OpenAI's error shape (400 invalid_request_error naming the `param`). Absent and null mean
- * the same (the openai package sends null for some unset fields). What the engine cannot do
- * is refused, not ignored: non-zero penalties, logit_bias, response formats other than
- * text / json_object / json_schema, non-text content parts, the deprecated `functions`. A json_schema's
- * schema is compiled later (constraint.ts), where its unsupported keywords are refused. Unknown fields are refused as OpenAI refuses them, so a
- * misspelt option does not silently do nothing. Two extensions (as vLLM spells them):
- * `top_k` and `chat_template_kwargs` (e.g. Qwen3's `{"enable_thinking": false}`).
- *
- * Messages come out normalized for a chat template (prompt.ts): role 'developer' becomes
- * 'system'; text content parts are joined with '\n'; an assistant's tool call `arguments`
- * JSON string is parsed into an object (templates write arguments with `tojson`, as
- * transformers expects them); fields the client echoes back from a response (refusal,
- * annotations, audio) are dropped.
+ * OpenAI's error shape (400 invalid_request_error naming the `param`). What the engine
+ * cannot do is refused, not ignored (penalties, logit_bias, the deprecated `functions`), and
+ * so are unknown fields, so a misspelt option does not silently do nothing. Extensions as
+ * vLLM spells them: `top_k`, `chat_template_kwargs`, `return_token_ids`.
  */
-import type { ChatMessage, ToolCall, ToolSchema } from '../model/tokenizer/chat-messages';
+import type { ChatMessage, ToolSchema } from '../model/tokenizer/chat-messages';
 import { invalidRequest } from './errors';
+import { parseResponseFormat, parseStop } from './request-format';
+import { normalizeMessages, normalizeTools, parseToolChoice } from './request-messages';
+import {
+	describe,
+	invalidType,
+	invalidValue,
+	isRecord,
+	optionalBoolean,
+	optionalInteger,
+	optionalNumber
+} from './request-values';
 
 /** Which tool calls the caller asks for: 'none' hides the tools from the template and
  * leaves the text unparsed; 'auto' lets the model choose; 'required' and a named function
@@ -74,11 +76,6 @@ export interface RequestLimits {
 
 export const DEFAULT_LIMITS: RequestLimits = { maxN: 128 };
 
-/** OpenAI's limit on stop strings per request. */
-const MAX_STOP = 4;
-/** OpenAI's function name rule. */
-const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
 /** Fields accepted and ignored: bookkeeping that does not change the output. */
 const IGNORED = new Set([
 	'user',
@@ -126,323 +123,6 @@ const UNSUPPORTED: Record<string, string> = {
 	reasoning_effort: 'reasoning_effort is not supported (use chat_template_kwargs)',
 	verbosity: 'verbosity is not supported'
 };
-
-export function isRecord(x: unknown): x is Record<string, unknown> {
-	return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-
-/** A JSON value's kind, as OpenAI's type errors word it. */
-export function describe(x: unknown): string {
-	if (x === null) return 'null';
-	if (Array.isArray(x)) return 'an array';
-	return typeof x === 'object' ? 'an object' : `${typeof x} ${JSON.stringify(x)}`;
-}
-
-export const invalidType = (param: string, want: string, got: unknown) =>
-	invalidRequest(
-		`Invalid type for '${param}': expected ${want}, but got ${describe(got)}.`,
-		param,
-		'invalid_type'
-	);
-const invalidValue = (param: string, message: string) =>
-	invalidRequest(`Invalid value for '${param}': ${message}`, param, 'invalid_value');
-
-function optionalNumber(
-	body: Record<string, unknown>,
-	param: string,
-	check: (v: number) => string | null
-): number | undefined {
-	const v = body[param];
-	if (v === undefined || v === null) return undefined;
-	if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidType(param, 'a number', v);
-	const problem = check(v);
-	if (problem) throw invalidValue(param, problem);
-	return v;
-}
-
-function optionalInteger(
-	body: Record<string, unknown>,
-	param: string,
-	check: (v: number) => string | null
-): number | undefined {
-	const v = body[param];
-	if (v === undefined || v === null) return undefined;
-	if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidType(param, 'an integer', v);
-	const problem = check(v);
-	if (problem) throw invalidValue(param, problem);
-	return v;
-}
-
-function optionalBoolean(body: Record<string, unknown>, param: string): boolean | undefined {
-	const v = body[param];
-	if (v === undefined || v === null) return undefined;
-	if (typeof v !== 'boolean') throw invalidType(param, 'a boolean', v);
-	return v;
-}
-
-/** Text of a content field: a string, null, or text parts (joined with '\n'). */
-function contentText(content: unknown, param: string): string | null {
-	if (content === undefined || content === null) return null;
-	if (typeof content === 'string') return content;
-	if (!Array.isArray(content))
-		throw invalidType(param, 'a string or an array of content parts', content);
-	return content
-		.map((part, i) => {
-			const at = `${param}[${i}]`;
-			if (!isRecord(part) || typeof part.type !== 'string')
-				throw invalidType(at, 'a content part {type, ...}', part);
-			if (part.type !== 'text')
-				throw invalidValue(
-					`${at}.type`,
-					`content parts of type '${part.type}' are not supported: this model reads text only.`
-				);
-			if (typeof part.text !== 'string') throw invalidType(`${at}.text`, 'a string', part.text);
-			return part.text;
-		})
-		.join('\n');
-}
-
-/** An assistant's tool call, arguments parsed into an object for the template. */
-function normalizeToolCall(tc: unknown, param: string): ToolCall {
-	if (!isRecord(tc) || !isRecord(tc.function))
-		throw invalidType(param, "a tool call {id, type: 'function', function: {name, arguments}}", tc);
-	if (tc.type !== undefined && tc.type !== 'function')
-		throw invalidValue(
-			`${param}.type`,
-			`only 'function' tool calls exist, got ${describe(tc.type)}.`
-		);
-	const { name, arguments: args } = tc.function;
-	if (typeof name !== 'string' || name === '')
-		throw invalidType(`${param}.function.name`, 'a non-empty string', name);
-	let parsed: unknown = args;
-	if (typeof args === 'string') {
-		try {
-			parsed = args.trim() === '' ? {} : JSON.parse(args);
-		} catch {
-			throw invalidValue(
-				`${param}.function.arguments`,
-				`not valid JSON (${JSON.stringify(args.slice(0, 80))}).`
-			);
-		}
-	}
-	if (!isRecord(parsed))
-		throw invalidType(`${param}.function.arguments`, 'a JSON object (as a string)', parsed);
-	const out: ToolCall = { type: 'function', function: { name, arguments: parsed } };
-	if (tc.id !== undefined && tc.id !== null) {
-		if (typeof tc.id !== 'string') throw invalidType(`${param}.id`, 'a string', tc.id);
-		out.id = tc.id;
-	}
-	return out;
-}
-
-const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
-
-/** Checks OpenAI-shaped messages and returns them normalized for a chat template. */
-export function normalizeMessages(messages: unknown): ChatMessage[] {
-	if (messages === undefined || messages === null)
-		throw invalidRequest(
-			"Missing required parameter: 'messages'.",
-			'messages',
-			'missing_required_parameter'
-		);
-	if (!Array.isArray(messages)) throw invalidType('messages', 'an array', messages);
-	if (messages.length === 0)
-		throw invalidRequest(
-			"Invalid 'messages': empty array. Expected an array with minimum length 1.",
-			'messages',
-			'empty_array'
-		);
-	/** Ids of the tool calls a tool message may answer (those of the last assistant turn). */
-	let openCalls: Set<string> | null = null;
-	return messages.map((m, i) => {
-		const at = `messages[${i}]`;
-		if (!isRecord(m)) throw invalidType(at, 'an object', m);
-		const role = m.role;
-		if (typeof role !== 'string' || !ROLES.has(role))
-			throw invalidValue(
-				`${at}.role`,
-				`${describe(role)}; supported values are 'system', 'developer', 'user', 'assistant' and 'tool'.`
-			);
-		const content = contentText(m.content, `${at}.content`);
-		const out: ChatMessage = { role: role === 'developer' ? 'system' : role, content };
-		if (m.name !== undefined && m.name !== null) {
-			if (typeof m.name !== 'string') throw invalidType(`${at}.name`, 'a string', m.name);
-			out.name = m.name;
-		}
-		if (role === 'assistant') {
-			const calls = m.tool_calls ?? [];
-			if (!Array.isArray(calls)) throw invalidType(`${at}.tool_calls`, 'an array', calls);
-			if (content === null && calls.length === 0)
-				throw invalidRequest(
-					`Invalid '${at}': an assistant message needs 'content' or 'tool_calls'.`,
-					`${at}.content`,
-					'missing_required_parameter'
-				);
-			if (calls.length) {
-				out.tool_calls = calls.map((tc, j) => normalizeToolCall(tc, `${at}.tool_calls[${j}]`));
-				openCalls = new Set(
-					calls.map((tc) => (tc as { id?: unknown }).id).filter((id) => typeof id === 'string')
-				);
-			} else openCalls = null;
-			if (typeof m.reasoning_content === 'string') out.reasoning_content = m.reasoning_content;
-		} else if (role === 'tool') {
-			if (typeof m.tool_call_id !== 'string')
-				throw invalidType(`${at}.tool_call_id`, 'a string', m.tool_call_id);
-			if (openCalls === null)
-				throw invalidRequest(
-					`Invalid '${at}': messages with role 'tool' must answer a preceding assistant message with 'tool_calls'.`,
-					`${at}.role`,
-					'invalid_value'
-				);
-			if (openCalls.size > 0 && !openCalls.has(m.tool_call_id))
-				throw invalidValue(
-					`${at}.tool_call_id`,
-					`${JSON.stringify(m.tool_call_id)} is not the id of a tool call in the preceding assistant message (${[...openCalls].join(', ')}).`
-				);
-			out.tool_call_id = m.tool_call_id;
-			out.content = content ?? '';
-		} else {
-			openCalls = null;
-			if (content === null)
-				throw invalidRequest(
-					`Invalid '${at}': a ${role} message needs 'content'.`,
-					`${at}.content`,
-					'missing_required_parameter'
-				);
-		}
-		return out;
-	});
-}
-
-/** Checks `tools` (OpenAI function schemas). */
-export function normalizeTools(tools: unknown): ToolSchema[] | undefined {
-	if (tools === undefined || tools === null) return undefined;
-	if (!Array.isArray(tools)) throw invalidType('tools', 'an array', tools);
-	const seen = new Set<string>();
-	return tools.map((t, i) => {
-		const at = `tools[${i}]`;
-		if (!isRecord(t) || t.type !== 'function' || !isRecord(t.function))
-			throw invalidType(at, "{type: 'function', function: {name, description, parameters}}", t);
-		const { name, description, parameters } = t.function;
-		if (typeof name !== 'string' || !FUNCTION_NAME.test(name))
-			throw invalidValue(
-				`${at}.function.name`,
-				`${describe(name)}; a function name is 1-64 characters of a-z, A-Z, 0-9, _ and -.`
-			);
-		if (seen.has(name))
-			throw invalidValue(`${at}.function.name`, `the function name '${name}' is used twice.`);
-		seen.add(name);
-		if (description !== undefined && typeof description !== 'string')
-			throw invalidType(`${at}.function.description`, 'a string', description);
-		if (parameters !== undefined && !isRecord(parameters))
-			throw invalidType(`${at}.function.parameters`, 'a JSON schema object', parameters);
-		return t as unknown as ToolSchema;
-	});
-}
-
-function parseToolChoice(value: unknown, tools: ToolSchema[] | undefined): ToolChoice {
-	if (value === undefined || value === null) return tools?.length ? 'auto' : 'none';
-	if (value === 'none' || value === 'auto' || value === 'required') {
-		if (value !== 'none' && !tools?.length)
-			throw invalidValue('tool_choice', `'${value}' needs 'tools' to be given.`);
-		return value;
-	}
-	if (isRecord(value) && value.type === 'function' && isRecord(value.function)) {
-		const name = value.function.name;
-		if (typeof name !== 'string') throw invalidType('tool_choice.function.name', 'a string', name);
-		if (!tools?.some((t) => t.function.name === name))
-			throw invalidValue(
-				'tool_choice',
-				`no function named '${name}' in 'tools' (${tools?.map((t) => t.function.name).join(', ') || 'none given'}).`
-			);
-		return { name };
-	}
-	throw invalidType(
-		'tool_choice',
-		"'none', 'auto', 'required' or {type: 'function', function: {name}}",
-		value
-	);
-}
-
-function parseStop(value: unknown): string[] {
-	if (value === undefined || value === null) return [];
-	const list = typeof value === 'string' ? [value] : value;
-	if (!Array.isArray(list)) throw invalidType('stop', 'a string or an array of strings', value);
-	if (list.length > MAX_STOP)
-		throw invalidValue('stop', `at most ${MAX_STOP} stop strings, got ${list.length}.`);
-	list.forEach((s, i) => {
-		if (typeof s !== 'string') throw invalidType(`stop[${i}]`, 'a string', s);
-		if (s === '') throw invalidValue(`stop[${i}]`, 'a stop string cannot be empty.');
-	});
-	return list as string[];
-}
-
-/** OpenAI's rule for a json_schema's name. */
-const SCHEMA_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
-function parseResponseFormat(format: unknown): ResponseFormat {
-	if (format === undefined || format === null) return { type: 'text' };
-	if (!isRecord(format)) throw invalidType('response_format', 'an object', format);
-	const extra = (allowed: string[], at: string, o: Record<string, unknown>) => {
-		const key = Object.keys(o).find((k) => !allowed.includes(k));
-		if (key !== undefined)
-			throw invalidRequest(
-				`Unrecognized field '${key}' in '${at}' (allowed: ${allowed.join(', ')}).`,
-				`${at}.${key}`,
-				'unknown_parameter'
-			);
-	};
-	switch (format.type) {
-		case 'text':
-		case 'json_object':
-			extra(['type'], 'response_format', format);
-			return { type: format.type };
-		case 'json_schema': {
-			extra(['type', 'json_schema'], 'response_format', format);
-			const js = format.json_schema;
-			if (js === undefined || js === null)
-				throw invalidRequest(
-					"Missing required parameter: 'response_format.json_schema'.",
-					'response_format.json_schema',
-					'missing_required_parameter'
-				);
-			if (!isRecord(js))
-				throw invalidType('response_format.json_schema', '{name, schema, strict}', js);
-			extra(['name', 'schema', 'strict', 'description'], 'response_format.json_schema', js);
-			if (js.name === undefined || js.name === null)
-				throw invalidRequest(
-					"Missing required parameter: 'response_format.json_schema.name'.",
-					'response_format.json_schema.name',
-					'missing_required_parameter'
-				);
-			if (typeof js.name !== 'string' || !SCHEMA_NAME.test(js.name))
-				throw invalidValue(
-					'response_format.json_schema.name',
-					`${describe(js.name)}; a schema name is 1-64 characters of a-z, A-Z, 0-9, _ and -.`
-				);
-			if (
-				js.description !== undefined &&
-				js.description !== null &&
-				typeof js.description !== 'string'
-			)
-				throw invalidType('response_format.json_schema.description', 'a string', js.description);
-			const schema = js.schema ?? undefined;
-			if (schema !== undefined && !isRecord(schema) && typeof schema !== 'boolean')
-				throw invalidType('response_format.json_schema.schema', 'a JSON schema object', schema);
-			const strict = js.strict ?? false;
-			if (typeof strict !== 'boolean')
-				throw invalidType('response_format.json_schema.strict', 'a boolean', strict);
-			return { type: 'json_schema', name: js.name, schema, strict };
-		}
-		default:
-			throw invalidRequest(
-				`Unsupported value: 'response_format.type' ${describe(format.type)}: supported are 'text', 'json_object' and 'json_schema'.`,
-				'response_format.type',
-				'unsupported_value'
-			);
-	}
-}
-
 /** Validates a chat completion request body (already parsed from JSON). */
 export function parseChatCompletionRequest(
 	body: unknown,

@@ -24,7 +24,7 @@
  * safety_identifier, prompt_cache_key, `truncation: 'disabled'`, `store: false`.
  */
 import { invalidRequest, OpenAIApiError } from './errors';
-import { describe, invalidType, isRecord } from './request';
+import { describe, invalidType, isRecord } from './request-values';
 
 /** What the Responses body asks beyond the chat request (the answer's echo fields). */
 export interface ResponsesExtras {

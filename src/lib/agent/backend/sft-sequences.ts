@@ -12,7 +12,7 @@
  */
 import type { ChatMessage, ToolSchema } from '../../model/tokenizer/chat-messages';
 import type { ChatTemplateOptions } from '../../model/tokenizer/chat-template';
-import { normalizeMessages, normalizeTools } from '../../serve/request';
+import { normalizeMessages, normalizeTools } from '../../serve/request-messages';
 import { AgentError } from '../errors';
 import type { TrainSequence } from '../to-train';
 import type { SftConversation } from './types';
