@@ -1,16 +1,9 @@
 /**
- * @file One registered model inside a backend: the base weights with their LoRA adapters
- * on the GPU, the AdamW state, the generator and the OpenAI-compatible chat service that
- * rollouts talk to, and the run's store (checkpoints and history).
- *
- * Lifecycle, as ART's LocalBackend: register() resumes from the latest checkpoint (or saves
- * step 0 for a new run); every optimizer step is followed by a checkpoint of that step with
- * its history line, committed together before the call returns, so a crash loses at most the
- * step in flight (run-store.ts). release() gives the store's writer lock back. Rollouts and training share the GPU
- * through a TrainGate: a step waits for the generations in flight and new ones wait for it.
+ * @file One registered model inside a backend: base weights with LoRA adapters on the GPU,
+ * AdamW state, generator, the chat service rollouts talk to, and the run's store. Every
+ * optimizer step is checkpointed with its history line before the call returns, so a crash
+ * loses at most the step in flight. Rollouts and training share the GPU through a TrainGate.
  */
-import type { Gpu } from '../../gpu/device';
-import type { Checkpoint } from '../../model/hf/checkpoint';
 import { Generator, type GeneratorStats } from '../../model/generate/generator';
 import { resolveLoraConfig } from '../../model/transformer/lora';
 import { Tokenizer } from '../../model/tokenizer/tokenizer';
@@ -24,7 +17,7 @@ import {
 	checkpointName,
 	type RunStore
 } from '../../grpo';
-import { sameLora, TRAJECTORIES_FILE } from '../../grpo/store/checkpoint';
+import { TRAJECTORIES_FILE } from '../../grpo/store/checkpoint';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/hf/peft-adapter';
 import { LoraOptimizer } from '../../grpo/optimizer';
 import { newestIntactCheckpoint } from '../../grpo/store/checkpoint-recovery';
@@ -33,17 +26,13 @@ import { grpoStep, sftStep, type GrpoStepResult, type SftStepResult } from '../.
 import { frameStream } from '../../serve/client';
 import { ChatService } from '../../serve/service';
 import type { ChatEngine } from '../../serve/engine';
-import { sftSequence } from './sft-sequences';
+import { sftSequence, shuffled } from './sft-sequences';
+import { applyWarmStart, checkSameRun, type ModelRunEnv } from './run-open';
+import { probeSequences } from './probe';
+import { countMetrics, engineMetrics, stepMetrics } from './step-metrics';
 import { TrainGate } from './train-gate';
 import { AgentError } from '../errors';
-import { memoryByteSource } from '../../model/hf/byte-source';
-import { WarmStartMismatchError } from '../../model/errors';
-import { readPeftAdapter, type PeftAdapter } from '../../model/hf/peft-adapter';
-import type { WeightSource } from '../../model/types';
-import { checkWarmStart, MergedWeights, parseWarmStartManifest } from '../../model/hf/warm-start';
 import type { RunMeta } from '../../grpo/store/run-store';
-import type { WarmStartFiles } from './warm-start-files';
-import type { LoadProgress } from '../../util/throttle-progress';
 import type {
 	AdapterFiles,
 	ChatReply,
@@ -51,7 +40,6 @@ import type {
 	DeleteCheckpointsOptions,
 	HistoryEntry,
 	ModelSpec,
-	ProbedSequence,
 	Registration,
 	SftConfig,
 	SftConversation,
@@ -60,86 +48,8 @@ import type {
 	TrainInput,
 	TrainReport
 } from './types';
-import { PROBE_TOKENS } from './types';
-
-export interface ModelRunEnv {
-	gpu: Gpu;
-	/** The base model, opened (config, tokenizer files, weights). */
-	base: Checkpoint;
-	store: RunStore;
-	/** The warm-start adapter's files when the spec names one. */
-	warmStart?: WarmStartFiles;
-	/** The weights' upload to the GPU, as it goes. */
-	onProgress?: (p: LoadProgress) => void;
-}
-
-/**
- * The warm start as the model is built from it: the weights to upload (merged, or the
- * base's) and the adapter a 'stacked' run starts from.
- */
-async function applyWarmStart(
-	spec: ModelSpec,
-	base: Checkpoint,
-	files: WarmStartFiles | undefined
-): Promise<{ weights: WeightSource; initial?: PeftAdapter }> {
-	if (!spec.warmStart || !files) return { weights: base.weights };
-	if (files.manifestJson !== undefined)
-		await checkWarmStart(
-			parseWarmStartManifest(files.manifestJson, files.where),
-			base.weights,
-			files.adapterBytes,
-			files.where,
-			base.files.tokenizerJson
-		);
-	let adapter: PeftAdapter;
-	try {
-		adapter = await readPeftAdapter(
-			base.config,
-			files.adapterConfigJson,
-			memoryByteSource(files.adapterBytes)
-		);
-	} catch (error) {
-		throw new WarmStartMismatchError(
-			`${files.where}: the warm start does not fit this base model: ${(error as Error).message}`
-		);
-	}
-	const mode = spec.warmStart.mode ?? 'merged';
-	if (mode === 'merged') return { weights: new MergedWeights(base.config, base.weights, adapter) };
-	if (spec.lora && !sameLora(resolveLoraConfig(spec.lora), adapter.config))
-		throw new WarmStartMismatchError(
-			`${files.where}: a stacked warm start trains its own adapter (r ${adapter.config.rank}, ${adapter.config.targetModules.join(', ')}); the spec asks for another LoRA.`
-		);
-	return { weights: base.weights, initial: adapter };
-}
-
-/** Refuses to reopen a saved run with another base model or warm start. */
-function checkSameRun(meta: RunMeta | undefined, spec: ModelSpec): void {
-	if (!meta) return;
-	// the mode too: a merged run's adapter was trained on the merged base, not on the base
-	const warm = (w?: { adapter: string; mode?: string }) =>
-		w ? `${w.adapter} (${w.mode ?? 'merged'})` : 'none';
-	if (meta.baseModel !== spec.baseModel || warm(meta.warmStart) !== warm(spec.warmStart))
-		throw new AgentError(
-			'run-exists',
-			`a run named '${spec.name}' already exists with base model ${meta.baseModel} and warm start ${warm(meta.warmStart)}; ` +
-				`give this one another name, or delete that run.`
-		);
-}
-
-/** Deterministic Fisher-Yates with a 32-bit LCG (SFT epochs' order). */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-	const out = [...items];
-	let s = seed >>> 0;
-	for (let i = out.length - 1; i > 0; i--) {
-		s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-		const j = s % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 const nowIso = () => new Date().toISOString();
-
 export class ModelRun {
 	#released = false;
 	/** The run's summary as last written (kept here: a step updates it without reading it back). */
@@ -316,35 +226,14 @@ export class ModelRun {
 			const report = await this.#finishStep(result, metrics, 'train', input.trajectories);
 			await this.#touchMeta(report.metrics['train/reward']);
 			if (!result.skipped && input.probe?.length)
-				report.probe = await this.#probe(input.sequences, input.probe, config.temperature);
+				report.probe = await probeSequences(
+					this.model,
+					input.sequences,
+					input.probe,
+					config.temperature
+				);
 			return report;
 		});
-	}
-
-	/** The probed sequences' trained tokens, scored by the updated policy (TrainReport.probe). */
-	async #probe(
-		sequences: TrainInput['sequences'],
-		which: number[],
-		temperature = 1
-	): Promise<ProbedSequence[]> {
-		const out: ProbedSequence[] = [];
-		for (const index of which) {
-			const seq = sequences[index];
-			if (!seq) continue;
-			const positions: number[] = [];
-			for (let t = 1; t < seq.ids.length && positions.length < PROBE_TOKENS; t++)
-				if (seq.trainMask[t]) positions.push(t);
-			// (the scored length is the last probed token's: nothing after it is needed)
-			const ids = seq.ids.slice(0, (positions.at(-1) ?? 0) + 1);
-			const { logprobs } = await this.model.scoreTokens([ids], { temperature }); // [1, T - 1]
-			out.push({
-				sequence: index,
-				ids: positions.map((t) => seq.ids[t]),
-				before: positions.map((t) => Number(seq.rolloutLogprobs?.[t] ?? Number.NaN)),
-				after: positions.map((t) => logprobs[t - 1])
-			});
-		}
-		return out;
 	}
 
 	/** SFT: one optimizer step per batch of conversations, each checkpointed. */
@@ -467,25 +356,11 @@ export class ModelRun {
 		return { files, ms: performance.now() - start };
 	}
 
-	/**
-	 * What the engine did since the last GRPO step: this step's rollouts, and the evaluation
-	 * when one ran before them. Where a rollout's time went: prefill and decode (the rest of
-	 * train/rollout_ms is the host's), in how many generate calls and batches, how many decode sessions made.
-	 */
 	#engineSinceLastStep(): StepMetrics {
 		const now = { ...this.generator.stats };
 		const was = this.#engineMark;
 		this.#engineMark = now;
-		return {
-			'engine/generate_calls': now.calls - was.calls,
-			'engine/batches': now.batches - was.batches,
-			'engine/sequences': now.sequences - was.sequences,
-			'engine/prompt_tokens': now.promptTokens - was.promptTokens,
-			'engine/prefill_ms': now.prefillMs - was.prefillMs,
-			'engine/decode_steps': now.decodeSteps - was.decodeSteps,
-			'engine/decode_ms': now.decodeMs - was.decodeMs,
-			'engine/sessions': now.sessions - was.sessions
-		};
+		return engineMetrics(now, was);
 	}
 
 	async #finishStep(
@@ -515,40 +390,4 @@ export class ModelRun {
 		}
 		return { step: this.step, skipped: result.skipped, metrics, warnings: result.warnings };
 	}
-}
-
-function countMetrics(
-	split: string,
-	c: { sequences: number; sequencesDropped: number; microBatches: number }
-): StepMetrics {
-	return {
-		[`${split}/sequences`]: c.sequences,
-		[`${split}/sequences_dropped`]: c.sequencesDropped,
-		[`${split}/micro_batches`]: c.microBatches
-	};
-}
-
-/** A step's numbers under ART's `split/name` keys. */
-function stepMetrics(split: string, r: GrpoStepResult | SftStepResult): StepMetrics {
-	if (r.skipped) return {};
-	const m = r.metrics;
-	const out: StepMetrics = {
-		...countMetrics(split, m),
-		[`${split}/loss`]: m.loss,
-		[`${split}/grad_norm`]: m.gradNorm,
-		[`${split}/lr`]: m.lr,
-		[`${split}/tokens`]: m.tokens,
-		[`${split}/forward_backward_ms`]: m.times.forwardBackwardMs,
-		[`${split}/optimizer_ms`]: m.times.optimizerMs,
-		[`${split}/step_ms`]: m.times.totalMs
-	};
-	if ('policyLoss' in m) {
-		out[`${split}/policy_loss`] = m.policyLoss;
-		out[`${split}/ratio_mean`] = m.ratioMean;
-		out[`${split}/clip_low_fraction`] = m.clipLowFraction;
-		out[`${split}/clip_high_fraction`] = m.clipHighFraction;
-		out[`${split}/reference_ms`] = m.times.referenceMs;
-		if (m.klMean !== undefined) out[`${split}/kl`] = m.klMean;
-	}
-	return out;
 }

@@ -71,3 +71,15 @@ export function sftSequence(
 		spans: []
 	};
 }
+
+/** Deterministic Fisher-Yates with a 32-bit LCG (SFT epochs' order). */
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+	const out = [...items];
+	let s = seed >>> 0;
+	for (let i = out.length - 1; i > 0; i--) {
+		s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+		const j = s % (i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
