@@ -1,10 +1,11 @@
 /**
- * A bounded soak of the HTTP server (issue 17) on loopback over the REAL engine on the tiny
- * random Llama: for ~6 s, 8 clients at once send streams they drop after a chunk or two,
- * streams and completions they read to the end, and bad bodies (malformed JSON, text/plain,
- * over the body limit, prototype keys). Afterwards nothing is held (no request slot, no
- * token booked), a valid request is answered, and the heap is back near where it started
- * (after a full GC; 32 MB of slack: the point is "not growing per request", not a number).
+ * A bounded soak of the HTTP server on loopback over the REAL engine on the tiny random
+ * Llama: for SOAK_MS, 32 clients (tools/bench/serve-load.ts: dropped and whole streams,
+ * completions, malformed / text-plain / over-limit / prototype-key bodies) while a prober
+ * times GET /v1/models and /health. Afterwards nothing is held, a valid request is answered,
+ * and the heap is back near where it started (after a full GC). The probes' 99th percentile
+ * must stay under PROBE_P99_MS: a gross regression (a route that waits behind decoding) fails
+ * CI; the 5-minute figures are tools/bench/serve-soak.ts's (BENCHMARKS.md).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -12,13 +13,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyLimitFor } from '../../../src/lib/serve/node/http-body';
 import { listenChatServer, type ChatHttpServer } from '../../../src/lib/serve/node/http-server';
 import { ChatService } from '../../../src/lib/serve/service';
-import { Rng } from '../../../src/lib/util/random';
+import {
+	probeLatency,
+	quantile,
+	runLoad,
+	unexpectedStatuses
+} from '../../../tools/bench/serve-load';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
 
+const WARMUP_MS = 4000;
 const SOAK_MS = 6000;
-const CLIENTS = 8;
+const CLIENTS = 32;
 const HEAP_SLACK_BYTES = 32 << 20;
+/**
+ * 100 ms is the target on a GPU (BENCHMARKS.md); here SwiftShader decodes on CI's two cores
+ * and a kernel variant first met under load still compiles on the event loop.
+ */
+const PROBE_P99_MS = 2500;
 const USER = [{ role: 'user' as const, content: 'hello there' }];
 
 /** A full collection, through V8's gc exposed at run time (vitest runs without --expose-gc). */
@@ -73,80 +85,40 @@ describe('HTTP server soak', () => {
 		collect();
 		const heapBefore = process.memoryUsage().heapUsed;
 
-		const counts: Record<string, number> = {};
-		const statuses: Record<string, number> = {};
-		const bump = (r: Record<string, number>, k: string) => (r[k] = (r[k] ?? 0) + 1);
-		const tooBig = 'x'.repeat(bodyLimitFor(CONTEXT) + 1);
-		const end = performance.now() + SOAK_MS;
-
-		async function client(seed: number): Promise<void> {
-			const rng = new Rng(seed);
-			while (performance.now() < end) {
-				const kind = ['drop', 'stream', 'whole', 'bad-json', 'text-plain', 'too-big', 'proto'][
-					rng.int(7)
-				];
-				bump(counts, kind);
-				const maxTokens = 2 + rng.int(6);
-				const stream = JSON.stringify({
-					model: MODEL_NAME,
-					messages: USER,
-					max_tokens: maxTokens,
-					stream: true
-				});
-				let status = 0;
-				try {
-					if (kind === 'drop') {
-						const abort = new AbortController();
-						const res = await post(stream, { signal: abort.signal });
-						status = res.status;
-						const reader = res.body!.getReader();
-						for (let i = 1 + rng.int(2); i > 0; i--) await reader.read();
-						abort.abort();
-					} else if (kind === 'stream' || kind === 'whole') {
-						const body =
-							kind === 'stream'
-								? stream
-								: JSON.stringify({ model: MODEL_NAME, messages: USER, max_tokens: maxTokens });
-						const res = await post(body);
-						status = res.status;
-						const text = await res.text();
-						if (status === 200 && kind === 'stream')
-							expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
-					} else {
-						const body =
-							kind === 'bad-json'
-								? '{"model": '
-								: kind === 'too-big'
-									? tooBig
-									: `{"model": "${MODEL_NAME}", "messages": [], "__proto__": {}}`;
-						const res = await post(
-							body,
-							kind === 'text-plain' ? { headers: { 'content-type': 'text/plain' } } : {}
-						);
-						status = res.status;
-						await res.text();
-					}
-				} catch (error) {
-					if ((error as Error).name !== 'AbortError') throw error;
-				}
-				bump(statuses, `${kind} ${status}`);
-			}
-		}
-		await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i + 1)));
-		console.log('soak:', JSON.stringify(statuses));
+		// One round of the same load first: SwiftShader compiles each kernel variant the mix
+		// needs synchronously (seconds each, on the event loop), which is not what is measured.
+		const load = (until: number) =>
+			runLoad({
+				url: http.url,
+				model: MODEL_NAME,
+				clients: CLIENTS,
+				until,
+				tooBigBytes: bodyLimitFor(CONTEXT) + 1
+			});
+		await load(performance.now() + WARMUP_MS);
+		await expect
+			.poll(() => service.admission!.load, { timeout: 10_000 })
+			.toEqual({ requests: 0, tokens: 0 });
+		const until = performance.now() + SOAK_MS;
+		const [report, probes] = await Promise.all([
+			load(until),
+			probeLatency(http.url, ['/v1/models', '/health'], until)
+		]);
+		console.log('soak:', JSON.stringify(report.statuses));
 
 		// Bad bodies were refused with their status; good ones answered (or 429 under the cap).
-		for (const [key, n] of Object.entries(statuses)) {
-			const [kind, status] = key.split(' ');
-			const want = {
-				'bad-json': ['400'],
-				'text-plain': ['415'],
-				'too-big': ['413'],
-				proto: ['400']
-			}[kind] ?? ['200', '429'];
-			expect(want, `${key} x${n}`).toContain(status);
+		expect(unexpectedStatuses(report)).toEqual([]);
+		expect(report.unfinishedStreams).toBe(0);
+		expect(report.counts.drop).toBeGreaterThan(0);
+		expect(probes.failures).toEqual([]);
+		for (const [path, ms] of Object.entries(probes.ms)) {
+			const p99 = quantile(ms, 0.99);
+			console.log(
+				`soak probe ${path}: ${ms.length} probes, p50 ${quantile(ms, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`
+			);
+			expect(ms.length).toBeGreaterThan(10);
+			expect(p99, path).toBeLessThan(PROBE_P99_MS);
 		}
-		expect(counts.drop).toBeGreaterThan(0);
 
 		// Nothing held once the dropped streams' decoding has stopped.
 		await expect

@@ -1,7 +1,8 @@
 /**
  * @file Node only (imports node:http): the ChatService as an OpenAI-compatible HTTP
  * server, `POST /v1/chat/completions` (streamed as server-sent events when asked) and
- * `GET /v1/models`, with node:http alone. Every route and error is
+ * `GET /v1/models`, and `GET /health` (200 while the server answers; a load balancer's
+ * probe, as vLLM's), with node:http alone. Every other route and error is
  * the service's (service.ts), so this server and the in-process client answer alike. A
  * client that disconnects mid-stream has its sequences stopped. The browser never imports
  * this file.
@@ -111,6 +112,8 @@ async function handle(
 		apiKey: options.apiKey
 	});
 	if (refused) return refuseAndClose(req, res, refused);
+	if (req.method === 'GET' && new URL(req.url ?? '/', 'http://localhost').pathname === '/health')
+		return sendJson(res, 200, { status: 'ok' });
 	const abort = new AbortController();
 	// 'close' on the response before it finished: the client went away.
 	res.on('close', () => {

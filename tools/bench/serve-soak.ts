@@ -1,0 +1,125 @@
+/**
+ * @file The server's soak benchmark: `cli serve` on a model folder in its own process, loaded
+ * by `--clients` concurrent clients (serve-load.ts: streams, drops, bad and over-limit bodies)
+ * for `--seconds`, while a prober times `GET /v1/models` and `GET /health`. Memory is the
+ * server's resident set (/proc/PID/status VmRSS): after a warm-up load, then once the load
+ * has stopped and the server is idle. Prints one JSON object.
+ *
+ *   npx tsx tools/bench/serve-soak.ts [--model DIR] [--clients 32] [--seconds 300] [--warmup 30]
+ *                                      [--cli scripts/cli.ts | .gpu/cli.mjs]
+ *
+ * Default model: the bundled tabrl-tiny (made on first use, as `npm start` does). --cli: the
+ * CLI the server runs from (a bundle on the GPU machine, which has no tsx).
+ */
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { resolve } from 'node:path';
+import { ensureBundledModel } from '../../scripts/default-model';
+import { STATIC_ROOT } from '../../scripts/cli/train';
+import { bodyLimitFor } from '../../src/lib/serve/node/http-body';
+import { probeLatency, quantile, runLoad, unexpectedStatuses } from './serve-load';
+
+function flag(name: string, fallback: string): string {
+	const i = process.argv.indexOf(`--${name}`);
+	return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
+const rssMiB = async (pid: number) => {
+	const status = await readFile(`/proc/${pid}/status`, 'utf8');
+	return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main(): Promise<void> {
+	const model = resolve(flag('model', resolve(STATIC_ROOT, 'models/tabrl-tiny')));
+	const clients = Number(flag('clients', '32'));
+	const seconds = Number(flag('seconds', '300'));
+	const warmup = Number(flag('warmup', '30'));
+	const cli = flag('cli', 'scripts/cli.ts');
+	const maxContext = 512;
+	await ensureBundledModel(model, STATIC_ROOT);
+	const child = spawn(
+		process.execPath,
+		[
+			...(cli.endsWith('.mjs') ? [] : ['--import', 'tsx']),
+			cli,
+			'serve',
+			'--model',
+			model,
+			'--port',
+			'0',
+			'--max-context',
+			String(maxContext),
+			'--name',
+			'soak'
+		],
+		{ stdio: ['ignore', 'pipe', 'inherit'] }
+	);
+	try {
+		const line = await new Promise<string>((ok, fail) => {
+			createInterface({ input: child.stdout! }).once('line', ok);
+			child.once('exit', (code) => fail(new Error(`cli serve exited ${code} before listening`)));
+		});
+		const url = (JSON.parse(line) as { listening: string }).listening;
+		const load = (ms: number) =>
+			Promise.all([
+				runLoad({
+					url,
+					model: 'soak',
+					clients,
+					until: performance.now() + ms,
+					tooBigBytes: Math.max(bodyLimitFor(maxContext) + 1, 1 << 20)
+				}),
+				probeLatency(url, ['/v1/models', '/health'], performance.now() + ms)
+			]);
+		const rssStart = await rssMiB(child.pid!);
+		await load(warmup * 1000);
+		await sleep(2000);
+		const rssWarm = await rssMiB(child.pid!);
+		const t0 = performance.now();
+		const [report, probes] = await load(seconds * 1000);
+		const loadSeconds = (performance.now() - t0) / 1000;
+		await sleep(5000);
+		const rssAfter = await rssMiB(child.pid!);
+		const latency = Object.fromEntries(
+			Object.entries(probes.ms).map(([path, ms]) => [
+				path,
+				{
+					probes: ms.length,
+					p50: quantile(ms, 0.5),
+					p99: quantile(ms, 0.99),
+					max: Math.max(...ms)
+				}
+			])
+		);
+		const requests = Object.values(report.statuses).reduce((s, n) => s + n, 0);
+		console.log(
+			JSON.stringify(
+				{
+					model,
+					clients,
+					seconds: loadSeconds,
+					requests,
+					counts: report.counts,
+					statuses: report.statuses,
+					unexpected: unexpectedStatuses(report),
+					unfinishedStreams: report.unfinishedStreams,
+					probeFailures: probes.failures.length,
+					latencyMs: latency,
+					rssMiB: { start: rssStart, afterWarmup: rssWarm, afterLoad: rssAfter },
+					rssGrowth: rssAfter / rssWarm - 1
+				},
+				null,
+				1
+			)
+		);
+	} finally {
+		child.kill('SIGTERM');
+	}
+}
+
+main().catch((error: unknown) => {
+	console.error(error);
+	process.exit(1);
+});
