@@ -176,6 +176,25 @@ describe('HTTP server guards and limits', () => {
 		await expect(bad.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
 	});
 
+	it('GET /health answers 200 behind the same guard; other methods on it are not health checks', async () => {
+		const ok = await raw(http.url, { path: '/health' });
+		expect(ok.status).toBe(200);
+		expect(JSON.parse(ok.body)).toEqual({ status: 'ok' });
+		expect((await raw(keyed.url, { path: '/health' })).status).toBe(401);
+		const keyedOk = await raw(keyed.url, {
+			path: '/health',
+			headers: { authorization: `Bearer ${KEY}` }
+		});
+		expect(keyedOk.status).toBe(200);
+		const post = await raw(http.url, {
+			path: '/health',
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			chunks: [Buffer.from('{}')]
+		});
+		expect(post.status).toBe(404);
+	});
+
 	it('answers only JSON bodies: a text/plain POST is 415 and starts nothing', async () => {
 		const before = engineCalls;
 		const body = JSON.stringify({ model: MODEL_NAME, messages: USER, max_tokens: 1 });
