@@ -1,7 +1,7 @@
 /**
  * Serves a rule-following RULER judge on loopback (OpenAI-compatible chat completions) until
- * stopped, for the comparison of a run trained on RULER's scores with one trained on the
- * game's reward (issue 15, item 6) on the GPU machine:
+ * stopped, for comparing a run trained on RULER's scores with one trained on the game's
+ * reward, from `cli train` or from the page (it answers browsers' CORS preflights):
  *
  *   npx tsx tools/rule-judge.ts --port 8931 &
  *   npm run -s cli -- train --env tictactoe --reward ruler \
@@ -21,12 +21,15 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 	process.exit(2);
 }
 let answered = 0;
-const judge = new ScriptedJudge((seen, n) => {
-	// the scores are all a run needs: a long run would otherwise keep every request in memory
-	judge.seen.length = 0;
-	answered++;
-	return ticTacToeRule(seen, n);
-});
+const judge = new ScriptedJudge(
+	(seen, n) => {
+		// the scores are all a run needs: a long run would otherwise keep every request in memory
+		judge.seen.length = 0;
+		answered++;
+		return ticTacToeRule(seen, n);
+	},
+	{ cors: true }
+);
 await judge.start(port);
 console.log(JSON.stringify({ judge: judge.url }));
 for (const signal of ['SIGTERM', 'SIGINT'] as const)
