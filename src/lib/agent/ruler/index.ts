@@ -20,7 +20,7 @@ export type {
 	JudgeRequestOptions,
 	JudgeStats,
 	JudgeWithClient
-} from './judge';
+} from './judge-options';
 export { DEFAULT_RUBRIC, buildJudgePrompt, judgeSystemPrompt } from './prompt';
 export type { JudgePrompt, JudgePromptOptions } from './prompt';
 export { exactResponseFormat, RESPONSE_FORMAT, RESPONSE_SCHEMA } from './schema';

@@ -1,28 +1,10 @@
 /**
- * @file The judge RULER asks: any OpenAI-compatible chat completions endpoint, through the
- * official `openai` client (OpenAI, OpenRouter, Ollama, vLLM, LM Studio, TabRL's own
- * `serve`), or an OpenAI-like client object already made (e.g. the local engine's
- * `openaiClient()`, or any object with `chat.completions.create`).
- *
- * - Retries and timeouts are the `openai` client's own: a request that times out, a 408,
- *   409, 429 or 5xx answer and a failed connection are retried up to `maxRetries` times
- *   with exponential backoff (0.5 s doubling to 8 s, with jitter), or after the delay a
- *   `retry-after` / `retry-after-ms` header asks for; `timeoutMs` bounds each attempt. A
- *   given client keeps its own settings unless `timeoutMs` / `maxRetries` are given here
- *   (then they are passed as request options, which the official client honours).
- * - `concurrency` caps the requests in flight to this judge across every ruler() and
- *   rulerScoreGroup() call that shares it: share it by passing the same Judge, or the same
- *   options object (one Judge is made per object, see judgeFor).
- * - `stats` adds up what the judge cost: requests, failures, latency, tokens, and the cost
- *   where the endpoint reports it (`usage.cost`, as OpenRouter does).
- *
- * The API key goes only into the client's Authorization header: it is not in any message,
- * error or stat here.
- *
- * In a browser the judge is called from the tab's worker, across origins: a judge that does
- * not answer CORS preflights fails exactly as one that is down ("Failed to fetch"), so a
- * connection error there says both, and what to do (`corsAdvice`). `check()` asks the
- * endpoint for its models (no tokens) so a run learns this before its first rollout.
+ * @file The judge RULER asks: any OpenAI-compatible chat completions endpoint through the
+ * official `openai` client, or an OpenAI-like client already made. Retries and timeouts are
+ * the client's own (408/409/429/5xx, connection and timeouts, with backoff); `concurrency`
+ * caps requests in flight across every call sharing one Judge (one per options object:
+ * judgeFor); `stats` adds up requests, latency, tokens and cost. The API key goes only into
+ * the Authorization header. `check()` lists the endpoint's models (no tokens) before a run.
  */
 import OpenAI, {
 	APIConnectionTimeoutError,
@@ -36,134 +18,20 @@ import type {
 	ChatCompletionMessageParam
 } from 'openai/resources/chat/completions';
 import { JudgeRequestError, RulerOptionsError } from './errors';
-import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
 import { exactResponseFormat, RESPONSE_FORMAT } from './schema';
-
-/** Request options the official client takes per call (others may ignore them). */
-export interface JudgeRequestOptions {
-	signal?: AbortSignal;
-	timeout?: number;
-	maxRetries?: number;
-}
-
-/** The part of an OpenAI client a judge uses. */
-export interface JudgeClient {
-	baseURL?: string;
-	chat: {
-		completions: {
-			create(
-				body: ChatCompletionCreateParamsNonStreaming,
-				options?: JudgeRequestOptions
-			): PromiseLike<ChatCompletion>;
-		};
-	};
-}
-
-interface JudgeCommon {
-	/** The judge model's name, sent as `model`. */
-	model: string;
-	/**
-	 * Fields added to every request body (temperature, max_tokens, reasoning_effort,
-	 * OpenRouter's provider routing, ...); they override RULER's `response_format` (e.g.
-	 * `{response_format: {type: 'json_object'}}` for an endpoint without json_schema), never
-	 * `model` or `messages`.
-	 */
-	extraBody?: Record<string, unknown>;
-	/** Per attempt, in ms. Default for an endpoint: 300 000 (a reasoning judge is slow). */
-	timeoutMs?: number;
-	/** Retries after the first attempt (429, 5xx, timeouts, connection). Endpoint default 3. */
-	maxRetries?: number;
-	/** Requests in flight to this judge at most. Default 8. */
-	concurrency?: number;
-	/**
-	 * The response format asked for: 'art' (default, ART's schema, strict), 'exact' (narrowed
-	 * to each request's trajectories: schema.ts exactResponseFormat; what a local judge
-	 * should use), or a function of the ids sent.
-	 */
-	responseFormat?: 'art' | 'exact' | ((ids: readonly string[]) => ResponseFormatJSONSchema);
-}
-
-/** An OpenAI-compatible endpoint. */
-export interface JudgeEndpoint extends JudgeCommon {
-	/** e.g. https://api.openai.com/v1, https://openrouter.ai/api/v1, http://localhost:11434/v1 */
-	baseURL: string;
-	/** Sent as the bearer token; a placeholder when absent (local servers need none). */
-	apiKey?: string;
-}
-
-/** A client already made: the local engine's `openaiClient()`, or any OpenAI-like object. */
-export interface JudgeWithClient extends JudgeCommon {
-	client: JudgeClient;
-}
-
-export type JudgeOptions = JudgeEndpoint | JudgeWithClient;
-
-/** Cumulative over every request to one judge. */
-export interface JudgeStats {
-	/** Requests that came back with a completion. */
-	requests: number;
-	/** Requests that failed for good (after the client's retries). */
-	failedRequests: number;
-	latencyMs: number;
-	promptTokens: number;
-	completionTokens: number;
-	/** Sum of `usage.cost` where the endpoint reports it (OpenRouter: USD). */
-	cost: number;
-	/** Replies that did not validate (each one counts, a re-asked one too). */
-	invalidReplies: number;
-	/** Corrective re-asks sent. */
-	reasks: number;
-	/** Groups (or ruler() calls) that ended with scores, and that ended in an error. */
-	scored: number;
-	failed: number;
-}
-
-/** One answer of the judge, with what it cost. */
-export interface JudgeAnswer {
-	content: string | null;
-	finishReason: string | null;
-	refusal: string | null;
-	latencyMs: number;
-	promptTokens?: number;
-	completionTokens?: number;
-	cost?: number;
-}
+import { browserOrigin, corsAdvice } from './judge-cors';
+import type {
+	JudgeAnswer,
+	JudgeClient,
+	JudgeCommon,
+	JudgeOptions,
+	JudgeRequestOptions,
+	JudgeStats
+} from './judge-options';
 
 const PLACEHOLDER_KEY = 'no-key';
 /** `check()`'s wait for an answer, per attempt: a model listing is quick when there is one. */
 const CHECK_TIMEOUT_MS = 30_000;
-
-/**
- * The origin of the page or worker this code runs in (e.g. 'https://tabrl.example'), or null
- * outside a browser. A browser is a scope with a `document` (a page) or a WorkerGlobalScope
- * (a worker); Node has neither (Node >= 21's `navigator` is not enough). `scope` is for tests.
- */
-export function browserOrigin(scope: object = globalThis): string | null {
-	const g = scope as {
-		document?: unknown;
-		WorkerGlobalScope?: unknown;
-		location?: { origin?: unknown };
-	};
-	if (typeof g.document === 'undefined' && typeof g.WorkerGlobalScope === 'undefined') return null;
-	const origin = g.location?.origin;
-	return typeof origin === 'string' && origin !== 'null' ? origin : 'this page';
-}
-
-/**
- * What a failed connection means in a browser, besides a judge that is down: the browser
- * refused the answer because the judge does not allow requests from `origin` (CORS), and
- * how each common judge is told to allow them.
- */
-export function corsAdvice(origin: string): string {
-	return (
-		` In a browser a judge that refuses cross-origin requests (CORS) looks the same: it must` +
-		` allow requests from ${origin}. Ollama: start it with OLLAMA_ORIGINS=${origin};` +
-		` vLLM: --allowed-origins '["${origin}"]'; LM Studio: turn on "Enable CORS" in its server` +
-		` settings; any other: put a proxy in front of it that answers preflights with` +
-		` Access-Control-Allow-Origin. OpenAI and OpenRouter accept requests from browsers.` +
-		` (An https page also cannot call a plain-http judge that is not on this machine.)`
-	);
-}
 const DEFAULT_TIMEOUT_MS = 300_000;
 const DEFAULT_MAX_RETRIES = 3;
 const DEFAULT_CONCURRENCY = 8;

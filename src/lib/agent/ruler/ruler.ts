@@ -28,7 +28,8 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { Trajectory, TrajectoryGroup, type Metrics, type Tools } from '../trajectory';
 import { JudgeReplyError, RulerError, RulerInputError, RulerOptionsError } from './errors';
-import { judgeFor, type Judge, type JudgeOptions } from './judge';
+import { judgeFor, type Judge } from './judge';
+import type { JudgeOptions } from './judge-options';
 import { buildJudgePrompt, type JudgeInputMessage, type JudgePrompt } from './prompt';
 import { checkReply, correction } from './reply';
 import type { TrajectoryScore } from './schema';

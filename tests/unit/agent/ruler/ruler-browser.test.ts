@@ -14,7 +14,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JudgeRequestError } from '../../../../src/lib/agent/ruler/errors';
-import { Judge, browserOrigin, corsAdvice } from '../../../../src/lib/agent/ruler/judge';
+import { Judge } from '../../../../src/lib/agent/ruler/judge';
+import { browserOrigin, corsAdvice } from '../../../../src/lib/agent/ruler/judge-cors';
 import { ok, ScriptedJudge } from '../../../../src/lib/testing/scripted-judge';
 
 const ORIGIN = 'http://127.0.0.1:4173';

@@ -18,7 +18,7 @@ import {
 	judgeSystemPrompt
 } from '../../../../src/lib/agent/ruler/prompt';
 
-const DIR = join(import.meta.dirname, '../../fixtures/ruler');
+const DIR = join(import.meta.dirname, '../../../fixtures/ruler');
 const fixture = <T>(name: string): T => JSON.parse(readFileSync(join(DIR, name), 'utf8')) as T;
 
 interface PythonFixture {
