@@ -42,7 +42,7 @@ import {
 	type RunEvent
 } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { lettersReward } from '../../../src/lib/agent/envs/letters/rollout';
+import { lettersReward } from '../../../src/lib/agent/envs/letters/rules';
 import { squareName } from '../../../src/lib/agent/envs/tictactoe/rollout';
 import { ticTacToeRule } from '../../../src/lib/testing/tictactoe-judge';
 import { DEFAULT_RUBRIC, judgeSystemPrompt, RESPONSE_FORMAT } from '../../../src/lib/agent/ruler';

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
-import { lettersReward } from '../../../src/lib/agent/envs/letters/rollout';
+import { lettersReward } from '../../../src/lib/agent/envs/letters/rules';
 import { unpackRunArchive } from '../../../src/lib/grpo/store/run-archive';
 import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';

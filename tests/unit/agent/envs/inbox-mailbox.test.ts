@@ -6,7 +6,6 @@
 import { describe, expect, it } from 'vitest';
 import {
 	answerableEmails,
-	EVAL_SEED,
 	generateMailbox,
 	MAILBOX_SIZE,
 	mailboxOf,
@@ -14,6 +13,7 @@ import {
 	questionsFor,
 	scenario
 } from '../../../../src/lib/agent/envs/inbox';
+import { EVAL_SEED } from '../../../../src/lib/agent/envs/seeds';
 
 describe('generateMailbox', () => {
 	it('is the same for the same seed and different for another', () => {

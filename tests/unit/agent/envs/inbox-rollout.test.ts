@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import {
 	demonstrations,
 	demonstrationSeeds,
-	EVAL_SEED,
 	expertPolicy,
 	questionKeywords,
 	randomPolicy,
@@ -19,6 +18,7 @@ import {
 	SYSTEM_PROMPT,
 	TOOLS
 } from '../../../../src/lib/agent/envs/inbox';
+import { EVAL_SEED } from '../../../../src/lib/agent/envs/seeds';
 import { policyClient } from '../../../../src/lib/agent/policy-client';
 import { isChoice, Trajectory } from '../../../../src/lib/agent/trajectory';
 

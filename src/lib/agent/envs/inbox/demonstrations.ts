@@ -11,7 +11,8 @@
 import { policyClient } from '../../policy-client';
 import type { Trajectory } from '../../trajectory';
 import { expertPolicy } from './policies';
-import { EVAL_SEED, scenario } from './questions';
+import { EVAL_SEED } from '../seeds';
+import { scenario } from './questions';
 import { rollout } from './rollout';
 
 /** Seeds of distinct demonstration sets start this far apart. */

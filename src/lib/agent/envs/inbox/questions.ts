@@ -7,7 +7,7 @@
  *
  * Mailboxes are shared by consecutive scenario seeds: the mailbox seed is
  * floor(seed / QUESTIONS_PER_MAILBOX), so training (small seeds) and evaluation (seeds from
- * EVAL_SEED on) never share a mailbox, and a held-out question is about emails the model has
+ * EVAL_SEED on: ../seeds.ts) never share a mailbox, and a held-out question is about emails the model has
  * never seen. Only emails whose key is unique in their mailbox are asked about.
  *
  * With changes (`scenario(seed, { changes })`, mailbox.ts): the mailbox also holds change
@@ -26,8 +26,6 @@ import {
 	type MailboxOptions
 } from './mailbox';
 
-/** Evaluation scenarios are EVAL_SEED + i (the run loop's EVAL_SEED, src/lib/run). */
-export const EVAL_SEED = 900_000_000;
 /** Consecutive scenario seeds that share one mailbox. */
 export const QUESTIONS_PER_MAILBOX = 16;
 

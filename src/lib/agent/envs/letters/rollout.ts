@@ -1,20 +1,12 @@
 /**
  * @file The smallest environment that shows learning: the model is asked for a word and
- * rewarded by the share of its reply's characters that are letters a to m. A random reply
- * scores about 0.1; a policy that learned the preference scores near 1. One short turn, so a
- * tiny model learns it in a dozen GRPO steps even on a CPU-emulated GPU (the CI learning test
- * and the page's quick demo use it); tic-tac-toe is the real game.
+ * rewarded by the share of its reply's characters that are letters a to m (rules.ts). One
+ * short turn, so a tiny model learns it in a dozen GRPO steps even on a CPU-emulated GPU
+ * (the CI learning test and the page's quick demo use it); tic-tac-toe is the real game.
  */
 import type OpenAI from 'openai';
 import { Trajectory } from '../../trajectory';
-
-export const PROMPT = 'say a word.';
-
-/** The share of `text`'s characters in a-m (0 for an empty reply). */
-export function lettersReward(text: string): number {
-	const chars = [...text];
-	return chars.length ? chars.filter((c) => c >= 'a' && c <= 'm').length / chars.length : 0;
-}
+import { lettersReward, PROMPT } from './rules';
 
 export interface LettersOptions {
 	model: string;

@@ -1,0 +1,69 @@
+/**
+ * @file The inbox agent as an Environment (environment.ts): ART-E in miniature, a group
+ * answering one question about a generated mailbox with three tools (rollout.ts), the
+ * random and expert players (policies.ts), the expert's episodes for SFT
+ * (demonstrations.ts), the studio's transcript (replay.ts), and its preset.
+ */
+import type { Environment } from '../environment';
+import { meanMetrics, sampling } from '../environment';
+import { playerSeed } from '../seeds';
+import { demonstrations } from './demonstrations';
+import { expertPolicy, randomPolicy } from './policies';
+import { scenario } from './questions';
+import { replay } from './replay';
+import { rollout } from './rollout';
+
+export const inboxEnvironment: Environment<'inbox'> = {
+	name: 'inbox',
+	describe:
+		'Answer a question about a generated mailbox with tools (search_inbox, read_email, return_final_answer), as ART-E: a right answer scores most, "I don\'t know" less, a wrong one less still, a malformed call least.',
+	rollout: (client, r) =>
+		rollout(client, {
+			model: r.model,
+			// a group answers one question (ART-E's groups share the scenario)
+			seed: r.scenario,
+			maxTurns: r.options.maxTurns,
+			changes: r.options.changes,
+			maxTokens: r.maxTokens,
+			signal: r.signal,
+			request: { temperature: r.temperature, ...sampling(r) }
+		}),
+	demonstrations: (count, seed, options) =>
+		demonstrations(count, seed, { maxTurns: options.maxTurns, changes: options.changes }),
+	evalMetrics: (games) =>
+		meanMetrics(games, ['correct', 'format_error', 'tool_calls', 'cited_email']),
+	outcome: (t) => ({
+		moves: Number(t.metrics.num_turns ?? 0),
+		illegal: Number(t.metrics.format_error ?? 0) === 1,
+		correct: Number(t.metrics.correct ?? 0) === 1,
+		toolCalls: Number(t.metrics.tool_calls ?? 0)
+	}),
+	scripted: (kind, r) =>
+		kind === 'expert'
+			? expertPolicy(scenario(r.scenario, { changes: r.options.changes }))
+			: randomPolicy(playerSeed(r.scenario, r.index)),
+	replay: (t) => replay(t),
+	recipe: {
+		title: 'Inbox agent with tools (from a warm start)',
+		bundledModel: 'tabrl-tiny-inbox',
+		fromWarmStart: true,
+		grpo: {
+			groups: 8,
+			groupSize: 8,
+			maxTokens: 96,
+			tokenBudget: 65536,
+			autoSize: { minGroups: 4, maxGroups: 32 }
+		},
+		envOptions: { maxTurns: 6 },
+		maxContext: 2048,
+		// Whole episodes of ~3 tool calls; 4x the episodes of the first inbox warm start
+		// (16384: greedy accuracy 0.765): 0.995 (BENCHMARKS.md, "Session 12")
+		warmStartSft: { games: 65536, batchSize: 32 },
+		// on a software GPU: one group of 4, an episode of 4 turns at most
+		softwareGpu: {
+			games: { exactly: { groups: 1, groupSize: 4 } },
+			lora: { rank: 8, alpha: 16 },
+			envOptions: { maxTurns: 4 }
+		}
+	}
+};
