@@ -18,16 +18,10 @@
  */
 import type { TransformerModel } from '../model/transformer/transformer';
 import { GrpoConfigError } from './errors';
-import {
-	addTotals,
-	emptyTotals,
-	lossAndGrad,
-	planNormaliser,
-	resolveLossConfig,
-	summarizeTotals,
-	type LossConfig,
-	type LossMetrics
-} from './losses';
+import { lossAndGrad } from './losses';
+import { resolveLossConfig, type LossConfig } from './loss-config';
+import { planNormaliser } from './loss-normaliser';
+import { addTotals, emptyTotals, summarizeTotals, type LossMetrics } from './loss-totals';
 import type { LoraOptimizer, OptimizerStepResult } from './optimizer';
 import { packSequences, trainedTokenCounts, type PackResult, type TrainSequence } from './pack';
 import { sftLossAndGrad } from './sft';

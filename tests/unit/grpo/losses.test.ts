@@ -18,20 +18,16 @@ import {
 	MissingLogprobsError,
 	GrpoConfigError
 } from '../../../src/lib/grpo/errors';
+import { lossAndGrad, type LossBatch } from '../../../src/lib/grpo/losses';
 import {
-	addTotals,
-	emptyTotals,
-	klK3,
-	lossAndGrad,
-	planNormaliser,
-	policyTokenLoss,
 	resolveLossConfig,
-	summarizeTotals,
 	type Aggregation,
-	type LossBatch,
 	type LossConfig,
 	type PolicyLossKind
-} from '../../../src/lib/grpo/losses';
+} from '../../../src/lib/grpo/loss-config';
+import { klK3, policyTokenLoss } from '../../../src/lib/grpo/loss-terms';
+import { planNormaliser } from '../../../src/lib/grpo/loss-normaliser';
+import { addTotals, emptyTotals, summarizeTotals } from '../../../src/lib/grpo/loss-totals';
 
 const LOSSES: PolicyLossKind[] = ['cispo', 'ppo'];
 const AGGREGATIONS: Aggregation[] = ['grpo', 'dr_grpo', 'dapo'];

@@ -12,13 +12,10 @@ import {
 	MissingLogprobsError,
 	GrpoConfigError
 } from '../../../src/lib/grpo/errors';
-import {
-	addTotals,
-	emptyTotals,
-	lossAndGrad,
-	planNormaliser,
-	type Aggregation
-} from '../../../src/lib/grpo/losses';
+import { lossAndGrad } from '../../../src/lib/grpo/losses';
+import type { Aggregation } from '../../../src/lib/grpo/loss-config';
+import { planNormaliser } from '../../../src/lib/grpo/loss-normaliser';
+import { addTotals, emptyTotals } from '../../../src/lib/grpo/loss-totals';
 import { packSequences, trainedTokenCounts, type TrainSequence } from '../../../src/lib/grpo/pack';
 
 function seq(
