@@ -1,55 +1,12 @@
 /**
- * @file Matmul, the GEMM every linear layer and its gradients use:
- * c = alpha * op(a) @ op(b) + beta * c, row-major, op(x) = x^T when trans is set,
- * optionally batched with a leading dim, with an unbatched operand shared by every batch.
- *
- * Training uses: NN (x @ W, dX = dY @ W), NT (x @ W^T: nn.Linear's forward with W
- * [out, in]), TN (dW = dY^T @ X), batched NN/NT for attention, and beta = 1 to accumulate
- * (LoRA's added term, gradient accumulation). beta = 0 overwrites c without reading it,
- * so garbage (even NaN) in c never leaks into the result.
- *
- * Variants (WGSL in matmul.wgsl.ts), chosen here by operand dtypes, shape and gpu.caps:
- *  - tiled f32: the path that always works. vec4 global access when M, N, K are multiples
- *    of 4, scalar otherwise. Split-K (a second pass sums the slices) when the output has
- *    too few tiles to fill the GPU and K is long (the dW = dY^T X products).
- *  - tiled with f16 operands: f16 storage, f32 arithmetic. Halves the bytes read (and the
- *    memory of f16 weights); no faster than f32 on the H200 (the f32 kernel is not memory
- *    bound). With `shader-f16` the operands are array<f16>; without it (Chrome on Linux,
- *    SwiftShader) the same bytes are read as u32 words and widened with unpack2x16float.
- *  - subgroup-matrix (`chromium-experimental-subgroup-matrix`, f16 operands, f32
- *    accumulation: tensor cores): 16x16x16 fragments, 4 subgroups per workgroup, tiles
- *    staged through workgroup memory. Taken for f16 operands when the shape is a
- *    multiple of its tile, alpha = 1 and beta = 0. 2.3-4x the f32 path on the H200.
- *  - `subgroups` alone: no variant. The f32 kernel shares operands through workgroup
- *    memory at 16 FMAs per shared vec4 load; shuffles would replace those loads with
- *    shuffles of the same count, so no gain was expected and none was built.
- *
- * Tile shapes, measured on the H200 (Dawn 0.6.2 / Vulkan, driver 580.159), TFLOP/s at
- * 4096^3 NN / NT / TN, wall time per submit (run 2, bench/results/; run 1 for the rows
- * marked 1). PyTorch fp32 (TF32 off) did 51.4 / 50.0 / 51.4 in the same calls.
- *    BMxBNxBK / TMxTN, buffering      NN    NT    TN
- *    128x128x8 / 8x8, double         38.8  34.8  42.2   <- chosen from 8M outputs
- *    128x128x8 / 8x8, single (1)     31.8  30.9  33.3
- *    128x128x16 / 8x8, double (1)    30.8  30.0  30.4   (32 KiB staged: fewer per SM)
- *    128x128x16 / 8x8, single        36.6  34.4  38.7
- *    128x64x8 / 8x8, double          34.7  34.2  37.1   <- chosen from 1M outputs
- *    64x128x8 / 8x8, double          37.7  35.2  37.2
- *    64x64x8 / 8x8, double           33.3  32.1  33.7
- *    64x64x16 / 4x4, double          28.0  26.4  33.4   <- chosen below 1M (+ split-K)
- *    256x128x8 / 16x8, double (1)    30.4  31.1  31.6   (128 accumulators: spills)
- *    128x256x8 / 8x16, double (1)    31.6  31.7  33.8
- *    32x32x8 / 4x4, double           24.7  20.8  28.6
- *  Dawn's robustness (bounds clamps) off: 36.0 vs 36.4 at NN (run 1): costs nothing here.
- *  With GPU timestamps (run 3) the chosen tiles give 38.9 / 35.9 / 43.9 at 4096^3 (76% /
- *  72% / 85% of PyTorch fp32) and 63-105% on SmolLM2-135M's layers; see BENCHMARKS.md.
- *  The output-size rule came from the per-shape sweep: at 4096 x 576 outputs 128x64 beat
- *  128x128 (160 workgroups on 132 SMs leave a ragged second wave); split-K lifted
- *  576 x 576 x 4096 (TN) from 7.7 to 19.0 and 192 x 576 x 4096 from 3.1 to 9.4 (run 2).
- *  Both rules read gpu.tuning (tuning.ts): the output sizes (largeTileOutputs 8M,
- *  tallTileOutputs 1M) and split-K's target (targetWorkgroups: 264 = 2 x 132 SMs on the
- *  H200 and on GPUs not in the table, 16 on SwiftShader).
- *  NN / NT trail TN because a K-contiguous operand is transposed while it is staged (four
- *  scalar stores per vec4); staging it [m][k] with padded rows is the next thing to try.
+ * @file Matmul, the GEMM of every linear layer and its gradients: c = alpha * op(a) @ op(b)
+ * + beta * c, row-major, op(x) = x^T when trans is set, optionally batched (an unbatched
+ * operand is shared by every batch). beta = 0 overwrites c unread, so NaN there never leaks.
+ * Variants (WGSL in matmul.wgsl.ts), chosen by dtypes, shape and gpu.caps: tiled f32 (vec4
+ * when M, N, K are multiples of 4; split-K when few tiles and a long K), tiled with f16
+ * operands (f32 arithmetic; read as u32 words without `shader-f16`), and subgroup-matrix
+ * (tensor cores) for f16 operands on whole tiles with alpha 1, beta 0. Tiles and thresholds
+ * (gpu.tuning) come from an H200 sweep: bench/results/2026-12-02-h200-run2-sweep.json.
  */
 import type { Gpu } from '../device';
 import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';

@@ -1,27 +1,11 @@
 /**
- * @file The nodes of a constrained reply's grammar (JSON-shaped: literal sets, strings,
- * numbers, objects, arrays, alternatives, sequences, repetitions, references for
- * recursion) and the bounds of the language they describe. grammar-builder.ts makes them,
- * grammar.ts recognises their text a byte at a time.
- *
- * What it generates, deliberately narrower than JSON where that keeps a model from looping
- * or the output from failing a validator (every text it accepts is valid JSON of the
- * schema; the reverse does not hold):
- *  - whitespace: a gap between JSON tokens is nothing or one space (compact JSON: runs of
- *    whitespace cost a small model tokens and nothing else); with `maxIndent` >= 0 also one
- *    newline followed by at most that many spaces and tabs (16: pretty-printing with indent 4
- *    to depth 4, indent 2 to depth 8, as llama.cpp's JSON grammars bound it); no blank lines,
- *    no CR. None before the value or after it unless the caller asks: the reply is the JSON,
- *    then the end token;
- *  - no -0 (nor -0.0, -0e1): a zero is written 0;
- *  - object keys in the schema's order, optional ones skippable, no keys outside
- *    `properties` (unless the object has no properties: then any keys);
- *  - numbers: at most 15 integer digits, 15 fraction digits and 2 exponent digits (so every
- *    one parses to a finite double, an integer to a safe integer);
- *  - strings: valid UTF-8 (no overlong forms or surrogates), no raw control bytes, the
- *    standard escapes, `\u` escapes outside the surrogate range; min/maxLength count code
- *    points, an escape one;
- *  - free-form values (`{}` or `type: object` without properties) nest at most ANY_DEPTH.
+ * @file The nodes of a constrained reply's grammar (literal sets, strings, numbers,
+ * objects, arrays, alternatives, sequences, repetitions, references) and the bounds of
+ * their language, narrower than JSON so a small model cannot loop and every accepted text
+ * is valid JSON of the schema: a gap is nothing or one space (or, with `maxIndent`, a
+ * newline and at most that many spaces and tabs); no -0; keys in the schema's order;
+ * numbers of at most 15 + 15 + 2 digits (finite doubles, safe integers); valid UTF-8
+ * strings; free-form values nest at most ANY_DEPTH.
  */
 
 /** The pseudo-byte of the end of the text. */

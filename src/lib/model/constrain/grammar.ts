@@ -1,18 +1,11 @@
 /**
- * @file The byte-level recogniser of a grammar (grammar-nodes.ts): a pushdown automaton
- * that reads the reply one byte at a time. json-schema.ts compiles a schema to nodes;
- * token-mask.ts turns a recogniser state into the set of tokens allowed next.
- *
- * Design. A state is a set of stacks; a stack is an immutable linked list of frames
- * (node, sub-state `s`, counter `n`, whitespace count `w`, parent), so stepping one byte
- * makes new top frames and shares the rest, and a trie walk over the vocabulary can branch
- * from a state without copying or undoing anything. Stepping is deterministic for JSON
- * except where a schema is not (anyOf, a literal that is a prefix of another, the end of a
- * repetition): there the step returns several stacks, each followed independently (a token
- * is allowed when any stack accepts it). A frame finishes eagerly on its last byte (`}`,
- * `]`, a string's closing quote) or lazily when the next byte is not its own (a number,
- * `1` of enum [1, 12]); the byte then goes to the parent. END (256), a pseudo-byte nothing
- * consumes, asks whether the text may end here.
+ * @file The byte-level recogniser of a grammar (grammar-nodes.ts), a pushdown automaton;
+ * token-mask.ts turns its state into the tokens allowed next. A state is a set of stacks of
+ * immutable frames (node, sub-state s, counter n, whitespace w, parent) sharing their tails,
+ * so a vocabulary trie walk branches without copying; a step yields several stacks where a
+ * schema is not deterministic (anyOf, a literal prefix of another, a repetition's end). A
+ * frame ends on its last byte, or when the next byte is not its own (it goes to the parent).
+ * END (256), a pseudo-byte nothing consumes, asks whether the text may end here.
  */
 import {
 	END,

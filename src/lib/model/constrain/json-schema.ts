@@ -1,81 +1,25 @@
 /**
- * @file A JSON Schema subset compiled to grammar nodes (grammar-nodes.ts): what OpenAI's strict
- * structured outputs and pydantic's schemas use. Every keyword is either supported,
- * an annotation (ignored: it does not constrain), or refused with a SchemaError naming it
- * and where it is, never silently dropped.
- *
- * Supported:
- *  - `type`: string, number, integer, boolean, null, object, array, or a list of them;
- *  - objects: `properties`, `required`, `additionalProperties` (false, true or a schema;
- *    with properties no other keys are generated, so true and false behave alike there;
- *    without properties the keys are free and the values follow the schema);
- *  - arrays: `items` (one schema, or false after `prefixItems`), `prefixItems` (a tuple's
- *    positions, each its own schema), `minItems`, `maxItems`;
- *  - strings: `minLength`, `maxLength` (code points);
- *  - numbers and integers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`
- *    (numbers: finite; a bounded number is written without an exponent);
- *  - `enum`, `const` (any JSON values, written compactly as JSON.stringify writes them;
- *    with sibling keywords, only the values the rest of the schema accepts);
- *  - `anyOf`, `allOf` of one schema, `$ref` to `#`, `#/$defs/...`, `#/definitions/...` or
- *    any JSON pointer into the root schema (recursion allowed), `true` / `{}` (any value).
- * Annotations: title, description, default, examples, deprecated, readOnly, writeOnly,
- * $comment, $schema, $id, $defs, definitions.
- * Refused (with the keyword): pattern, format, multipleOf, oneOf, not, if/then/else, tuple `items` (an array: use prefixItems), uniqueItems, contains,
- * patternProperties, propertyNames, min/maxProperties, dependent*, unevaluated*, and any
- * keyword not listed here.
+ * @file A JSON Schema subset compiled to grammar nodes (grammar-nodes.ts), what OpenAI's
+ * strict structured outputs and pydantic use. Every keyword is supported, an annotation or
+ * refused with a SchemaError naming it and where (json-schema-keywords.ts), never dropped.
+ * Supported: type (or a list), properties / required / additionalProperties (with
+ * properties, no other keys are generated), items / prefixItems / minItems / maxItems,
+ * minLength / maxLength (code points), minimum / maximum / exclusive* (a bounded number has
+ * no exponent), enum / const (with siblings: only values the rest accepts), anyOf, allOf of
+ * one, $ref to any JSON pointer into the root (recursion allowed), true / {} (any value).
  */
 import { SchemaError } from './errors';
 import type { Grammar } from './grammar';
 import { emptyCycle, GrammarBuilder } from './grammar-builder';
 import { MAX_INT_DIGITS, type GNode, type NumBounds, type RefNode } from './grammar-nodes';
-
-/** Keywords that describe and never constrain. */
-const ANNOTATIONS = new Set([
-	'title',
-	'description',
-	'default',
-	'examples',
-	'deprecated',
-	'readOnly',
-	'writeOnly',
-	'$comment',
-	'$schema',
-	'$id',
-	'$defs',
-	'definitions'
-]);
-/** Keywords that apply to one type, by type. */
-const TYPE_KEYWORDS: Record<string, string> = {
-	properties: 'object',
-	required: 'object',
-	additionalProperties: 'object',
-	items: 'array',
-	prefixItems: 'array',
-	minItems: 'array',
-	maxItems: 'array',
-	minLength: 'string',
-	maxLength: 'string',
-	minimum: 'number',
-	maximum: 'number',
-	exclusiveMinimum: 'number',
-	exclusiveMaximum: 'number'
-};
-/** Whether a keyword of TYPE_KEYWORDS applies to type `t` (number keywords to integers too). */
-const appliesTo = (k: string, t: string) =>
-	TYPE_KEYWORDS[k] === t || (TYPE_KEYWORDS[k] === 'number' && t === 'integer');
-const TYPES = ['string', 'number', 'integer', 'boolean', 'null', 'object', 'array'] as const;
-type JsonType = (typeof TYPES)[number];
-/** Why some well-known keywords are refused (others get a generic message). */
-const REFUSED: Record<string, string> = {
-	pattern: 'regular expressions are not supported',
-	format: 'string formats are not supported (describe the format in the prompt instead)',
-	multipleOf: "'multipleOf' is not supported",
-	oneOf: "'oneOf' is not supported (use 'anyOf')",
-	uniqueItems: 'unique items are not supported',
-	patternProperties: 'pattern properties are not supported',
-	minProperties: 'property counts are not supported',
-	maxProperties: 'property counts are not supported'
-};
+import {
+	ANNOTATIONS,
+	appliesTo,
+	REFUSED,
+	TYPE_KEYWORDS,
+	TYPES,
+	type JsonType
+} from './json-schema-keywords';
 
 export interface JsonSchemaOptions {
 	/** Spaces and tabs after a whitespace gap's newline (default grammar-nodes.ts's). */

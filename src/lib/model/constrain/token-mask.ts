@@ -1,28 +1,10 @@
 /**
- * @file Token masks: which tokens of a vocabulary may come next in a grammar's state, and
- * the per-sequence constraint the Generator asks for them (`TokenConstraint`).
- *
- * The mask of one recogniser stack is computed one of two ways and cached by the stack's
- * key (stackKey: equal keys, equal futures), so the states a batch of replies share (the
- * same schema, the same places in it) are computed once:
- *  - inside a JSON string (the state where nearly every token is allowed): the tokens that
- *    stay inside the string, precomputed per string sub-state and room left
- *    (Vocabulary.stringMask), plus those of the few tokens that close the string
- *    (Vocabulary.string(sub).exits) that the whole stack accepts, each run byte by byte;
- *  - anywhere else: a walk of the vocabulary's byte trie in preorder, stepping the
- *    recogniser one byte per trie node and skipping the subtree of every byte it rejects;
- *    outside strings only a few bytes are allowed, so the walk visits a small part of the
- *    trie.
- * A state with several stacks (anyOf) allows the union of their masks.
- *
- * Cost, measured on Qwen3's 151,669 tokens (333k trie nodes) along a RULER reply
- * (tests/unit/model/constrain/constrain-mask.test.ts prints it; Node 20, one core of this machine):
- * with no cache, median 0.04-0.2 ms per step, p90 0.2-0.5 ms, max 0.7-4 ms (runs on a
- * loaded machine; the string fast path copies a 19 KB mask and runs ~1300 closing tokens,
- * the trie walks outside strings visit a few thousand nodes); cached, ~0.01 ms. Once per vocabulary: the trie, 0.7 s; once per string
- * sub-state met (between characters, inside a UTF-8 character or an escape): its token
- * table, ~50 ms. Against a decode step of milliseconds, the mask is not the cost;
- * constrained calls lose the Generator's one-step look-ahead instead (generate/generator.ts).
+ * @file Token masks: which tokens may come next in a grammar's state, and the per-sequence
+ * TokenConstraint the Generator asks for them. A stack's mask is cached by its key (equal
+ * keys, equal futures). Inside a JSON string it is a precomputed table plus the few tokens
+ * that close the string; elsewhere a preorder walk of the vocabulary's byte trie that skips
+ * every rejected subtree. Several stacks (anyOf) allow the union. A step costs well under a
+ * decode step (constrain-mask.test.ts prints it).
  */
 import type { TokenConstraint } from '../generate/options';
 import { ConstraintError } from './errors';

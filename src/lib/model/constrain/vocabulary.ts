@@ -1,18 +1,9 @@
 /**
- * @file A tokenizer's vocabulary as byte strings, indexed for computing token masks: a
- * byte trie in preorder (walked by token-mask.ts without recursion: a node's subtree is
- * the range up to `end[node]`, so a rejected prefix skips all tokens under it), and, per
- * string sub-state, what each token does inside a JSON string (the fast path for the
- * state where nearly every token is allowed).
- *
- * Token bytes (byte-level BPE, as Qwen, Llama 3 and GPT-2 use): a vocabulary token's
- * characters map back to bytes through GPT-2's table (byte-level.ts); an added token that
- * is not special (Qwen's `<tool_call>`) decodes to its content's UTF-8; special tokens
- * (`<|im_end|>`, skipped when decoding) and ids past the tokenizer's vocabulary have no
- * bytes and are never allowed by a grammar, except as the stop tokens the caller names.
- *
- * Building it for Qwen's 151k tokens takes about half a second (once per tokenizer,
- * cached); see the mask test for the measured numbers.
+ * @file A tokenizer's vocabulary as byte strings, indexed for token masks: a byte trie in
+ * preorder (a node's subtree is the range up to `end[node]`, so a rejected prefix skips its
+ * tokens without recursion) and, per string sub-state, what each token does inside a JSON
+ * string. Bytes come from GPT-2's byte-level table; a non-special added token is its UTF-8;
+ * special tokens have no bytes and are never allowed, except as the caller's stop tokens.
  */
 import { bytesToUnicode } from '../tokenizer/byte-level';
 import { ConstraintError } from './errors';
