@@ -1,7 +1,7 @@
 /**
  * @file Entry of the export round trip: a run exported from the page (its zip) loads in peft
  * onto its base, and `cli export --merge` of it loads in transformers, both scoring TabRL's
- * logprobs (export-roundtrip-lib.ts has the folder layout and the checks; export_roundtrip.py
+ * logprobs (export-roundtrip-plan.ts has the folder layout, -lib.ts a case, -standin.ts the checks; export_roundtrip.py
  * is the PyTorch half).
  *
  *   export DIR [--tiny] [--layers N] [--cases llama,qwen2]
@@ -25,13 +25,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
-import {
-	checkStandIn,
-	exportCase,
-	makeExportPlan,
-	writeExportPlan,
-	type ExportPlan
-} from './export-roundtrip-lib';
+import { exportCase } from './export-roundtrip-lib';
+import { makeExportPlan, writeExportPlan, type ExportPlan } from './export-roundtrip-plan';
+import { checkStandIn } from './export-roundtrip-standin';
 
 const USAGE =
 	'usage: export-roundtrip (export|selftest) DIR [--tiny] [--layers N] [--cases llama,qwen2]';

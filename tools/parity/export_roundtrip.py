@@ -2,7 +2,7 @@
 """The PyTorch half of the export round trip (the TabRL half: tools/parity/export-roundtrip.ts).
 
 Reads DIR/plan.json, written by `export-roundtrip export DIR` (layout:
-export-roundtrip-lib.ts). Per case, in float64 (CUDA when there is one, else the CPU):
+export-roundtrip-plan.ts). Per case, in float64 (CUDA when there is one, else the CPU):
 
   1. adapter_config.json of the run's latest checkpoint, as the page's zip holds it: every key
      a field of peft's LoraConfig, base_model_name_or_path the portable Hub id the plan names.

@@ -1,24 +1,17 @@
 /**
- * The TabRL half of the export round trip (tools/parity/export-roundtrip-lib.ts) on
- * SwiftShader, tiny sizes, with its CPU stand-in for the PyTorch half: a run of two real
- * steps (SFT, GRPO) from a fresh LoRA, zipped as the page's Export zips it, unzipped, merged
- * by `cli export --merge`. Checked: the zip holds exactly the run's files (no seals); the
- * unzipped adapter decodes to the trained weights bit for bit and its adapter_config.json has
- * only keys peft's LoraConfig knows, naming the base by its Hub id; the merged folder is the
- * base's files plus model.safetensors where each projection is W + (alpha / r) B A (f64, 1e-5
- * relative) and every other tensor the base's; TabRL's logprobs (adapter, base, merged folder)
- * match the f64 CPU reference within the round trip's 1e-4, and the adapter moves them by more
- * than 100x that. The GPU machine run (tools/device/export-peft.sh) puts peft and
- * transformers in the reference's place.
+ * The TabRL half of the export round trip (tools/parity/export-roundtrip*.ts) on
+ * SwiftShader, tiny sizes, with its CPU stand-in for the PyTorch half: the zip holds exactly
+ * the run's files, the unzipped adapter decodes to the trained weights bit for bit with only
+ * keys peft knows, the merged folder is W + (alpha / r) B A (f64, 1e-5 relative), and
+ * TabRL's logprobs match the f64 reference within 1e-4, moved by the adapter 100x that.
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { exportCase } from '../../../tools/parity/export-roundtrip-lib';
 import {
-	checkStandIn,
 	expectedZipEntries,
-	exportCase,
 	makeExportPlan,
 	MIN_ADAPTER_EFFECT,
 	TOLERANCE,
@@ -26,7 +19,8 @@ import {
 	writeExportPlan,
 	type ExportPlan,
 	type TabrlLogprobs
-} from '../../../tools/parity/export-roundtrip-lib';
+} from '../../../tools/parity/export-roundtrip-plan';
+import { checkStandIn } from '../../../tools/parity/export-roundtrip-standin';
 import { openCheckpointFromDirectory } from '../../../src/lib/model/hf/node/checkpoint';
 import { readPeftAdapter } from '../../../src/lib/model/hf/peft-adapter';
 import { memoryByteSource } from '../../../src/lib/model/hf/byte-source';
