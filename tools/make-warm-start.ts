@@ -41,8 +41,8 @@ import {
 import {
 	bundledModelPath,
 	preset,
+	ENVIRONMENTS,
 	runRecipe,
-	RUN_ENVIRONMENTS,
 	WARM_START_SFT,
 	warmStartPath,
 	warmStartRecipe,
@@ -142,7 +142,7 @@ async function toF16(bytes: Uint8Array): Promise<Uint8Array> {
 async function main(): Promise<void> {
 	const argv = process.argv.slice(2);
 	const env = (flag(argv, 'env') ?? 'tictactoe') as PresetName;
-	if (!WARM_START_SFT[env] || !RUN_ENVIRONMENTS[env].demonstrations)
+	if (!WARM_START_SFT[env] || !ENVIRONMENTS[env].demonstrations)
 		throw new Error(
 			`--env: ${env} has no warm start (${Object.keys(WARM_START_SFT).join(', ')} have)`
 		);

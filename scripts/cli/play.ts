@@ -6,7 +6,7 @@
  *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]
  *       [--changes SHARE]
  *
- * `random` and `expert` are the environment's scripted players (run/environments.ts: random
+ * `random` and `expert` are the environment's scripted players (agent/envs/<name>/: random
  * picks uniformly among the environment's actions; expert is the player whose games the
  * warm start imitates), played through the same rollout code a model goes through, with no
  * GPU: thousands of games in seconds. `model` plays the environment's preset model (or
@@ -35,9 +35,10 @@ import { TrainableModel } from '../../src/lib/agent/model';
 import { policyClient } from '../../src/lib/agent/policy-client';
 import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
 import {
+	ENVIRONMENT_NAMES,
 	ENVIRONMENTS,
 	EVAL_SEED,
-	RUN_ENVIRONMENTS,
+	isEnvironmentName,
 	preset,
 	validateRecipe,
 	type EnvironmentName,
@@ -90,9 +91,9 @@ const FLAGS = {
 
 export function parsePlayArgs(argv: readonly string[]): PlayArgs {
 	const f = parseFlags(argv, FLAGS, PLAY_USAGE);
-	if (f.env === undefined || !ENVIRONMENTS.includes(f.env as EnvironmentName))
+	if (f.env === undefined || !isEnvironmentName(f.env))
 		throw new UsageError(
-			`--env: ${f.env === undefined ? 'required' : `'${f.env}' is not an environment`} (${ENVIRONMENTS.join(', ')})`,
+			`--env: ${f.env === undefined ? 'required' : `'${f.env}' is not an environment`} (${ENVIRONMENT_NAMES.join(', ')})`,
 			PLAY_USAGE
 		);
 	const policies: PolicyName[] = ['random', 'expert', 'model'];
@@ -240,7 +241,7 @@ async function modelPlayer(args: PlayArgs, base: Recipe) {
 }
 
 export async function runPlay(args: PlayArgs): Promise<PlayOutput> {
-	const env = RUN_ENVIRONMENTS[args.env];
+	const env = ENVIRONMENTS[args.env];
 	const base = preset(args.env, STATIC_ROOT);
 	const envOptions = { ...base.envOptions, ...args.envOptions };
 	const t0 = performance.now();

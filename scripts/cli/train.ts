@@ -49,10 +49,11 @@ import {
 	bundledModelPath,
 	DEFAULT_PRESET,
 	DEFAULT_SFT,
+	ENVIRONMENT_NAMES,
 	ENVIRONMENTS,
+	isEnvironmentName,
 	PRESET_NAMES,
 	REWARD_SOURCES,
-	RUN_ENVIRONMENTS,
 	preset,
 	rootBundled,
 	runRecipe,
@@ -74,7 +75,7 @@ import { watchLauncher } from './launcher';
 import { openModelFolder } from './model-folder';
 
 export const TRAIN_USAGE =
-	'usage: npm run -s cli -- train --out DIR [--env tictactoe|2048|inbox|letters] [--model DIR] ' +
+	`usage: npm run -s cli -- train --out DIR [--env ${ENVIRONMENT_NAMES.join('|')}] [--model DIR] ` +
 	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups auto|G] ' +
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
@@ -177,9 +178,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		numberFlag(name, f[name], ok, what, TRAIN_USAGE);
 	const count = (name: keyof typeof FLAGS, min = 1) =>
 		n(name, (x) => isCount(x, min), `an integer >= ${min}`);
-	if (f.env !== undefined && !ENVIRONMENTS.includes(f.env as EnvironmentName))
+	if (f.env !== undefined && !isEnvironmentName(f.env))
 		throw new UsageError(
-			`--env: '${f.env}' is not an environment (${ENVIRONMENTS.join(', ')})`,
+			`--env: '${f.env}' is not an environment (${ENVIRONMENT_NAMES.join(', ')})`,
 			TRAIN_USAGE
 		);
 	for (const name of [
@@ -294,7 +295,7 @@ export function trainRecipe(
 			args.sftFirst === 0
 				? null
 				: { ...DEFAULT_SFT, games: args.sftFirst * grpo.groups, batchSize: grpo.groups };
-	if (sft && !RUN_ENVIRONMENTS[env].demonstrations)
+	if (sft && !ENVIRONMENTS[env].demonstrations)
 		throw new UsageError(`--sft-first: ${env} has no demonstrations to imitate`, TRAIN_USAGE);
 	if (args.changes !== undefined && env !== 'inbox')
 		throw new UsageError(`--changes: only for --env inbox, not ${env}`, TRAIN_USAGE);

@@ -1,6 +1,7 @@
 /**
- * @file The run layer: recipes (a run's whole configuration), presets, the environments a
- * recipe can name, and the one run loop every surface drives (page, CLI, scripts, tests).
+ * @file The run layer: recipes (a run's whole configuration), presets, and the one run loop
+ * every surface drives (page, CLI, scripts, tests). The environments a recipe can name are
+ * agent/envs' registry, re-exported here with the recipe that names them.
  */
 export * from './recipe';
 export * from './presets';
@@ -8,12 +9,16 @@ export * from './events';
 export * from './errors';
 export * from './sizing';
 export {
-	RUN_ENVIRONMENTS,
+	ENVIRONMENTS,
+	ENVIRONMENT_NAMES,
 	EVAL_SEED,
-	type RunEnvironment,
+	isEnvironmentName,
+	type Environment,
+	type EnvironmentName,
 	type EnvOptions,
 	type GameOutcome,
+	type RolloutRequest,
 	type ScriptedPlayer
-} from './environments';
+} from '../agent/envs';
 export { playGames, summarizeGames, type PlaySummary, type PlayOptions } from './play';
 export { runRecipe, type RunOptions } from './run-loop';

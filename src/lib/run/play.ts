@@ -9,8 +9,9 @@
 import type OpenAI from 'openai';
 import { gatherTrajectoryGroups } from '../agent/gather';
 import type { Trajectory } from '../agent/trajectory';
-import type { EnvironmentName } from './recipe';
-import type { EnvOptions, RolloutRequest, RunEnvironment } from './environments';
+import type { EnvOptions, Environment, RolloutRequest } from '../agent/envs/environment';
+import type { EnvironmentName } from '../agent/envs/registry';
+import { samplingSeed } from '../agent/envs/seeds';
 
 export interface PlayOptions {
 	games: number;
@@ -33,7 +34,7 @@ export interface PlayOptions {
 export type ClientFor = OpenAI | ((request: RolloutRequest) => OpenAI);
 
 export async function playGames(
-	env: RunEnvironment,
+	env: Environment,
 	clientFor: ClientFor,
 	model: string,
 	o: PlayOptions
@@ -48,7 +49,7 @@ export async function playGames(
 					index: 0,
 					temperature: o.temperature,
 					maxTokens: o.maxTokens,
-					samplingSeed: o.seeded && o.temperature > 0 ? i * 64 * 16 : null,
+					samplingSeed: o.seeded && o.temperature > 0 ? samplingSeed(i, 0) : null,
 					options: o.envOptions ?? {},
 					signal: inner // aborted by gather when `signal` is
 				};
@@ -77,7 +78,10 @@ export interface PlaySummary {
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
-export function summarizeGames(env: RunEnvironment, games: readonly Trajectory[]): PlaySummary {
+export function summarizeGames(
+	env: Environment<EnvironmentName>,
+	games: readonly Trajectory[]
+): PlaySummary {
 	const outcomes = games.map((g) => env.outcome(g));
 	const summary: PlaySummary = {
 		env: env.name,

@@ -10,13 +10,11 @@
  * that plays legally: `warmStart`, merged into the base (a fresh adapter trains on top, its
  * KL reference the warm-start policy) or stacked (training continues the adapter).
  */
+import type { EnvOptions } from '../agent/envs/environment';
+import { ENVIRONMENT_NAMES, isEnvironmentName, type EnvironmentName } from '../agent/envs/registry';
 import type { WarmStartMode } from '../model/hf/warm-start';
-import type { EnvOptions } from './environments';
 import { RunError } from './errors';
 import type { AutoSize } from './sizing';
-
-export type EnvironmentName = 'tictactoe' | '2048' | 'inbox' | 'letters';
-export const ENVIRONMENTS: readonly EnvironmentName[] = ['tictactoe', '2048', 'inbox', 'letters'];
 
 export interface SftPhaseConfig {
 	/** Demonstrations (games) to imitate, one pass per epoch. */
@@ -135,8 +133,8 @@ export function validateRecipe(r: Recipe): Recipe {
 	const bad = (field: string, value: unknown, want: string): never => {
 		throw new RunError('invalid-recipe', `${field} must be ${want}, not ${JSON.stringify(value)}.`);
 	};
-	if (!ENVIRONMENTS.includes(r.environment))
-		bad('environment', r.environment, `one of ${ENVIRONMENTS.join(', ')}`);
+	if (!isEnvironmentName(r.environment))
+		bad('environment', r.environment, `one of ${ENVIRONMENT_NAMES.join(', ')}`);
 	const o = r.envOptions ?? {};
 	if (
 		o.winningValue !== undefined &&

@@ -8,9 +8,10 @@
  * steps [0, sftSteps) are SFT steps, then GRPO steps. Stop (the signal) takes effect
  * within one rollout turn: rollouts are aborted and the round is dropped, untrained.
  *
- * Seeds: SFT demonstrations from `sft.seed`, their order per epoch from `sft.seed + 1000 +
- * epoch`; GRPO round r (r = grpoStep * 16 + retry) plays scenarios `seed * 1_000_003 +
- * r * 1009 + g`, each game sampled from its own seed; evaluations play EVAL_SEED + i.
+ * Seeds (all from agent/envs/seeds.ts): SFT demonstrations from `sft.seed`, their order per
+ * epoch from sftOrderSeed; GRPO round r (r = grpoStep * 16 + retry) plays group g's
+ * scenario scenarioSeed(seed, r, g), each game sampled from its own samplingSeed;
+ * evaluations play EVAL_SEED + i.
  */
 import { gatherTrajectoryGroups } from '../agent/gather';
 import {
@@ -26,7 +27,9 @@ import { groupAdvantages } from '../grpo/advantages';
 import type { TrainableModel } from '../agent/model';
 import type { Trajectory, TrajectoryGroup } from '../agent/trajectory';
 import { shuffled } from '../util/random';
-import { EVAL_SEED, RUN_ENVIRONMENTS, type RunEnvironment } from './environments';
+import type { Environment } from '../agent/envs/environment';
+import { ENVIRONMENTS } from '../agent/envs/registry';
+import { EVAL_SEED, samplingSeed, scenarioSeed, sftOrderSeed } from '../agent/envs/seeds';
 import { playGames } from './play';
 import type { EvaluationReport, PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
@@ -71,7 +74,7 @@ export async function runRecipe(
 	options: RunOptions = {}
 ): Promise<RunSummary> {
 	const recipe = validateRecipe(input);
-	const env = RUN_ENVIRONMENTS[recipe.environment];
+	const env = ENVIRONMENTS[recipe.environment];
 	if (recipe.sft && !env.demonstrations)
 		throw new RunError(
 			'invalid-recipe',
@@ -177,7 +180,7 @@ export async function runRecipe(
 				// chunks start at multiples of sft.chunk, so a resumed run trains the same chunks
 				const chunkStart = step - (step % sft.chunk);
 				const batches = Math.min(sft.chunk - (step % sft.chunk), perEpoch - first, sftTotal - step);
-				const order = shuffled(demos, sft.seed + 1000 + epoch);
+				const order = shuffled(demos, sftOrderSeed(sft.seed, epoch));
 				const chunk: Trajectory[] = order.slice(
 					first * sft.batchSize,
 					(first + batches) * sft.batchSize
@@ -349,7 +352,7 @@ export async function runRecipe(
 
 /** One round of rollouts: `groups` scenarios of `groupSize` games, all concurrent. */
 async function playRound(
-	env: RunEnvironment,
+	env: Environment,
 	client: ReturnType<TrainableModel['openaiClient']>,
 	name: string,
 	recipe: Recipe,
@@ -374,7 +377,7 @@ async function playRound(
 	let judgeFailure: string | null = null;
 	const groups = await gatherTrajectoryGroups(
 		Array.from({ length: g.groups }, (_, group) => {
-			const scenario = (recipe.seed * 1_000_003 + round * 1009 + group) >>> 0;
+			const scenario = scenarioSeed(recipe.seed, round, group);
 			return Array.from({ length: g.groupSize }, (_, index) => async (inner: AbortSignal) => {
 				const t = await env.rollout(client, {
 					model: name,
@@ -382,7 +385,7 @@ async function playRound(
 					index,
 					temperature: g.temperature,
 					maxTokens: g.maxTokens,
-					samplingSeed: ((scenario % 1_000_000) * 64 + index) * 16,
+					samplingSeed: samplingSeed(scenario, index),
 					options: recipe.envOptions ?? {},
 					// each token's text and logprob, for the page's view of the replies
 					logprobs: true,
@@ -488,7 +491,7 @@ function judgeMetrics(groups: readonly TrajectoryGroup[], dropped: number): Reco
 }
 
 async function evaluateOnce(
-	env: RunEnvironment,
+	env: Environment,
 	client: ReturnType<TrainableModel['openaiClient']>,
 	name: string,
 	recipe: Recipe,

@@ -3,7 +3,7 @@
  * expert (the player its warm start imitates), through the same rollout code a model goes
  * through, in the page: no model, no GPU, milliseconds. It shows what the task looks like.
  */
-import { preset, RUN_ENVIRONMENTS, type EnvironmentName, type PresetName } from '../run';
+import { ENVIRONMENTS, preset, type EnvironmentName, type PresetName } from '../run';
 import type { ReplayItem } from '../agent/envs/replay';
 import { policyClient } from '../agent/policy-client';
 
@@ -21,7 +21,7 @@ export class ExpertExample {
 
 	/** Plays and shows a game of `name`'s environment: a new scenario each time. */
 	async play(name: PresetName): Promise<void> {
-		const env = RUN_ENVIRONMENTS[name];
+		const env = ENVIRONMENTS[name];
 		const request = {
 			model: 'expert',
 			scenario: this.#seed++,

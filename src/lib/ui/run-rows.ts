@@ -4,7 +4,7 @@
  * alike), the judge's totals, a finished game's view and a phase's progress. No state here:
  * run-view.svelte.ts folds the events and keeps these.
  */
-import { RUN_ENVIRONMENTS, type EnvironmentName, type GroupGame, type RunEvent } from '../run';
+import { ENVIRONMENTS, type EnvironmentName, type GroupGame, type RunEvent } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';
 import { trajectoryFromJson } from '../agent/jsonl';
 import type { ReplayItem } from '../agent/envs/replay';
@@ -119,7 +119,7 @@ export function gameOf(
 ): GameView {
 	let items: ReplayItem[];
 	try {
-		items = RUN_ENVIRONMENTS[env].replay(trajectoryFromJson(event.trajectory));
+		items = ENVIRONMENTS[env].replay(trajectoryFromJson(event.trajectory));
 	} catch (error) {
 		// a trajectory the replay cannot read is shown as such, not dropped
 		items = [

@@ -1,5 +1,5 @@
 /**
- * The environments' demonstrations as SFT reads them (RUN_ENVIRONMENTS[env].demonstrations,
+ * The environments' demonstrations as SFT reads them (ENVIRONMENTS[env].demonstrations,
  * then TrainableModel.trainSft's conversations, then sft-sequences.ts with the tiny models'
  * chat template): 2048 gives one conversation per move (ART's prompt and one board, the
  * history window of the preset), inbox one episode with its tools; in each, the trained tokens
@@ -11,7 +11,7 @@ import { sftSequence } from '../../../src/lib/agent/backend/sft-sequences';
 import * as game2048 from '../../../src/lib/agent/envs/game2048';
 import { historyMessages } from '../../../src/lib/agent/trajectory';
 import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
-import { preset, RUN_ENVIRONMENTS } from '../../../src/lib/run';
+import { ENVIRONMENTS, preset } from '../../../src/lib/run';
 import { tinyTokenizer } from '../../../src/lib/testing/tiny-tokenizer';
 
 const files = tinyTokenizer();
@@ -22,7 +22,7 @@ const trainedText = (ids: number[], mask: Uint8Array) =>
 describe('demonstrations as SFT reads them', () => {
 	it('2048: one conversation per move, the move alone trained', async () => {
 		const options = preset('2048').envOptions!;
-		const demos = await RUN_ENVIRONMENTS['2048'].demonstrations!(150, 50, options);
+		const demos = await ENVIRONMENTS['2048'].demonstrations!(150, 50, options);
 		expect(demos).toHaveLength(150);
 		for (const d of demos) {
 			expect(d.histories()).toHaveLength(1);
@@ -40,12 +40,12 @@ describe('demonstrations as SFT reads them', () => {
 			demos.map((d) => String(historyMessages(d.messagesAndChoices)[2].content))
 		);
 		expect(moves.size).toBeGreaterThanOrEqual(3);
-		const again = await RUN_ENVIRONMENTS['2048'].demonstrations!(150, 50, options);
+		const again = await ENVIRONMENTS['2048'].demonstrations!(150, 50, options);
 		expect(again.map((d) => d.messages())).toEqual(demos.map((d) => d.messages()));
 	});
 
 	it('inbox: whole episodes with their tools, each tool-call reply trained, tool results not', async () => {
-		const demos = await RUN_ENVIRONMENTS.inbox.demonstrations!(20, 50, {});
+		const demos = await ENVIRONMENTS.inbox.demonstrations!(20, 50, {});
 		expect(demos).toHaveLength(20);
 		for (const d of demos) {
 			const messages = d.messages();
