@@ -1,12 +1,8 @@
 /**
- * @file A [R, C] matrix too large for one storage binding (the f32 embedding of a
- * 151936 x 896 vocabulary is 545 MB; many devices bind at most 128 MiB or 1 GiB), kept
- * as row chunks, each its own Tensor and within the device's limits. Kernels that
- * read such a matrix loop over the chunks, passing each chunk's `rowOffset`. Any dtype;
- * an f16 matrix (a model's f16 embedding) gets twice the rows per chunk, and can be
- * uploaded from raw f16 bits as a checkpoint stores them (`uploadChunkedF16Bits`).
- *
- * Ownership: the ChunkedMatrix owns its chunks; `release()` releases them all.
+ * @file A [R, C] matrix too large for one storage binding (a 151936 x 896 f32 embedding is
+ * 545 MB; devices bind 128 MiB or 1 GiB) kept as row chunks, each a Tensor within the
+ * limits; kernels loop over them with each chunk's `rowOffset`. Any dtype (f16: twice the
+ * rows per chunk; `uploadChunkedF16Bits` takes raw checkpoint bits). It owns its chunks.
  */
 import type { Gpu } from './device';
 import {

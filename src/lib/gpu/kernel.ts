@@ -1,13 +1,9 @@
 /**
- * @file How kernels reach the GPU: compiled pipelines cached per device, uniform
- * parameters packed in declaration order, and a Recorder that puts many dispatches into
- * one compute pass and one submit.
- *
- * Binding convention (every WGSL kernel follows it): storage buffers at @group(0)
- * @binding(0..n-1) in the order the wrapper passes them, then, when the kernel has
- * parameters, one uniform struct at @binding(n) whose fields are 4-byte scalars
- * (u32 / i32 / f32) in the order `Params` writes them. Pipelines use layout 'auto', so
- * every declared binding must be used by the entry point.
+ * @file How kernels reach the GPU: pipelines cached per device, uniform parameters packed
+ * in order, and a Recorder putting many dispatches into one pass and one submit. Binding
+ * convention: storage buffers at @group(0) @binding(0..n-1) in the wrapper's order, then
+ * one uniform struct of 4-byte scalars at @binding(n) in `Params` order. Layout 'auto':
+ * every declared binding must be used.
  */
 import type { Gpu } from './device';
 import { OverLimitError } from './errors';

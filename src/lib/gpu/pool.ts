@@ -1,15 +1,9 @@
 /**
- * @file A pool of storage buffers reused by size class, so a training step's many
- * temporaries do not allocate and free GPU memory each time.
- *
- * Sizes are rounded up to a class (powers of two below 1 MiB, then multiples of 1 MiB)
- * so a buffer serves any request of its class. Two ways back:
- *  - `returnIdle`: the caller says every command that uses the buffer has been submitted
- *    (a Recorder's scratch, at its submit). It is reusable at once: the queue runs in
- *    order, so the next user's work, recorded and submitted later, runs after those reads.
- *  - a pooled tensor's `release()`: its owner may release it while work that reads it is
- *    still being recorded, and a queue write by the next owner would then run first; so
- *    the buffer is parked until `onSubmittedWorkDone`.
+ * @file Storage buffers reused by size class (powers of two below 1 MiB, then MiB
+ * multiples), so a step's temporaries are not allocated each time. `returnIdle` (every
+ * user submitted, e.g. a Recorder's scratch) makes a buffer reusable at once, the queue
+ * being in order; a pooled tensor's `release()` parks it until onSubmittedWorkDone, since
+ * work reading it may still be being recorded.
  */
 import type { Gpu } from './device';
 import { Tensor, STORAGE_USAGE, checkBindable, paddedByteLength, type DType } from './tensor';

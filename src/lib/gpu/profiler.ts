@@ -1,11 +1,8 @@
 /**
- * @file Per-kernel GPU time, for finding where a model step spends its time. While a
- * profiler is attached to a device, every Recorder dispatch runs in a compute pass of its
- * own with `timestampWrites` (timestamp-query), labelled by the kernel's name; each
- * submit resolves its timestamps and the profiler sums them per name. Passes of one
- * dispatch serialize work that would otherwise overlap, so totals are an upper bound
- * of each kernel's share, not a wall time; compare kernels with each other, not with
- * an unprofiled run.
+ * @file Per-kernel GPU time: while a profiler is attached, every Recorder dispatch runs in a
+ * compute pass of its own with timestampWrites, labelled by kernel name, and each submit's
+ * timestamps are summed per name. One dispatch per pass serializes work that would
+ * overlap, so totals are upper bounds: compare kernels with each other, not with wall time.
  */
 import type { Gpu } from './device';
 import { MissingFeatureError } from './errors';

@@ -1,20 +1,9 @@
 /**
- * @file Batched readback: many buffer ranges (or tensors) copied to the host through one
- * staging buffer, one command encoder, one submit and one mapAsync, instead of one of each
- * per range (tensor.ts's readBufferBytes). Every mapAsync waits for the queue to drain and,
- * in a tab, is a round trip to the GPU process: a checkpoint of 6 layers x 7 projections x
- * (A, B) x (param, m, v) read tensor by tensor paid it 252 times.
- *
- * Layout: the ranges are packed back to back into one staging space, each starting at a
- * multiple of 4 bytes; a range's copy is its byteLength rounded up to 4 (copyBufferToBuffer
- * needs offsets and sizes in multiples of 4; a tensor's buffer is padded so, see
- * paddedByteLength), and only its byteLength comes back. A staging space over the device's
- * maxBufferSize (or `maxChunkBytes`) is split into as few chunks as fit, read one after
- * another so that one chunk at most is allocated at a time; a range may straddle chunks.
- *
- * Ownership: the staging buffers are this module's, destroyed before it returns or throws;
- * the ranges' buffers are the caller's and only read. Like readTensor, a read waits for all
- * work submitted before it.
+ * @file Batched readback: many buffer ranges copied to the host through one staging
+ * buffer, submit and mapAsync (each mapAsync drains the queue, a GPU-process round trip in
+ * a tab). Ranges packed at 4-byte offsets (copies need multiples of 4; only byteLength
+ * comes back); over maxBufferSize (or `maxChunkBytes`) split into chunks read one at a
+ * time. Staging buffers are destroyed before it returns; a read waits for prior work.
  */
 import type { Gpu } from './device';
 import { ShapeMismatchError } from './errors';

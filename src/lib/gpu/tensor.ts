@@ -1,13 +1,8 @@
 /**
- * @file A tensor is a GPUBuffer with a shape and a dtype; row-major, densely packed.
- *
- * Ownership rule (who destroys what):
- *  - Whoever creates a Tensor (`createTensor`, `uploadTensor`, `pool.tensor`) owns it and
- *    must call `release()` once it is done; `release()` returns pooled buffers to their
- *    pool and destroys the others. A tensor must not be used after `release()`.
- *  - Kernels never release their inputs or outputs: they read and write tensors the
- *    caller owns. A kernel's temporary buffers are its own and freed after submission.
- *  - `Gpu.destroy()` frees everything at once; tensors of a destroyed device are dead.
+ * @file A tensor: a GPUBuffer with a shape and a dtype, row-major, dense. Whoever creates
+ * one (createTensor, uploadTensor, pool.tensor) owns it and calls `release()` once (pooled
+ * buffers return to their pool); kernels never release their inputs or outputs, and free
+ * their own temporaries after submission; `Gpu.destroy()` frees everything.
  */
 import type { Gpu } from './device';
 import { OverLimitError, ShapeMismatchError } from './errors';

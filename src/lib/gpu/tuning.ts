@@ -1,23 +1,10 @@
 /**
- * @file The numbers kernels size their dispatches by (how many workgroups fill the device,
- * from which output size the larger matmul tiles pay), per kind of device. WebGPU exposes
- * no SM / compute-unit count, so this is a table keyed on what the adapter info says
- * (vendor, architecture, device, description, isFallbackAdapter), not a measurement of
- * the device at hand; unknown devices get the default row.
- *
- * Rows:
- *  - 'nvidia-h200': Dawn on the H200 reports vendor `nvidia`, architecture '' and device
- *    `nvidia-h200` (shared/device/README.md, bench/results/). The values the kernels
- *    were tuned with there; see each field.
- *  - 'software': SwiftShader (vendor `google`, architecture `swiftshader`; marked
- *    isFallbackAdapter) or any other adapter that says it is a fallback (a CPU renderer).
- *  - 'default': every other device gets the H200's numbers. They are the only measured
- *    ones; on a smaller GPU they cost at most some extra split-K slices (each >= 256 deep,
- *    matmul.ts) or key ranges, while numbers sized for a small GPU would leave a large one
- *    idle. Add a row when another GPU is measured.
- *
- * Each Gpu carries its tuning (device.ts: computed once at acquire, overridable in
- * acquireGpu's options for tests and benchmarks); kernels read `tuningOf(gpu)`.
+ * @file The numbers kernels size their dispatches by (workgroups that fill the device, the
+ * output sizes where larger matmul tiles pay), per kind of device. WebGPU shows no SM count,
+ * so rows are keyed on the adapter info: 'nvidia-h200' (measured there), 'software'
+ * (SwiftShader, any fallback adapter), and 'default' with the H200's numbers (on a smaller
+ * GPU they cost a few extra split-K slices; small-GPU numbers would idle a large one).
+ * Each Gpu carries its tuning (acquireGpu may override it); kernels read `tuningOf(gpu)`.
  */
 import type { GpuAdapterSummary } from './device';
 

@@ -1,16 +1,8 @@
 /**
- * @file The uniform parameters of a recorder's dispatches, packed into shared 64 KiB
- * uniform buffers ("pages") instead of one small buffer per dispatch.
- *
- * Why: a model step records thousands of dispatches, and creating, mapping and later
- * destroying a uniform buffer for each one was a large share of the host's time per step.
- * A page holds one slot per dispatch at the device's uniform offset alignment; the slots'
- * bytes are kept on the CPU and written with one `queue.writeBuffer` per page just before
- * the submit that reads them.
- *
- * Reuse rule: a page goes back to the device's free list as soon as that submit is made.
- * Queue operations run in order, so the next recorder's `writeBuffer` into the page (made
- * at its own submit, later on the same queue) cannot overtake this submit's reads.
+ * @file A recorder's uniform parameters packed into shared 64 KiB uniform buffers (pages),
+ * one slot per dispatch at the device's offset alignment, written with one writeBuffer per
+ * page just before the submit: a buffer per dispatch cost much host time per step. A page
+ * is free again once that submit is made (the queue runs in order).
  */
 import type { Gpu } from './device';
 

@@ -1,14 +1,9 @@
 /**
- * @file AdamW (torch.optim.AdamW) over a list of parameter tensors, clipped by the global
- * gradient norm (torch.nn.utils.clip_grad_norm_), all on the GPU with no readback:
- * 2 dispatches per tensor + 1, recorded into the caller's Recorder. A caller that keeps all
- * LoRA parameters (and grads, m, v) in one flat tensor each passes one entry: 3 dispatches.
- *
- * The stats tensor (f32 [4], `STATS` says where) holds afterwards the norm before clipping,
- * the scale applied, and a skipped flag: when the global norm is Inf or NaN no parameter,
- * m or v changes (a run must never corrupt its weights silently); read it for metrics and,
- * when skipped, do not advance the step count. Gradients are read, never modified (torch
- * scales them in place; here the scale is applied inside the update).
+ * @file AdamW (torch.optim.AdamW) over parameter tensors, clipped by the global gradient
+ * norm (clip_grad_norm_), on the GPU with no readback: 2 dispatches per tensor + 1 (one flat
+ * tensor: 3). The stats tensor (f32 [4], STATS) holds the norm, the scale and a skipped
+ * flag: with an Inf or NaN norm nothing changes and the step must not advance. Gradients
+ * are read, never scaled in place.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type Recorder } from '../kernel';

@@ -1,20 +1,9 @@
 /**
- * @file AdamW with global gradient-norm clipping, as three kernels that run back to back in
- * one compute pass with no readback in between:
- *  1. `GRAD_SQ_PARTIALS`, once per gradient tensor: sums of squares, one per workgroup, into
- *     that tensor's slots of a small partials buffer;
- *  2. `GRAD_NORM_FINAL`, one workgroup: sums every slot in a fixed order, writes the norm,
- *     the clip scale and a non-finite flag to a 4-float stats buffer;
- *  3. `ADAMW_UPDATE`, once per parameter tensor: reads the scale and the flag from the stats
- *     buffer, skips everything when the flag is set, else does torch's AdamW step.
- *
- * Versions: (a) a single kernel per tensor computing its own norm could not clip by the
- * *global* norm without a readback; (b) float atomics for the global sum do not exist in
- * WGSL and would make the sum order (so the norm's last bits) vary run to run. The two-phase
- * reduction is deterministic: the same gradients always give the same bits.
- *
- * Non-finite detection reads exponent bits (all ones = Inf or NaN), not `x != x`: WGSL lets
- * compilers assume floats are finite, so comparisons with NaN may be folded away.
+ * @file AdamW with global gradient-norm clipping as three kernels in one pass, no
+ * readback: GRAD_SQ_PARTIALS (sums of squares per workgroup), GRAD_NORM_FINAL (one
+ * workgroup: norm, clip scale, non-finite flag, summed in a fixed order so the bits never
+ * vary; WGSL has no float atomics), ADAMW_UPDATE (skips all when flagged). Non-finite is
+ * read from exponent bits: WGSL may fold `x != x` away.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,12 +1,7 @@
 /**
- * @file Elementwise additions a transformer needs between its GEMMs:
- *  - add: y += alpha * x over any shape of N elements (the residual stream; a gradient
- *    that reaches one tensor by two paths, e.g. the residual and RMSNorm's dx);
- *  - add_bias: y[r, c] += bias[c] over [R, C] (Qwen2's q/k/v biases, nn.Linear's bias).
- * With alpha = 1 the result is the one f32 addition torch's `x + y` does.
- *
- * Versions: one f32 scalar per invocation, 256 per workgroup (the portable maximum, the
- * default maxComputeInvocationsPerWorkgroup). Memory bound; vec4 not tried.
+ * @file Elementwise additions between GEMMs: add (y += alpha * x, the residual stream and
+ * gradients reaching a tensor twice) and add_bias (y[r, c] += bias[c], nn.Linear's bias).
+ * With alpha = 1 it is torch's one f32 addition. One scalar per invocation, 256 per group.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,12 +1,9 @@
 /**
- * @file Causal grouped-query self-attention with right padding and a query offset (for a
- * KV cache), forward and backward, on the tensors' natural layout: q, out [B, T, Hq, D],
- * k, v [B, Tk, Hkv, D], lse [B, Hq, T], lengths u32 [B]. See attention.wgsl.ts for the
- * kernels and the mask rules; reference/attention.ts for the plain math they must match.
- * This module checks shapes, picks each kernel's tiling from the device's workgroup-memory
- * limit (chooseTiles; the *Tuned variants let tests and benchmarks pick others) and
- * records the dispatches: forward 1, backward 3 (rowstats, dq, dkdv) with one scratch
- * buffer of [B, Hq, T] vec2 row statistics.
+ * @file Causal grouped-query self-attention with right padding and a query offset (KV
+ * cache), forward and backward: q, out [B, T, Hq, D], k, v [B, Tk, Hkv, D], lse [B, Hq, T],
+ * lengths u32 [B] (kernels and mask rules: attention.wgsl.ts; plain math: reference/).
+ * Checks shapes, picks tilings from the workgroup-memory limit (chooseTiles; *Tuned to
+ * force one), records forward 1, backward 3 dispatches (rowstats, dq, dkdv).
  */
 import { OverLimitError, assertShape } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';

@@ -1,63 +1,17 @@
+// Over 400 lines: one job, the WGSL generator of attention's four kernels, which share its tile helpers.
 /**
- * @file Causal grouped-query attention with a padding mask, FlashAttention-2 style: the
- * T x Tk score matrix never exists. A workgroup owns a tile of query rows (forward, dq)
- * or of keys (dk/dv) and streams the other side through workgroup memory one tile at a
- * time; every product is a small register-tiled matmul. Four kernels:
- *  - forward: one workgroup per (b, q-head, query tile); online softmax over key tiles,
- *    saves each row's logsumexp;
- *  - rowstats: per query row, lse and D_i = rowsum(dout * out) (the softmax backward term);
- *  - dq: one workgroup per (b, q-head, query tile), looping over key tiles;
- *  - dkdv: one workgroup per (b, kv-head, key tile), looping over the group's query heads
- *    and the query tiles that see the key tile (GQA: dk/dv summed inside the workgroup).
- * Every output element is written by exactly one invocation, so no float atomics are
- * needed (WGSL has none). rowstats packs lse and D_i into one vec2 buffer so that dkdv
- * binds 8 storage buffers, the WebGPU default maxStorageBuffersPerShaderStage. It stays a
- * pass of its own: folding D_i into dq would bind out and lse there too (9 buffers), and
- * it only streams out and dout once (19 MB at SmolLM2's 8 x 512 shape: microseconds).
- *
- * Layout (row-major, what the q/k/v projections produce, so no transposes): q, out, dout,
- * dq [B, T, Hq, D]; k, v, dk, dv [B, Tk, Hkv, D]; lse [B, Hq, T]; lengths u32 [B].
- * Query t is at position qOffset + t and sees keys j <= qOffset + t; a query at a position
- * >= lengths[b] is padding (out 0, lse 0, gradients 0). Query head h reads kv head
- * h / (Hq / Hkv). Key tiles wholly above the causal diagonal and everything past a
- * sequence's length are skipped, not masked; inside a tile the mask is a select.
- *
- * Tiling (AttentionTiles; the numbers are chosen in attention.ts). A workgroup is
- * rt x ct invocations; invocation (ty, tx) owns a tr x 4 micro-tile of the score tile
- * (tr = 4 by default; 2 or 1 spread a tile over more invocations): rows tr ty ..
- * tr ty + tr - 1 (contiguous, so one vector holds a column of them) and columns
- * tx, tx + ct, tx + 2 ct, tx + 3 ct (strided, so neighbouring invocations read
- * neighbouring rows of workgroup memory). The tile is thus tr rt rows by 4 ct columns.
- *  - Score phase (contract over the head dim): the row and column operands are staged in
- *    chunks of bk head-dim values, in their natural row-major layout as vec4s (global
- *    loads coalesced, no transpose), each staged row padded to an odd number of vec4s so
- *    that 8 consecutive rows fall in 8 different 16-byte bank groups; every score is a sum
- *    of vec4 dot products.
- *  - The probabilities (forward), dS (dq) or P and dS (dkdv) go through workgroup memory
- *    column-major (one vec4 = the 4 rows of a micro-tile at one column), because the next
- *    product contracts over the columns, which are spread over the ct invocations of a row.
- *  - Second phase (contract over the tile's columns: O += P V, dq += dS K, dv += P^T dout,
- *    dk += dS^T q): chunks of bv rows of the other operand are staged with the head dim
- *    padded to a multiple of 4 ct; invocation tx accumulates the vec4 groups tx, tx + ct, ..
- *    of its 4 rows in registers (named variables, never arrays: no local-memory spills).
- *  - The forward's row max and row sum cross the ct invocations of a row through a small
- *    workgroup buffer, one vec4 (its 4 rows) per invocation, each invocation reading the
- *    ct vec4s of its row group (plain barriers: no subgroup features needed).
- * The heaviest workgroups (most tiles to visit under the causal mask) are numbered first,
- * so the GPU starts them first and the light ones fill in at the end.
- *
- * Versions tried: v1 was one invocation per query row (per key in dkdv) with rows of D
- * floats in private arrays, 64 rows per workgroup and a serial loop over keys. On the H200
- * (SmolLM2-135M shape, B = 8, T = 512, Hq = 9, Hkv = 3, D = 64, 30 layers) it took
- * 52.5 ms forward (60 calls: forward and recompute), 28.6 ms dq and 88.7 ms dk/dv: the
- * private arrays spill and the workgroups are few. v2 (this one) is the tiled version
- * above, its tile sizes chosen by reasoning (attention.ts). Measured once on the H200 inside
- * the model benchmark (bench/results/2026-12-02-h200-model-bench-final.json, GPU ms per
- * layer): SmolLM2's shape forward 0.18, dq 0.27, dk/dv 0.55, rowstats 0.01 (30 layers:
- * ~31 ms in all, was 170); Qwen2.5-0.5B's (14 / 2 heads) 0.26, 0.41, 0.85. dk/dv is now
- * the largest: its longest workgroups (key tile 0 sees every query of the group) run
- * 4 warps each. The tr = 2 / 1 tilings (fewer rows per invocation) and the other
- * alternatives in tools/bench/bench-attention.ts --sweep are checked here but not measured.
+ * @file Causal grouped-query attention with a padding mask, FlashAttention-2 style (the
+ * T x Tk scores never exist): forward (online softmax, saves each row's logsumexp),
+ * rowstats (lse and D_i = rowsum(dout * out), packed as vec2 so dkdv binds 8 storage
+ * buffers, WebGPU's default limit), dq (per query tile), dkdv (per key tile, summing the
+ * group's query heads). Every output element has one writer: no float atomics (WGSL has
+ * none). Layout: q, out, dout, dq [B, T, Hq, D]; k, v, dk, dv [B, Tk, Hkv, D]; lse [B, Hq, T];
+ * lengths u32 [B]. Query t sits at qOffset + t and sees keys j <= qOffset + t; past
+ * lengths[b] is padding (zeros). Head h reads kv head h / (Hq / Hkv).
+ * Tiling (AttentionTiles, chosen in attention.ts): invocation (ty, tx) of rt x ct owns a
+ * tr x 4 micro-tile, rows contiguous, columns ct apart; operands staged as vec4 rows padded
+ * to an odd stride (no bank conflicts); P / dS go through workgroup memory column-major;
+ * accumulators are named registers, never arrays (no spills). Heaviest workgroups first.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,17 +1,8 @@
 /**
- * @file Copy of a block of columns: dst[r, offset + c] = src[r, c] for src [R, n] and
- * dst [R, m], row-major. Decoding needs it to assemble the logits [B, V] of a vocabulary
- * whose LM head is stored in row chunks (chunked.ts): each chunk's matmul gives
- * [B, rows], a column block of the logits. A copyBufferToBuffer per row would do too, but
- * breaks the compute pass once per row.
- *
- * Row spans: dst rows d_g..d_g+n_g-1 = src rows s_g..s_g+n_g-1 for every span g of a list
- * (row width W). Prefill needs it to move each prompt's keys and values [T, W] into its
- * sequence's cache rows [S, W], and each prompt's last hidden state into the decode batch:
- * one dispatch for a whole group of prompts, where a copyBufferToBuffer per prompt made
- * 2 x layers x prompts copy commands.
- *
- * Versions: one f32 per invocation, 256 per workgroup (the portable maximum); memory bound.
+ * @file Copies that stay inside a compute pass: a column block (dst[r, offset + c] =
+ * src[r, c]: a chunked LM head's logits into [B, V]) and row spans (dst rows d_g.. = src
+ * rows s_g.. for a list of spans: prompts' keys and values into their cache rows in one
+ * dispatch, where copyBufferToBuffer needed a command per row or per prompt and layer).
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,10 +1,8 @@
 /**
- * @file Decode attention (see decode-attention.wgsl.ts): one query per sequence against
- * its own KV cache, each sequence at its own position. q, out [B, Hq, D] (or
- * [B, 1, Hq, D]); k, v caches [B, S, Hkv, D]; positions u32 [B]: sequence b attends keys
- * 0..positions[b] (capped at S). Two dispatches (split, combine); the partial states live
- * in the recorder's scratch buffers, every element written by the split pass before the
- * combine reads it.
+ * @file Decode attention (decode-attention.wgsl.ts): one query per sequence against its own
+ * KV cache. q, out [B, Hq, D] (or [B, 1, Hq, D]); k, v caches [B, S, Hkv, D]; positions u32
+ * [B]: sequence b attends keys 0..positions[b] (capped at S). Two dispatches (split,
+ * combine) with the partial states in the recorder's scratch.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';

@@ -1,38 +1,10 @@
 /**
- * @file Attention of one new query per sequence over that sequence's KV cache, for
- * token-by-token decoding, flash-decoding style (Dao et al., 2023): a decode step has
- * B * Hq query rows, far too few to fill a GPU one row per workgroup, so the keys of each
- * sequence are split into `splits` ranges, each range is reduced by its own workgroup to
- * a partial softmax state, and a second pass merges the partial states.
- *
- *  - split pass: one workgroup per (b, kv head, split). The G = Hq / Hkv query heads that
- *    read the kv head are handled together, so each key and value row is read once for
- *    all of them. Keys stream in tiles of WG, one key per invocation: its G scores go to
- *    workgroup memory, every invocation folds the tile into the running max m and sum l
- *    of each head (online softmax), and invocation c accumulates output columns c,
- *    c + WG, ... Writes (m, l) and the unnormalised sum acc = sum_j exp(s_j - m) v_j.
- *  - combine pass: one workgroup per (b, query head): M = max_i m_i,
- *    out = sum_i exp(m_i - M) acc_i / sum_i exp(m_i - M) l_i.
- *
- * Sequence b's query sits at position positions[b] and sees keys 0..positions[b]
- * (min(positions[b] + 1, S) keys: the cache holds that step's own key already). Splits
- * wholly past a sequence's keys write the empty state (m = NEG_BIG, l = 0, acc = 0),
- * whose merge weight exp(NEG_BIG - M) is 0. Split 0 always holds key 0, so M is a real
- * score.
- *
- * Layouts, row-major: q, out [B, Hq, D]; k, v [B, S, Hkv, D]; positions u32 [B]; partial
- * states part_o [B, Hq, splits, D] and part_ml [B, Hq, splits] x (m, l). Query head h
- * reads kv head h / G.
- *
- * D and G are WGSL constants (private per-head arrays), one pipeline per pair.
- *
- * Versions: v1 (this one), scalar f32 loads. Every private array is set explicitly before
- * use: a `var s: array<f32, G>;` declared inside the tile loop, which WGSL zero-fills on
- * every iteration, kept the previous tile's scores on SwiftShader (Dawn, npm webgpu 0.6.2),
- * an error of up to 0.8 once a split spanned two tiles. Each invocation reads its key row whole
- * (D contiguous floats), values are read coalesced (consecutive columns per invocation).
- * Not yet measured on a GPU: at the context lengths of RL rollouts (hundreds of tokens)
- * a decode step's time is the weights' GEMVs, not this.
+ * @file Attention of one new query per sequence over its KV cache, flash-decoding style:
+ * B * Hq rows cannot fill a GPU, so each sequence's keys are split in `splits` ranges. The
+ * split pass (per b, kv head, split) scores the G query heads of a kv head together, folds
+ * an online softmax and writes (m, l, acc); the combine pass merges them. Query b sees keys
+ * 0..positions[b]; an empty split writes m = NEG_BIG, l = 0. q, out [B, Hq, D]; k, v
+ * [B, S, Hkv, D]. Private arrays are set before use (SwiftShader kept one across a loop).
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,15 +1,9 @@
 /**
- * @file Embedding lookup and its gradient over a weight W [V, C] kept as a ChunkedMatrix
- * (row chunks, chunked.ts) or as one Tensor. Token ids are u32 [N] (any shape of N ids).
- * The lookup reads W as f32 or f16 (a model's f16 weights; out is f32 either way, the
- * values exact); the gradient dW is f32.
- *
- * Out-of-range ids: ids that come from the host should go through `uploadTokenIds`,
- * which rejects any id outside [0, V) with a ShapeMismatchError before anything runs.
- * Ids made on the GPU (sampling) cannot be checked there, so the kernels never read W
- * (or write dW) out of bounds: an id >= V gets a zero output row, contributes nothing to
- * dW, and is counted: pass `status` (u32 [1]) and read it after submitting; the kernels
- * add the number of such tokens to status[0] (zero it, or read the difference).
+ * @file Embedding lookup and its gradient over W [V, C], a ChunkedMatrix or one Tensor;
+ * ids u32 [N]. The lookup reads f32 or f16 W (out f32, exact); dW is f32. Host ids go
+ * through `uploadTokenIds` (out of [0, V): ShapeMismatchError). Ids made on the GPU are
+ * never read out of bounds: an id >= V gets a zero row, adds nothing to dW and is counted
+ * in `status[0]` (u32 [1]) when given.
  */
 import type { Gpu } from '../device';
 import { assertShape, OverLimitError } from '../errors';

@@ -1,34 +1,10 @@
 /**
- * @file Embedding lookup out[t, :] = W[ids[t], :] and its gradient dW[ids[t], :] +=
- * dy[t, :], over one row chunk of W at a time (a ChunkedMatrix: the 151936 x 896 f32
- * embedding is 545 MB, over one binding on many devices). The wrapper dispatches once
- * per chunk; each dispatch handles the tokens whose id lies in its rows
- * [row_offset, row_offset + rows). Ids >= vocab are never read from W: the forward writes
- * a zero row for them, the backward skips them, and each adds their count to status[0]
- * once (the forward in its first chunk's dispatch, the backward in its link kernel).
- *
- * The backward is deterministic, without float atomics (WGSL has none), in two kernels:
- * `EMBEDDING_LINK` (once, one invocation per token t) finds the next token with the
- * same id, next[t], and marks that token as having a predecessor; then
- * `EMBEDDING_BACKWARD` (per chunk, one invocation per element (t, c)) lets only each
- * id's first token walk the list t -> next[t] -> ... summing dy in token order, and add
- * the sum to its row: one writer per row, one summation order on every device.
- * Cost for N tokens: the link scans read up to N^2 / 2 ids (3.4e7 at N = 8192, every
- * invocation in parallel over ids held in cache), the sums read each dy element once
- * plus the list for every column; an id repeated k times is a chain of k dependent loads.
- *
- * W may be f16 for the forward (a model's f16 weights): read as packed u32 words, see
- * `EmbeddingWeightType`; the gradient dW is f32 only.
- *
- * Versions: (1) one workgroup per token, a tile of 256 tokens' matches as a bit mask in
- * workgroup memory, then the first occurrence summing the set bits: correct, but three
- * barriers per tile and a workgroup per token per chunk; SwiftShader took 28 s at
- * N = 8192, C = 896, 3 chunks (it also showed that a bare `var acc: array<f32, 4>;`
- * inside a loop was not re-zeroed per iteration there: initialise such arrays).
- * (2) This one: no barriers, no workgroup memory, 1.6 s there. Rejected outright: a
- * compare-and-swap float add on atomic<u32> (one pass, but the summation order, so the
- * result, varies from run to run with repeated ids) and sorting (id, t) pairs
- * (O(N log N), but ~90 bitonic passes at N = 8192).
+ * @file Embedding lookup out[t] = W[ids[t]] and gradient dW[ids[t]] += dy[t], one dispatch
+ * per row chunk of W (tokens whose id lies in it). Ids >= vocab are never read: a zero row
+ * forward, skipped backward, counted once in status[0]. The backward is deterministic
+ * without float atomics: EMBEDDING_LINK links each token to the next with its id, then
+ * only each id's first token sums its chain in token order (one writer per row). f16 W for
+ * the lookup only. Initialise private arrays: SwiftShader did not re-zero one in a loop.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,15 +1,8 @@
 /**
- * @file The KV cache's two bookkeeping kernels for token-by-token decoding:
- *  - append: each sequence's new key and value rows [B, Hkv * D] go to slot positions[b] of
- *    its own cache rows [B, S, Hkv * D] (k and v in one dispatch). A slot >= S is skipped,
- *    so a position run past the cache (a finished sequence still riding in the batch)
- *    never writes out of bounds;
- *  - advance: positions[b] += 1 for every row, so the next decode step writes (and its
- *    RoPE rotates) one position further without the host touching the buffer.
- * Positions live on the GPU, so a recorded decode step is the same commands every step.
- *
- * Versions: one f32 per invocation, 256 per workgroup (the portable maximum). Memory bound
- * and tiny (B * Hkv * D values per layer and step); nothing else tried.
+ * @file The KV cache's bookkeeping kernels for decoding: append (each sequence's new k and
+ * v rows [B, Hkv * D] to slot positions[b] of its cache [B, S, Hkv * D]; a slot >= S, a
+ * finished sequence riding along, is skipped) and advance (positions[b] += 1). Positions
+ * live on the GPU, so a recorded decode step is the same commands every step.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

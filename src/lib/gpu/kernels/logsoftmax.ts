@@ -1,18 +1,10 @@
 /**
- * @file Per-token log-probabilities of chosen tokens under an LM head, never holding the
- * [N, V] logits whole: the vocabulary is walked in chunks of at most `chunkRows` rows of
- * W, logits of a chunk come from matmul (h W_j^T / T), and an online softmax folds them
- * (see logsoftmax.wgsl.ts). The backward pass recomputes each chunk's logits from the
- * saved logsumexp and accumulates dh; W is frozen, so there is no dW.
- *
- * The LM head may be a plain [V, C] Tensor or a ChunkedMatrix (a vocabulary over one
- * binding), f32 or f16 (a model's f16 weights: matmul reads f16 operands on every device,
- * arithmetic in f32). A piece of W smaller than its chunk is copied into a scratch buffer,
- * because matmul binds whole tensors. copyBufferToBuffer needs offsets and sizes that are
- * multiples of 4 bytes: an f16 row of odd width C is 2C bytes, so for an f16 W of odd C
- * the pieces are an even number of rows (chunkRows rounded down to even, 1 up to 2): every
- * piece then starts on a 4-byte boundary, and the last piece's copy is rounded up to 4
- * bytes, which stays inside its source (buffers are padded to 4 bytes, tensor.ts).
+ * @file Log-probabilities of chosen tokens under an LM head without the [N, V] logits: W
+ * is walked in chunks of `chunkRows` rows, each chunk's logits (matmul, h W_j^T / T) folded
+ * by an online softmax (logsoftmax.wgsl.ts); the backward recomputes them from the saved
+ * logsumexp (W frozen: no dW). W: a Tensor or ChunkedMatrix, f32 or f16; a piece is copied
+ * to scratch since matmul binds whole tensors, in even row counts for an f16 W of odd C
+ * (copies need 4-byte offsets).
  */
 import { ChunkedMatrix } from '../chunked';
 import { assertShape } from '../errors';

@@ -1,22 +1,10 @@
 /**
- * @file Log-softmax of chosen tokens over a vocabulary too large to hold [N, V] logits:
- * the vocabulary is walked in row chunks of the LM head, logits z = h W_j^T / T of one
- * chunk at a time come from matmul, and these kernels fold each chunk into a running
- * state per token (the "online softmax" of Milakov & Gimelshein, 2018).
- *
- * State per token, (m, s, q, z_t): the running max m, s = sum exp(z - m),
- * q = sum exp(z - m) * (z - m), and the target's logit z_t once its chunk has been seen.
- * When the max grows from m to m', every term is rescaled by exp(m - m') and each
- * (z - m) becomes (z - m') = (z - m) + (m - m'), so q' = exp(m - m') * (q + (m - m') s).
- * At the end: lse = m + log s, logprob = (z_t - m) - log s, and the entropy
- * H = -sum p log p = lse - sum p z = log s - q / s. Keeping q relative to m (instead of
- * sum p z) avoids cancelling two numbers of the logits' magnitude (~80) in f32.
- *
- * Versions: one workgroup of 256 per token and chunk, each invocation folding a strided
- * slice of the row (coalesced reads), then a tree merge of the partial states. 256 is
- * the largest workgroup every WebGPU device supports; chunks are thousands of entries
- * wide, so each invocation folds many values before the merge. The final chunk's
- * dispatch also writes the outputs (no separate finalize pass).
+ * @file Log-softmax of chosen tokens over a vocabulary walked in LM-head row chunks, each
+ * chunk's logits folded into a running state per token (online softmax): max m, s = sum
+ * exp(z - m), q = sum exp(z - m)(z - m), the target's z_t. A new max m' rescales: q' =
+ * exp(m - m')(q + (m - m') s). Then lse = m + log s, logprob = z_t - m - log s, entropy =
+ * log s - q / s (q relative to m: no f32 cancellation). One workgroup of 256 per token and
+ * chunk, a tree merge; the last chunk's dispatch writes the outputs.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,19 +1,8 @@
 /**
- * @file LoRA on a frozen linear layer (Hu et al., 2021, as PEFT applies it):
- * y += scale * (x A^T) B^T, A [r, in], B [out, r], scale = alpha / r. Only A and B get
- * gradients; the adapter's share of dx is added to the frozen path's dx.
- *
- * Composed from matmul: every product here is a plain GEMM (NT, NN or TN) with alpha and
- * beta doing the scaling and the accumulation, so there is no LoRA-specific WGSL.
- *
- * Versions: only this one. Four of the six products are skinny (r = 8..64 on one side:
- * xa, dxa, and dA, dB whose reduction runs over all N tokens); the tiled matmul spends a
- * 32x32 tile on an 8-wide output and launches ~150 workgroups for them, so a split-K
- * kernel for rank-r shapes may well be several times faster on a real GPU. That is a GPU
- * measurement (SwiftShader's two cores cannot show occupancy) and is left to the matmul
- * benchmarks; nothing here needs to change but the calls below if one wins.
- *
- * Leading dims of x, y, dy, dx are flattened: x [..., in] is [N, in].
+ * @file LoRA on a frozen linear layer (as PEFT applies it): y += scale * (x A^T) B^T, A
+ * [r, in], B [out, r], scale = alpha / r; only A and B get gradients, and the adapter's
+ * share of dx is added to dx. Plain GEMMs with alpha and beta scaling and accumulating:
+ * no LoRA-specific WGSL. Leading dims are flattened: x [..., in] is [N, in].
  */
 import { assertShape } from '../errors';
 import type { Recorder } from '../kernel';

@@ -1,21 +1,12 @@
+// Over 400 lines: one job, the WGSL generator of matmul's variants (tiled, split-K, subgroup-matrix).
 /**
- * @file Tiled matmul in WGSL: C = alpha * op(A) @ op(B) + beta * C, batched, generated
- * per variant (transposes, tile shape, vec4 access, operand dtypes) so every loop over a
- * tile is unrolled in the source and every accumulator is a named register.
- *
- * Design (the classic register-blocked SGEMM): a workgroup computes a BM x BN block of C;
- * each invocation a TM x TN sub-block held in vec4 accumulators. Per BK-deep step the
- * workgroup stages op(A) [BM, BK] and op(B) [BK, BN] in workgroup memory, both stored
- * k-major (As[k][m], Bs[k][n]) so an invocation reads its TM (TN) values as TM/4 (TN/4)
- * vec4 loads. An invocation's rows are TM/4 groups of 4, the groups BM/(TM/4) apart (and
- * likewise columns), so neighbouring invocations read neighbouring vec4s: no bank
- * conflicts. A transposed operand (contiguous along k in memory) is transposed while it
- * is staged. With double buffering, the next tile's global loads are issued before the
- * current tile's arithmetic and land in the other buffer: one barrier per step.
- *
- * The tile shapes tried on the H200, their numbers and the choice are in matmul.ts's doc;
- * this file only generates what it is asked. The subgroup-matrix generator below is the
- * tensor-core variant (f16 operands); its layouts' numbers are there and in BENCHMARKS.md.
+ * @file Tiled matmul in WGSL: C = alpha * op(A) @ op(B) + beta * C, batched, generated per
+ * variant (transposes, tile, vec4 access, dtypes) so every tile loop is unrolled and every
+ * accumulator a named register. Register-blocked SGEMM: a workgroup computes BM x BN of C,
+ * an invocation TM x TN in vec4s; per BK step op(A) and op(B) are staged k-major (a
+ * transposed operand is transposed while staged), an invocation's rows and columns spread
+ * so neighbours read neighbouring vec4s; double buffering loads the next tile during the
+ * current one's arithmetic. Tiles are chosen in matmul.ts.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,13 +1,8 @@
 /**
- * @file RMSNorm, forward and backward (input gradient only: norm weights are frozen
- * under LoRA). One workgroup per row; a tree reduction in workgroup memory.
- *
- * Versions: one workgroup of 256 per row. 256 is the largest size every WebGPU device
- * supports (the default maxComputeInvocationsPerWorkgroup); rows are 576..2048 wide in
- * the target models, so each invocation sums 3..8 values before the reduction. Narrower
- * rows (the bundled tiny models: 32..256) take a workgroup of 32, 64 or 128 (rmsnorm.ts
- * chooses): 256 invocations for 32 values left 7 of 8 idle, and a CPU driver (SwiftShader)
- * pays for every invocation and barrier, idle or not.
+ * @file RMSNorm, forward and backward (input gradient only: norm weights are frozen under
+ * LoRA). One workgroup per row, a tree reduction in workgroup memory; 256 invocations
+ * (every device's limit) for rows of 576..2048, 32..128 for narrow rows (rmsnorm.ts
+ * chooses), since a CPU driver pays for every idle invocation and barrier.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

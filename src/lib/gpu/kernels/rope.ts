@@ -1,11 +1,9 @@
 /**
- * @file RoPE wrappers over q or k as projections produce them, [B, T, H, D] row-major
- * (or [T, H, D]): forward (rotate by +angle) and backward (rotate by -angle), in place or
- * into another tensor. Positions are u32, one per token ([B * T]: left/right padding and
- * KV-cache offsets are the caller's positions) or [T] shared by the batch. The
- * frequencies come as an f32 tensor inv_freq [D / 2]: `ropeInvFreq` gives the default
- * ones; rope_scaling variants (linear, llama3, yarn ...) are the model layer's inv_freq
- * and `attentionScaling` (transformers' attention_factor), not separate kernels.
+ * @file RoPE over q or k as projections produce them, [B, T, H, D] (or [T, H, D]): forward
+ * (+angle) and backward (-angle), in place or not. Positions u32, [B * T] (padding and
+ * KV-cache offsets are the caller's) or [T] shared by the batch. Frequencies come as
+ * inv_freq [D / 2] (`ropeInvFreq` the default); rope_scaling variants are the model's
+ * inv_freq and `attentionScaling`, not separate kernels.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type Recorder } from '../kernel';

@@ -1,27 +1,10 @@
 /**
- * @file Rotary position embedding in the rotate-half layout of transformers' Llama and
- * Qwen (apply_rotary_pos_emb with rotate_half): for a head of D values, pair i < D/2 is
- * (x[i], x[i + D/2]) and, with a = f32(pos) * inv_freq[i] and s = attention_scaling,
- *   y[i]       = x[i]       * (s cos a) - x[i + D/2] * (s sin a)
- *   y[i + D/2] = x[i + D/2] * (s cos a) + x[i]       * (s sin a).
- * The backward is the rotation by -a (the transpose), times s. One invocation per pair.
- *
- * The angle is the f32 product f32(pos) * inv_freq[i], rounded exactly as transformers
- * rounds it (its inv_freq @ position_ids is one f32 product per entry), so at position
- * 30000 it carries the same ~1e-3 rad rounding transformers has. Its sine and cosine are
- * computed here, not by WGSL's sin/cos: the WGSL spec bounds those only on [-pi, pi]
- * (absolute error 2^-11), and hardware sin on large arguments is far worse than that.
- * `sincos` below reduces a by k * pi/2 (Cody-Waite: pi/2 split in parts of PART_BITS bits
- * at fixed positions, so k * part is exact for |k| < 2^(24 - PART_BITS), then a rounded
- * remainder part) and evaluates Taylor polynomials on |r| <= ~0.8. Emulated in f32 on
- * the host over 2e6 angles up to 2^20 rad this stays within 1.1e-7 of f64 sin/cos.
- * It relies on f32 arithmetic not being reassociated (no fast-math); products that a
- * compiler contracts into fma are exact anyway.
- *
- * Versions: (1) WGSL sin/cos of the full angle: on SwiftShader up to 3.1e-3 off over
- * integer angles 0..40000 (worst near 39683), which would need a tolerance of 1e-2 and
- * differs by device. (2) This one: 7.7e-8 over the same angles on SwiftShader, for ~25
- * more FLOPs per pair in a memory-bound kernel.
+ * @file RoPE in transformers' rotate-half layout: pair i < D/2 is (x[i], x[i + D/2]),
+ * rotated by a = f32(pos) * inv_freq[i] (rounded as transformers does) and scaled by s =
+ * attention_scaling; the backward rotates by -a. sin/cos are computed here (`sincos`:
+ * Cody-Waite reduction by pi/2, Taylor on |r| <= 0.8; within 1.1e-7 of f64 up to 2^20 rad),
+ * since WGSL bounds its own only on [-pi, pi] (SwiftShader: 3.1e-3 off near 40000 rad).
+ * Relies on f32 arithmetic not being reassociated.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

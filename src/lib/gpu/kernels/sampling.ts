@@ -1,24 +1,10 @@
 /**
- * @file Next-token sampling on the GPU for generation: one dispatch over logits [B, V] with
- * per-row temperature, top-k, top-p and seed, writing the token ids [B] and their logprobs
- * [B]. The design (threshold bisection, Gumbel-max with Philox) is in sampling.wgsl.ts.
- *
- * The logprob is log_softmax(logits / T)[token] over the *full* vocabulary: the policy's
- * logprob at the sampling temperature, which is what GRPO's importance ratios compare
- * against, not the log-probability under the truncated top-k/top-p distribution. Greedy
- * rows (T <= 0) report log_softmax(logits)[argmax] (T = 1).
- *
- * Reproducibility: a row's token depends only on its logits, its parameters, its seed and
- * `step` (the Philox counter), never on its index in the batch or its neighbours. Give
- * each sequence its own seed and advance `step` once per generated token.
- *
- * Constrained decoding: with `mask` (u32 [B, ceil(V / 32)], bit i % 32 of word i / 32 set
- * when token i is allowed) the masked variant draws only allowed tokens: greedy is the
- * argmax over them, top-k and top-p count within them, the draw is from softmax(x / T)
- * renormalised over the allowed and kept set. The logprob is still log_softmax(x / T)[token]
- * over the full vocabulary (the model's, as with top-k / top-p). A row whose mask allows
- * nothing gets an unspecified in-range token. Without `mask` the unconstrained kernel runs,
- * unchanged.
+ * @file Next-token sampling: one dispatch over logits [B, V] with per-row temperature,
+ * top-k, top-p and seed, writing token ids [B] and logprobs [B] (design: sampling.wgsl.ts).
+ * The logprob is log_softmax(logits / T) over the full vocabulary, what GRPO's ratios compare
+ * (greedy: T = 1). A token depends only on its row, parameters, seed and `step`, never on the
+ * batch. `mask` (u32 [B, ceil(V / 32)], bit set = allowed) restricts greedy, top-k, top-p and
+ * the draw to allowed tokens; the logprob stays the full vocabulary's.
  */
 import { assertShape } from '../errors';
 import { Params, type Recorder } from '../kernel';

@@ -1,36 +1,11 @@
 /**
- * @file Token sampling over logits [B, V]: temperature, top-k, top-p, greedy argmax, and a
- * seeded counter-based draw, one workgroup per row (V up to 151936, so the work inside a
- * row is spread over the workgroup's invocations, each striding over the vocabulary).
- *
- * Design. No sort: top-k and top-p are both "keep every logit >= a threshold", and each
- * threshold is found exactly by bisection over the 32-bit order-preserving key of the
- * logit (`key_of`). A bisection pass counts (top-k) or sums the probability mass (top-p)
- * of the logits at or above a candidate key, and in the same pass finds the nearest element
- * keys on either side of it; the search range then snaps to element keys, so it ends after
- * at most 32 passes (each at least halves the key range) and sooner when few distinct logits
- * remain in range. The draw is the Gumbel-max trick: token = argmax over kept i of
- * (x_i - max) / T + G_i, with G_i = -log(-log U_i) from Philox-4x32-10 keyed by
- * (seed, 0) at counter (i / 4, step, 0, 0), word i % 4. That is an exact sample from
- * softmax(x / T) renormalised over the kept set, needs one pass and an argmax (no prefix
- * sum), and depends only on (logits, T, k, p, seed, step), not on the row's place in the
- * batch. (Top-p's f32 mass sums have a fixed order per workgroup size, chosen by V alone,
- * so a row always gets the same bits; only a top_p within rounding of a set boundary could
- * fall differently on another workgroup size.) 1/T is applied as a multiplication.
- *
- * Versions: (a) a radix select with workgroup atomics finds top-k in 4 passes, but top-p
- * needs sums of probability mass and WGSL has no float atomics (and atomic order would make
- * the sums vary run to run); (b) inverse-CDF sampling needs a prefix sum over the vocabulary
- * whose rounding depends on the workgroup size; Gumbel-max avoids both. (c) Reductions as
- * 256-wide trees (8 barriers) with one workgroupUniformLoad per result: 2.7x slower on
- * SwiftShader than the current two levels of 16 sequential combines with one packed load.
- *
- * Numerics. U is built from 23 random bits so that both V = 1 - U and U are exact in f32;
- * E = -log(U) uses a series in V for V < 1/16, because GPU `log` near 1 has only absolute
- * accuracy (2^-21 in WGSL) and the winning token's noise comes from U near 1.
- * Ties: argmax and the draw pick the lowest index; thresholds are on logit values, so equal
- * logits are kept or dropped together (top-k may keep more than k). -0 and +0 are one key.
- * NaN logits give an unspecified (but in-range) token.
+ * @file Token sampling over logits [B, V], one workgroup per row: temperature, top-k,
+ * top-p, greedy, and a seeded draw. No sort: each threshold ("keep logits >= t") is found
+ * by bisection over the 32-bit order-preserving key, at most 32 passes. The draw is
+ * Gumbel-max (argmax of (x - max) / T + G, G from Philox-4x32-10 at (seed, step, i)): an
+ * exact sample of the kept softmax, no prefix sum, no float atomics, independent of the
+ * batch. U has 23 bits (U and 1 - U exact); -log(U) uses a series near 1, where GPU log is
+ * only absolutely accurate. Ties pick the lowest index; equal logits are kept together.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,45 +1,11 @@
 /**
- * @file Skinny matmul: y[B, N] = x[B, K] W[N, K]^T for few rows (a decode step's B
- * tokens), with what a decode step does around it fused in: + bias, + LoRA's up
- * projection scale * xa B^T, + beta * y (the residual), several weight matrices that read
- * the same x in one dispatch (q, k, v; LoRA's A of q, k, v), and gate/up with SwiGLU.
- * Weights f32 or f16 (read as u32 words and widened: no `shader-f16` needed); x, y f32.
- * WGSL in skinny.wgsl.ts; CPU reference in reference/skinny.ts.
- *
- * Why: the general tiled matmul (matmul.ts) spends a 64-row tile on B = 1..32 rows, and
- * for few rows picks split-K with a second reduce pass; a decode step is ~100 weight
- * products of a few rows each, bound by reading the weights once plus the per-dispatch
- * cost (~10-20 us on Dawn/Vulkan), so both the arithmetic per weight byte and the
- * dispatch count matter.
- *
- * Versions (designed for the H200: 132 SMs, ~4.8 TB/s, subgroup size 32; checked for
- * correctness on SwiftShader, subgroup size 4, so none is timed yet; the tiled path is
- * the baseline they replace in the decode step):
- *  1. lane groups of `lanes` invocations split K with 16-byte loads, `cols` columns per
- *     group, all rows of a pass (`rows`) accumulated per weight load; shuffle butterfly
- *     reduction, workgroup memory only past one subgroup. Default tiling (chooseTiling):
- *     ~8 weight vectors per lane (lanes = K / 8 vectors, between 4 and 32; more when the
- *     output is too narrow to fill the GPU, e.g. LoRA's A with N = r), rows x cols <= 32
- *     accumulators (B = 8: 8 x 4), workgroups of >= 1 subgroup, at most 128 invocations,
- *     smaller while that leaves fewer than gpu.tuning.targetWorkgroups (tuning.ts: 264,
- *     2 per SM, on the H200; 16 on SwiftShader).
- *  2. the same without subgroups: a tree in workgroup memory (portable fallback; also
- *     selectable with subgroup = 0).
- *  3. fusions that cut dispatches (decode-layer.ts 'fused'): several weights per dispatch
- *     (split only where the device's storage-buffer limit says so), bias, LoRA's up
- *     projection, SwiGLU and the input RMSNorm in the epilogue / loads. On the tiny test
- *     model a decode step went from 69 dispatches (tiled) to 49 (one skinny call per
- *     product) to 37 (fused) and 32 with the norms fused (2 layers, LoRA on all 7).
- * Worth timing on the H200 (bench-generate --decode-matmul, see tools/bench/bench-generate.ts):
- *  - 'tiled' / 'skinny' / 'fused': what the kernel and what the fusions buy;
- *  - lanes 8 / 16 / 32 (K = 896 f32: 28 / 14 / 7 vectors per lane on q/k/v, o, gate/up
- *    and the lm_head);
- *  - cols 2 vs 4 at B = 8 (x is reloaded from L1 rows / cols times per weight vector);
- *  - rows 8 vs 16 vs 32 at B = 32 (registers vs re-reading weights for a second pass);
- *  - subgroup = 0 (workgroup-memory tree) vs the shuffle butterfly;
- *  - groups (threads per workgroup / lanes) 1..8 on the narrow q/k/v and down products.
- * Not tried yet: unrolling the K loop by 2 for more loads in flight; staging x in
- * workgroup memory; f16 arithmetic (`shader-f16`) for the products.
+ * @file Skinny matmul, y[B, N] = x[B, K] W[N, K]^T for a decode step's few rows, with the
+ * step's work around it fused: bias, LoRA's up projection, beta y (the residual), several
+ * weights reading one x in one dispatch, gate/up with SwiGLU, the input RMSNorm. Weights
+ * f32 or f16 (widened from u32 words). Why: the tiled matmul wastes a 64-row tile on B rows,
+ * and a decode step is ~100 small products bound by weight reads and per-dispatch cost.
+ * chooseTiling picks lanes, cols, rows and groups; the variants to time on a GPU are
+ * bench-generate --decode-matmul's.
  */
 import type { Gpu } from '../device';
 import { OverLimitError, ShapeMismatchError, assertShape } from '../errors';

@@ -1,28 +1,10 @@
 /**
- * @file Skinny matmul in WGSL: y[B, N] = x[B, K] W[N, K]^T (+ beta y) for few rows B (a
- * decode step), generated per variant. Every weight element is read once per pass over
- * the rows; the rows (all of them, up to `rows` per pass) are accumulated per weight read.
- *
- * Design (GEMV with a row block; see skinny.ts for the versions and the choice):
- *  - A lane group of `lanes` invocations owns `cols` consecutive output columns. Its lanes
- *    split K: lane l reads weight vectors l, l + lanes, ... of each of its columns (16-byte
- *    loads: vec4<f32>, or 8 f16 as vec4<u32> widened with unpack2x16float, which needs no
- *    `shader-f16`), and the matching x vectors of every row of the pass (x is small and
- *    stays in L1/L2), into rows x cols f32 accumulators.
- *  - Reduction over the lanes: with a fixed subgroup size S, a butterfly of
- *    subgroupShuffleXor over min(lanes, S) lanes, then (lanes > S) one partial per
- *    subgroup through workgroup memory; without subgroups, a tree in workgroup memory.
- *  - A workgroup holds `groups` lane groups. Several weight matrices ("segments", e.g.
- *    q, k and v, all reading the same x) share one dispatch: each workgroup belongs to one
- *    segment, chosen by its (uniform) workgroup index, so barriers stay in uniform flow.
- *  - Epilogue per output: + bias[n]; + scale * sum_j xa[row, off + j] B[n, j] (LoRA's
- *    up projection, xa = x A^T computed before); + beta * y; written at
- *    y[row * ldy + yOff + n] (lm_head chunks write straight into the logits' columns).
- *    'swiglu' output: two segments (gate, up) of the same N, one output silu(g) * u.
- *  - `norm`: x is first RMS-normalised (x * rstd * g, g [K]): the lanes multiply x by g
- *    as they load it and also sum x^2 per row (x is read anyway), reduced with the
- *    products; the epilogue scales by rstd = 1 / sqrt(sum / K + eps). Saves a norm
- *    dispatch and its output's round trip.
+ * @file Skinny matmul in WGSL: y[B, N] = x[B, K] W[N, K]^T (+ beta y) for few rows, each
+ * weight read once per pass over the rows. A lane group splits K with 16-byte loads (f16:
+ * vec4<u32> widened, no `shader-f16`) over `cols` columns and all the pass's rows; lanes
+ * reduce by subgroup shuffles (or a workgroup-memory tree). Several weights reading one x
+ * ("segments") share a dispatch, one per workgroup. Epilogue: bias, LoRA's up projection,
+ * beta y, strided output, or SwiGLU of two segments; `norm` fuses the input RMSNorm.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

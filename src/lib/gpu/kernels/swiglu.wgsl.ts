@@ -1,24 +1,9 @@
 /**
- * @file SwiGLU, the gated MLP activation of Llama and Qwen (transformers' LlamaMLP:
- * down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn = SiLU): h = silu(gate) * up,
- * elementwise over [N, I], forward and backward. One invocation per element.
- *
- * Numerics: sigmoid is computed from e = exp(-|g|), which lies in (0, 1], never from
- * exp(+|g|): for g = 100 exp(g) would overflow f32 to Inf (and Inf / Inf is NaN), for
- * g = -100 1 / (1 + Inf) would divide by Inf, where WGSL only bounds division for
- * denominators below 2^126. s = sigmoid(g) and 1 - s are both formed as a quotient by
- * 1 + e in [1, 2], so neither cancels: silu'(g) = s * (1 + g * (1 - s)) stays accurate
- * for large |g|. exp(-100) is below f32's smallest normal; a GPU that flushes it gives
- * silu(-100) = 0 for the true -3.7e-42.
- *
- * Layouts: `gate` and `up` as two tensors [N, I], or fused as one gate_up [N, 2I] with
- * the gate in columns [0, I) and up in [I, 2I) of each row (Phi-3's gate_up_proj and
- * `chunk(2, dim=-1)` order). The fused backward writes d_gate_up [N, 2I] in the same
- * layout. WebGPU forbids binding one buffer twice when either binding is writable, so the
- * fused variants bind one buffer and index both halves.
- *
- * Versions: one f32 scalar per invocation, 256 per workgroup (the portable maximum).
- * The op is memory bound (3 or 5 f32 per element); a vec4 variant was not tried yet.
+ * @file SwiGLU (LlamaMLP's act: h = silu(gate) * up) over [N, I], forward and backward.
+ * sigmoid comes from e = exp(-|g|) in (0, 1], never exp(+|g|) (Inf, or a division by Inf
+ * WGSL does not bound), and s and 1 - s are both quotients by 1 + e, so silu' stays
+ * accurate for large |g|. Layouts: gate and up apart, or fused gate_up [N, 2I] (gate first,
+ * as Phi-3), bound once since a buffer may not be bound twice when one binding writes.
  */
 import { LINEAR_WORKGROUP_WGSL } from '../kernel';
 

@@ -1,17 +1,8 @@
 /**
- * @file The k most likely tokens of each row of logits [B, V] and their log-probabilities
- * log_softmax(logits / T) (T <= 0: T = 1, as the sampler reports a greedy row's logprob):
- * OpenAI's `top_logprobs`. Generation runs it only for a call that asks (k <= 20), after
- * the sampler, on the same logits; the default decode step never records it.
- *
- * One workgroup per row: the row's max and sum of exp (the normaliser), then k argmax
- * passes, each over the tokens ranked below the last one found (logit descending, index
- * ascending on ties: a total order, so no set of chosen tokens is kept). k passes of a
- * tree reduction cost k * log2(WG) barriers: fine for an opt-in k <= 20.
- *
- * Versions: a single pass keeping a per-invocation top-k list merged in shared memory would
- * take fewer barriers but k x WG shared words per row; the k passes are simpler and cost
- * little beside the decode step's matmuls.
+ * @file OpenAI's `top_logprobs`: the k <= 20 most likely tokens of each row of logits [B, V]
+ * and their log_softmax(logits / T) (T <= 0: T = 1), recorded only for a call that asks.
+ * One workgroup per row: the normaliser, then k argmax passes over the tokens ranked below
+ * the last (logit descending, index ascending: a total order); k log2(WG) barriers.
  */
 import { assertShape } from '../errors';
 import { LINEAR_WORKGROUP_WGSL, Params, type Recorder } from '../kernel';

@@ -1,14 +1,9 @@
 /**
- * @file CPU reference for causal grouped-query attention with a padding mask, written
- * for clarity, in f64: every score is computed, the softmax is taken over the whole row,
- * and the backward pass is derived by hand (no recomputation tricks), so the GPU
- * kernels' online softmax and saved-logsumexp backward are checked against plain math.
- *
- * Layout (row-major, as the projections produce it): q and out [B, T, Hq, D], k and v
- * [B, Tk, Hkv, D], lse [B, Hq, T]. Query t of batch b sits at position qOffset + t and
- * sees keys 0..qOffset+t (causal) that are also below lengths[b] (right padding). A query
- * at a position >= lengths[b] is padding: its output and lse are 0, its gradients 0.
- * Query head h reads kv head floor(h / (Hq / Hkv)).
+ * @file CPU reference for causal grouped-query attention with a padding mask, in f64:
+ * every score, a full-row softmax, a hand-derived backward, so the kernels' online softmax
+ * is checked against plain math. q, out [B, T, Hq, D], k, v [B, Tk, Hkv, D], lse [B, Hq, T];
+ * query t sits at qOffset + t, sees keys 0..qOffset + t below lengths[b]; a query past
+ * lengths[b] is padding (zeros). Head h reads kv head floor(h / (Hq / Hkv)).
  */
 
 export interface AttentionDims {

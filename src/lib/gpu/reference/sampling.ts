@@ -1,13 +1,8 @@
 /**
- * @file CPU reference for token sampling, written for clarity, in f64, with a full sort:
- * temperature, then top-k, then top-p (Hugging Face's warper order), then a draw by the
- * Gumbel-max trick with the same Philox noise the GPU uses, so a test can ask for the very
- * token the GPU must pick.
- *
- * Sets, with ties: top-k keeps every token whose logit is >= the k-th largest (as HF's
- * TopKLogitsWarper); top-p keeps a token when the renormalised probability of the tokens
- * *strictly* more likely than it is < top_p, so tokens of equal logit are kept or dropped
- * together. The most likely token is always kept.
+ * @file CPU reference for token sampling, in f64 with a full sort: temperature, top-k,
+ * top-p (Hugging Face's order), then Gumbel-max with the GPU's Philox noise, so a test can
+ * ask for the very token. Ties: top-k keeps every logit >= the k-th; top-p keeps a token
+ * when the mass strictly above it is < top_p (equal logits together); the best is kept.
  */
 import { philox4x32 } from './philox';
 

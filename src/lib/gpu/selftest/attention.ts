@@ -1,10 +1,8 @@
 /**
  * @file Attention (forward and backward) checked against its f64 CPU reference.
- * Tolerance: 2e-5 absolute + 1e-4 relative. The kernels accumulate in f32 in another
- * order than the reference (an online softmax over key tiles, sums over head-dim chunks;
- * dk/dv summed over every query row and head of a group), with unit-normal inputs and
- * scores of order 1; the errors seen are ~1e-6, and a dropped mask term or wrong head
- * mapping is off by >1e-2. Cases may pin a tiling (tuning) to reach tile edges.
+ * Tolerance 2e-5 absolute + 1e-4 relative: f32 sums in another order (online softmax,
+ * head-dim chunks, dk/dv over a group) give ~1e-6; a dropped mask term or wrong head is
+ * off by > 1e-2. Cases may pin a tiling (tuning) to reach tile edges.
  */
 import type { Gpu } from '../device';
 import { run } from '../kernel';

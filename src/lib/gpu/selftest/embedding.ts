@@ -1,15 +1,9 @@
 /**
- * @file Embedding lookup and scatter-add gradient checked against the f64 CPU reference,
- * over a plain tensor or a ChunkedMatrix with small chunks, with repeated ids and ids
- * out of range. Tolerances: the lookup is a copy, so exact. The gradient sums k
- * occurrences of an id in f32, each addition rounding by at most 2^-24 of the running
- * sum; with unit-normal dy that is ~1e-7 * k * sqrt(k) at worst and far less typically,
- * so 1e-6 * (k + 1) absolute + 1e-5 relative, k the most repeated id's count. With
- * 'dyadic' values (multiples of 2^-8 in [-2, 2]) every partial sum is exact in f32 for
- * N < 2^14, so the gradient must match exactly: a missed or doubled token shows.
- * status counts bad ids once in the forward and once in the backward.
- * With an f16 W (`weight: 'f16'`, the lookup only; dW stays f32) the reference reads the
- * f16-rounded values, and the lookup, a copy of values f32 holds exactly, must match exactly.
+ * @file Embedding lookup and scatter-add gradient checked against the f64 reference, over a
+ * tensor or a ChunkedMatrix of small chunks, with repeated and out-of-range ids. The lookup
+ * is a copy: exact (f16 W too). The gradient: 1e-6 * (k + 1) absolute + 1e-5 relative, k the
+ * most repeated id's count; with dyadic values every f32 sum is exact, so it must match
+ * exactly. status counts bad ids once forward, once backward.
  */
 import { ChunkedMatrix, uploadChunkedMatrix } from '../chunked';
 import type { Gpu } from '../device';

@@ -1,12 +1,8 @@
 /**
  * @file Chunked log-softmax of chosen tokens checked against the full f64 log-softmax.
- *
- * Tolerances: the GPU logits are f32 dot products over C, so their error is relative to
- * the largest logit, not to the (possibly tiny) logprob; the online softmax adds f32
- * rounding of the same order. Absolute tolerances are therefore scaled by the case's
- * largest |logit| (or, for dh, its largest entry); see the two functions below.
- * With an f16 W (`weight: 'f16'`) the reference takes the f16-rounded W: the kernels read
- * exactly those values and compute in f32, so the same tolerances apply.
+ * The GPU logits are f32 dot products, so tolerances scale with the case's largest |logit|
+ * (for dh, its largest entry), not the logprob. An f16 W is compared with the f16-rounded
+ * reference, with the same tolerances.
  */
 import { uploadChunkedMatrix, type ChunkedMatrix } from '../chunked';
 import type { Gpu } from '../device';

@@ -1,13 +1,8 @@
 /**
- * @file RoPE checked against its CPU reference (f64 rotation of the f32 angle, see
- * reference/rope.ts), forward and backward, in place and not.
- * Tolerance: 1e-6 absolute + 1e-5 relative for unit-normal inputs. The kernel's sin/cos
- * are within ~1.1e-7 of f64 for every angle below 1.6e6 rad (rope.wgsl.ts), s cos and
- * s sin round once more (6e-8 relative), and x1 c - x2 s rounds twice: about
- * (|x1| + |x2|) * 2.5e-7, under 1e-6 while |x1| + |x2| < 4. Large positions need nothing
- * looser because both sides rotate by the same f32 angle; against the exact real angle
- * pos * theta^(-2i/D) f32's rounding of the angle alone is up to 2^-10 rad at 30000, the
- * error transformers has too.
+ * @file RoPE checked against its CPU reference (f64 rotation of the same f32 angle),
+ * forward and backward, in place and not. Tolerance 1e-6 absolute + 1e-5 relative: sin/cos
+ * within ~1.1e-7 below 1.6e6 rad and two more roundings; large positions need nothing
+ * looser, both sides rotating by the same f32 angle (as transformers rounds it).
  */
 import type { Gpu } from '../device';
 import { run } from '../kernel';

@@ -1,11 +1,8 @@
 /**
- * @file Sampling checked against its sort-based CPU reference. The reference draws with the
- * same Philox noise and the Gumbel-max trick, so the GPU must return the very same token
- * (exact comparison); where the reference's best two Gumbel keys are within GAP_MIN (f32
- * rounding could swap them) the runner-up is accepted too. Cases nudge top_p away from a
- * set boundary by at least TOP_P_MARGIN, since f32 and f64 mass sums may fall either side.
- * Logprobs: 1e-5 absolute + 1e-5 relative: an f32 sum of up to 151936 exponentials
- * (relative error ~1e-6, so ~1e-6 in its log) plus (x - max) / T rounded to f32.
+ * @file Sampling checked against its sort-based CPU reference, which draws with the same
+ * Philox noise and Gumbel-max, so the token must match exactly (the runner-up is accepted
+ * where the best two keys are within GAP_MIN); top_p kept TOP_P_MARGIN from a set boundary.
+ * Logprobs: 1e-5 absolute + 1e-5 relative (an f32 sum of up to 151936 exponentials).
  */
 import type { Gpu } from '../device';
 import { run } from '../kernel';

@@ -1,17 +1,8 @@
 /**
- * @file The skinny matmul (few rows, fused epilogue) checked against its f64 reference.
- *
- * Tolerance: inputs uniform in [-1, 1) as in the matmul self-test, so the K-term dot
- * product's f32 rounding stays below 1e-5 * sqrt(K) (that file derives the bound); the
- * bias and the LoRA term (r products, scaled) add a few roundings of values below
- * scale * r: atol = 1e-5 * (sqrt(K) + scale * r), rtol 1e-5. f16 weights are rounded to
- * f16 on the host before the reference sees them. SwiGLU multiplies an error e in gate
- * or up by at most |up| + |gate| (silu' <= 1.1), and exp adds a few ulps relative to the
- * result: atol = 2.2 * atol * max(|z|, 1), rtol 1e-5 + 8 ulps.
- * y starts as NaN where beta = 0 (a read would show), and columns outside a segment's
- * [yOffset, yOffset + N) must come back unchanged. With the norm fused, x * rstd * g is up
- * to sqrt(3) times |x| (rstd of uniform rows is about sqrt(3)) plus rstd's own rounding:
- * atol doubled.
+ * @file The skinny matmul (few rows, fused epilogue) checked against its f64 reference:
+ * atol 1e-5 * (sqrt(K) + scale * r) for the dot product, bias and LoRA term (rtol 1e-5);
+ * SwiGLU scales it by 2.2 max(|z|, 1) plus 8 ulps; a fused norm doubles it. y starts NaN
+ * where beta = 0, and columns outside a segment must come back unchanged.
  */
 import type { Gpu } from '../device';
 import { f16BitsToF32, f32ToF16Bits } from '../half';
