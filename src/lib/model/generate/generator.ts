@@ -1,17 +1,10 @@
 /**
- * @file Batched generation with a KV cache and the model's current LoRA adapters (the
- * policy being trained): a call's prompts are prefilled (prefill.ts), then decoded together
- * one token per sequence per step (decode-session.ts), sampled on the GPU.
- *
- *   const gen = new Generator(model);
- *   const [a, b] = await gen.generate([[1, 2, 3], [4, 5]], { maxTokens: 64, seed: 7 });
- *   a.ids, a.logprobs, a.finishReason   // new tokens, their logprobs, 'stop' | 'length'
- *
- * The host stays one step ahead: step s + 1 is submitted before step s's ids are read (a
- * sequence that finished rides along, its result ignored), except under constraints, where
- * a step's mask needs the step before's token. Memory is checked (generation-memory.ts)
- * before anything is allocated; the session is kept for the next call of the same batch
- * size and a similar length until release().
+ * @file Batched generation with a KV cache and the model's current LoRA (the policy being
+ * trained): prompts prefilled (prefill.ts), then decoded one token per sequence per step
+ * (decode-session.ts), sampled on the GPU. The host stays one step ahead (step s + 1 is
+ * submitted before step s's ids are read), except under constraints, whose masks need the
+ * last token. Memory is checked before allocating; a session is kept for the next similar
+ * call until release().
  */
 import { ShapeMismatchError } from '../../gpu/errors';
 import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';

@@ -1,11 +1,8 @@
 /**
  * @file GPU memory of a generation call, worked out before anything is allocated: the
- * model (weights, LoRA state), the prefill of the largest group of prompts (memory.ts's
- * scoring estimate for that batch), the KV cache (2 x L x [B, S, Hkv, D] f32), and the
- * decode step's own buffers: one layer's activations for B tokens, the logits [B, V], and
- * the recorded step's scratch (split-K partial sums of one layer, as matmul chooses them,
- * shared by all layers; decode attention's partial states; the LM head's).
- * All of it is alive at once during the prefill, so the total is the peak.
+ * model, the prefill of the largest prompt group, the KV cache (2 x L x [B, S, Hkv, D] f32)
+ * and the decode step's buffers (one layer's activations, logits [B, V], the recorded
+ * step's scratch). All are alive at once during the prefill, so the total is the peak.
  */
 import type { Gpu } from '../../gpu/device';
 import { decodeSplitPlan } from '../../gpu/kernels/decode-attention';

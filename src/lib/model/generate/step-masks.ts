@@ -1,11 +1,8 @@
 /**
- * @file The per-step allowed-token masks of a constrained generate call: the host side of
- * constrained decoding. Before each step, every active constrained sequence's
- * TokenConstraint fills its row of a u32 [B, ceil(V / 32)] bitmask, which is written to
- * the GPU (only those rows: ceil(V / 32) * 4 bytes each, 19 KB for Qwen's 151936) for the
- * masked sampler (gpu/kernels/sampling.ts) to read. Unconstrained rows of the same call
- * are all ones, written once. A call with no constraint never makes one of these: its
- * steps upload nothing and keep the Generator's one-step look-ahead.
+ * @file The host side of constrained decoding: before each step every active constrained
+ * sequence fills its row of a u32 [B, ceil(V / 32)] bitmask, and only those rows are
+ * written to the GPU for the masked sampler (unconstrained rows: all ones, once). A call
+ * with no constraint makes none, and keeps the Generator's one-step look-ahead.
  */
 import type { TokenConstraint } from './options';
 import type { Tensor } from '../../gpu/tensor';

@@ -1,14 +1,9 @@
 /**
- * @file Opens a Hugging Face model folder as published (config.json,
- * generation_config.json?, tokenizer.json, tokenizer_config.json, chat_template.jinja?,
- * model.safetensors or model.safetensors.index.json + shards) from a CheckpointStore: a
- * local directory (node-checkpoint.ts) or a URL prefix (url-checkpoint.ts).
- *
- * Order: config.json first (an unsupported architecture is refused before anything else
- * is read), then the tokenizer files, then each weight file's header only; the headers
- * are checked against the config (every tensor present, in its shape, in a readable
- * dtype) before any weight data is read or downloaded. Only then are the weight files
- * made available (downloaded, for a URL), with progress in bytes over all of them.
+ * @file Opens a Hugging Face model folder as published (config.json, tokenizer files,
+ * safetensors, optional generation_config.json and chat_template.jinja) from a
+ * CheckpointStore (a directory, or a URL prefix). config.json first (an unsupported
+ * architecture is refused at once), then the tokenizer, then each weight file's header,
+ * checked against the config before any weight data is read or downloaded.
  */
 import type { ByteSource } from './byte-source';
 import { parseModelConfig } from './config';

@@ -1,15 +1,9 @@
 /**
- * @file Hugging Face config.json (+ generation_config.json) -> the normalised ModelConfig,
- * and the rotary frequencies it implies.
- *
- * Both spellings load: transformers 4.x (`rope_theta`, `rope_scaling` with `rope_type` or
- * the older `type`, `torch_dtype`) and 5.x (`rope_parameters` holding `rope_theta` and
- * `rope_type`, `dtype`). Defaults for absent optional fields are transformers' own for
- * each architecture (LlamaConfig, Qwen2Config, Qwen3Config); fields that size the model
- * (vocab, hidden, intermediate, layers, heads) have no sensible default and are required.
- * Anything the forward pass would compute differently from transformers (another
- * activation, sliding-window layers, other RoPE types, MLP biases) is refused with a typed
- * error rather than silently approximated.
+ * @file Hugging Face config.json (+ generation_config.json) -> the normalised ModelConfig
+ * and its rotary frequencies. Both transformers 4.x and 5.x spellings load; absent optional
+ * fields get transformers' defaults per architecture, sizes are required. Whatever the
+ * forward would compute differently (another activation, sliding windows, other RoPE types,
+ * MLP biases) is refused with a typed error, never approximated.
  */
 import { ropeInvFreq as defaultInvFreq } from '../../gpu/kernels/rope';
 import {

@@ -1,11 +1,8 @@
 /**
- * @file Folds a LoRA adapter into its base weights, as peft's `merge_and_unload` does:
- * W' = W + (alpha / r) B A for every targeted projection (W [out, in], A [r, in],
- * B [out, r]). The merged model with no adapter computes what the base with the adapter
- * computes (up to f32 rounding); a new adapter can then be trained on top of it, and its
- * "LoRA off" reference (the KL penalty's) is the merged model.
- *
- * Pure: tensors in, tensors out (f32 values; the caller writes them in the file's dtype).
+ * @file Folds a LoRA adapter into its base weights as peft's `merge_and_unload` does:
+ * W' = W + (alpha / r) B A per targeted projection (W [out, in], A [r, in], B [out, r]).
+ * A new adapter can train on top, its "LoRA off" reference being the merged model. Pure:
+ * f32 tensors in and out (the caller writes them in the file's dtype).
  */
 import { LoraConfigError } from '../errors';
 import { peftName, type LoraConfig } from '../transformer/lora';

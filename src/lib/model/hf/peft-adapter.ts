@@ -1,18 +1,9 @@
 /**
- * @file Reads a LoRA adapter as PEFT saves it (`save_pretrained`): adapter_config.json
- * and adapter_model.safetensors, whose tensors are named
- * `base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight` (A [r, in]) and
- * `...lora_B.weight` (B [out, r]), the adapter name removed (lora.ts `peftName`).
- *
- * Only what LoraParameters can represent is accepted: plain LoRA (`peft_type` LORA) with
- * one rank and alpha for every module (no rank/alpha patterns), scale alpha / r (no
- * rsLoRA), no DoRA, no biases, no extra trained modules, every layer, target modules
- * among the seven projections (a list, or "all-linear"). Anything else is a
- * LoraConfigError naming the setting, never a silent approximation. The tensors must
- * cover exactly the targeted modules of every layer in the model's shapes.
- *
- * Reading only; writing an adapter (for transformers to load) belongs to the training
- * side (issue 5).
+ * @file Reads a LoRA adapter as PEFT's `save_pretrained` writes it (adapter_config.json,
+ * adapter_model.safetensors, tensors `base_model.model.model.layers.{i}...lora_A.weight`).
+ * Only what LoraParameters can represent is accepted: plain LoRA, one rank and alpha, scale
+ * alpha / r, no DoRA, biases or extra modules, every layer, targets among the seven
+ * projections; anything else is a LoraConfigError naming the setting.
  */
 import type { ByteSource } from './byte-source';
 import { InvalidConfigError, LoraConfigError, NonFiniteWeightsError } from '../errors';

@@ -1,15 +1,9 @@
 /**
  * @file The safetensors format, read: an 8-byte little-endian header length N, N bytes of
- * JSON `{name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__"?: {...}}`, then
- * the data region, offsets relative to its start. Validation follows the reference
- * implementation's rules (huggingface/safetensors `validate`): the tensors tile the data
- * region exactly, in order, without gaps or overlaps, each holding product(shape) x the
- * dtype's size bytes, and the region ends where the file ends. Every violation is a
- * CorruptCheckpointError naming the file and the tensor.
- *
- * Works on byte ranges (see byte-source.ts): the header is parsed from the first 8 + N
- * bytes, and each tensor is read on its own. F32, F16 and BF16 are decoded to f32
- * (host byte order is little-endian on every platform WebGPU runs on, as in the file).
+ * JSON {name: {dtype, shape, data_offsets}}, then the data. Validated as the reference
+ * implementation does (tensors tile the data exactly, in order, to the file's end); any
+ * violation is a CorruptCheckpointError naming file and tensor. Reads byte ranges (header,
+ * then each tensor); F32, F16 and BF16 decode to f32.
  */
 import { f16BitsToF32 } from '../../gpu/half';
 import type { ByteSource } from './byte-source';

@@ -1,20 +1,9 @@
 /**
- * @file A model under a URL prefix (e.g. `https://huggingface.co/<repo>/resolve/main/`) as
- * a CheckpointStore, with every file cached so a second load makes no network request.
- *
- * - Weight headers come first, by HTTP range request (falling back to reading the start
- *   of a plain 200 response and cancelling it), so a checkpoint that does not match its
- *   config is refused before gigabytes are downloaded.
- * - A weight file is then downloaded whole, streamed (progress per chunk), and accepted
- *   only if exactly the header's declared size arrived and, when the server sent one,
- *   Content-Length agrees. Only an accepted file is written to the cache: a half-finished
- *   download is never taken for a complete one. Text files are cached after the whole
- *   body arrived (and, for .json, parsed).
- * - After a complete load a manifest (which files exist, which do not) is cached beside
- *   them, so optional files that are absent cost no request either.
- *
- * `fetch` and the cache are injectable: Node tests use a local HTTP server and an
- * in-memory cache; the browser default is the Cache API (`caches.open(MODEL_CACHE_NAME)`).
+ * @file A model under a URL prefix (e.g. a Hub resolve/main/ URL) as a CheckpointStore,
+ * every file cached so a second load makes no request. Weight headers come first by range
+ * request, so a mismatch is refused before gigabytes download; a weight file is cached only
+ * when exactly its declared size arrived; a manifest of present and absent files follows a
+ * complete load. `fetch` and the cache are injectable (browser default: the Cache API).
  */
 import { blobByteSource, type ByteSource } from './byte-source';
 import {

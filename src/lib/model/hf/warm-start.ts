@@ -1,17 +1,9 @@
 /**
- * @file Warm starts: a LoRA adapter (PEFT's two files) that an environment's preset starts
- * from, made by tools/make-warm-start.ts (SFT on the environment's demonstrations) and
- * shipped beside the base model it was made for, with a manifest (warm-start.json) that
- * names that base by a hash of its tensors. Applied one of two ways:
- *
- * - 'merged': folded into the base weights as they are read (W + (alpha / r) B A, as
- *   lora-merge.ts), so a fresh adapter trains on top and its "LoRA off" reference, the KL
- *   penalty's, is the warm-start policy (what reached 0.92 at tic-tac-toe: BENCHMARKS.md);
- * - 'stacked': loaded as the trainable adapter's initial weights (same rank and targets).
- *
- * The hash is sha256 over every tensor of the base in name order, each as its UTF-8 name,
- * a 0 byte, then its stored bytes: independent of file layout and header order, and what
- * the manifest records at the time the adapter is made.
+ * @file Warm starts: a PEFT adapter an environment's preset starts from (made by
+ * tools/make-warm-start.ts), shipped with a manifest naming its base by a hash of its
+ * tensors (sha256 over each tensor in name order: UTF-8 name, a 0 byte, stored bytes).
+ * 'merged' folds it into the weights as they are read, so a fresh adapter trains on top
+ * and the KL reference is the warm-start policy; 'stacked' loads it as the adapter.
  */
 import { WarmStartMismatchError } from '../errors';
 import { mergeProjection } from './lora-merge';

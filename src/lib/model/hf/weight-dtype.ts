@@ -1,37 +1,9 @@
 /**
- * @file Which dtype each frozen weight is kept in on the GPU, and the host-side conversion
- * to f16 with its accuracy check (weights.ts uploads; memory.ts counts the bytes).
- *
- * Policy (`TransformerOptions.weightDtype`), for the projections' weights (q, k, v, o,
- * gate, up, down: [out, in]), the embedding and an untied lm_head:
- *  - 'auto' (default): a tensor stored as f16 is kept f16 (exact); one stored as bf16 is
- *    kept f16 when the conversion keeps accuracy (the check below), else f32; one stored as
- *    f32 stays f32.
- *  - 'f16': f16 whatever the checkpoint holds, rounded to nearest even (f32 and bf16 values
- *    lose bits; a value over 65504 becomes +-inf: forcing means forcing).
- *  - 'f32': f32, widened exactly (the memory of PyTorch's float32 load).
- * Norm weights and biases are always f32: they are tiny, and the kernels that read them
- * (rmsnorm, bias add) take f32.
- *
- * f16 on every device, not only on those with `shader-f16`: the kernels that read these
- * weights (matmul for the projections and the LM head, the embedding gather) read f16 on
- * every device, as array<f16> where the feature exists and as u32 words widened with
- * unpack2x16float where it does not (SwiftShader, Chrome on Linux), and compute in f32
- * either way. So f16 weights give the same numbers as f32 weights holding the same values,
- * everywhere, at half the memory; nothing is gained by widening them on other devices.
- *
- * The bf16 -> f16 check: bf16 keeps 8 significant bits and f16 11, so a bf16 value is
- * exact in f16 inside f16's range: every normal f16 magnitude [2^-14, 65504], and since
- * bf16's spacing at exponent e is 2^(e-7), subnormal ones down to 2^-17 too. Smaller
- * values round to a multiple of 2^-24 (error at most 2^-25); larger than 65504 overflows.
- * A tensor is kept f16 when its relative error max |x - f16(x)| / max |x| (over finite x)
- * is at most F16_MAX_RELATIVE_ERROR = 1e-3: no overflow (its error is infinite), and
- * flushed small values only where they are negligible next to the tensor's own scale (a
- * weight matrix with max |x| ~ 0.1 errs by at most 3e-8 / 0.1 = 3e-7). 1e-3 is about
- * twice f16's own rounding of the largest value (2^-11 = 4.9e-4) and the parity check's
- * tolerance. Real bf16 checkpoints pass whole; a tensor that fails stays f32 and is
- * reported (ModelWeights.keptF32). Non-finite values are kept as they are (f16 has inf and
- * NaN too) and do not count.
+ * @file Which dtype each frozen weight (projections, embedding, lm_head) is kept in, and
+ * the host conversion to f16 with its check. 'auto': f16-stored stays f16, bf16 becomes f16
+ * when max |x - f16(x)| / max |x| <= 1e-3 (else f32), f32 stays f32; 'f16' and 'f32' force.
+ * Norms and biases stay f32. f16 on every device: kernels read f16 as u32 words where
+ * `shader-f16` is missing and compute in f32, so results equal f32 weights of those values.
  */
 import { f16BitsToF32, f32ToF16Bits } from '../../gpu/half';
 import type { ModelConfig, StoredTensorInfo, WeightDType } from '../types';

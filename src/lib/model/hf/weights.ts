@@ -1,23 +1,9 @@
 /**
- * @file A model's frozen weights on the GPU, uploaded from a WeightSource: the embedding
- * (and an untied lm_head) as ChunkedMatrix, so a 151936 x 896 vocabulary (545 MB in f32)
- * works on devices that bind less than that at once; every other tensor as one Tensor (the
- * largest, an MLP projection of a 1B model, is 8192 x 2048 x 4 = 64 MiB in f32).
- *
- * Dtypes (weight-dtype.ts has the policy and the accuracy check): the projections, the
- * embedding and the lm_head are kept f16 or f32 per `weightDtype` ('auto' by default: f16
- * when the checkpoint stores them as f16, or as bf16 that converts to f16 within 1e-3
- * relative error; f32 otherwise), on every device; norms and biases are always f32. f16
- * values are uploaded as their bits (readF16Bits, or bf16 bits through a lookup table:
- * readBf16Bits), so nothing is widened on the host on the way. `dtypes` says what each
- * tensor got and `keptF32` which f16/bf16 tensors 'auto' kept in f32, and why.
- *
- * The source is checked against the config (names and shapes, weight-spec.ts) before
- * anything is allocated; if reading or uploading fails part-way, everything uploaded so
- * far is released before the error propagates.
- *
- * Ownership: the ModelWeights owns every tensor; `release()` frees them all (the tied
- * lm_head is the embedding itself and is freed once).
+ * @file A model's frozen weights on the GPU from a WeightSource: the embedding (and an
+ * untied lm_head) as ChunkedMatrix, the rest as one Tensor each. Projections, embedding and
+ * lm_head are f16 or f32 per `weightDtype` (weight-dtype.ts), uploaded as their bits;
+ * norms and biases f32. The source is checked against the config first, and a failed
+ * upload releases what it made. `dtypes` and `keptF32` say what each tensor got.
  */
 import { ChunkedMatrix, uploadChunkedF16Bits, uploadChunkedMatrix } from '../../gpu/chunked';
 import type { Gpu } from '../../gpu/device';

@@ -1,25 +1,10 @@
 /**
- * @file Chat templates rendered as transformers' `apply_chat_template` renders them, with
- * `@huggingface/jinja`. What transformers does, and so what this file does:
- *  - the template comes from `chat_template.jinja` when present, else from
- *    tokenizer_config.json's `chat_template`: a string, or a list of {name, template}, from
- *    which 'tool_use' is picked when tools are given (even an empty list) and 'default'
- *    otherwise, unless a name is asked for;
- *  - the environment has trim_blocks and lstrip_blocks on (so has @huggingface/jinja's
- *    lexer), `raise_exception(msg)` and `strftime_now(fmt)` as globals, and `tojson` that
- *    writes like Python's `json.dumps(x, ensure_ascii=False)`;
- *  - the variables are `messages` and `tools` (None when absent), `documents` (None),
- *    `add_generation_prompt`, the tokenizer's special tokens as strings (bos_token,
- *    eos_token, unk_token, sep_token, pad_token, cls_token, mask_token when set,
- *    additional_special_tokens when non-empty), then any extra keyword variables (e.g.
- *    Qwen3's `enable_thinking`), which override the special tokens.
- * String methods strip/lstrip/rstrip are made Python's (jinja-python-strings.ts).
- * Known differences from Python's Jinja, none of which the Qwen3 template meets with
- * OpenAI-shaped messages: a float
- * with no fraction (1.0) is written 1 by `tojson` (JavaScript numbers do not keep the
- * difference); object keys that look like integers come first (JavaScript key order);
- * `{{ x }}` with x None prints '' where Python prints 'None' (a tool message with content
- * null renders an empty tool response where transformers writes "None").
+ * @file Chat templates rendered as transformers' `apply_chat_template` does, with
+ * @huggingface/jinja: the template from chat_template.jinja or tokenizer_config.json (a
+ * named list: 'tool_use' when tools are given); trim_blocks and lstrip_blocks;
+ * raise_exception, strftime_now and a Python-like `tojson`; variables messages, tools,
+ * documents, add_generation_prompt, the special tokens, then extra kwargs. Differences
+ * Qwen3 never meets: `tojson(1.0)` is 1, integer-like keys come first, None prints ''.
  */
 
 import { Environment, Interpreter, Template } from '@huggingface/jinja';

@@ -1,14 +1,8 @@
 /**
- * @file Incremental detokenization for generation: tokens go in one at a time, text comes out
- * only once it is whole. A byte-level BPE token can end in the middle of a UTF-8 character
- * (an emoji or a CJK character is often 2-4 tokens); decoding it alone yields U+FFFD. The
- * design follows the Rust tokenizers' DecodeStream: keep a window of ids from `prefix`
- * (already emitted, kept for context, e.g. a leading space that a decoder strips from the
- * first token) to the end; decode the window with and without the new tokens; emit the
- * difference only when the longer text does not end in U+FFFD, then slide the window.
- * So the pieces concatenate to exactly `decode(allIds)` whenever that has no U+FFFD at the
- * end, and a piece never ends inside a character; `flush()` gives what is held back at the
- * end of generation (a true U+FFFD, or an incomplete sequence the model left).
+ * @file Incremental detokenization: a BPE token may end inside a UTF-8 character (decoded
+ * alone: U+FFFD), so, as the Rust tokenizers' DecodeStream, a window of ids is decoded with
+ * and without the new tokens and the difference emitted only when it does not end in
+ * U+FFFD. The pieces concatenate to `decode(allIds)`; `flush()` gives what is held back.
  */
 
 /** What the stream needs of a tokenizer: decode a list of ids to text. */

@@ -1,16 +1,9 @@
 /**
- * @file Makes @huggingface/jinja's string methods `strip`, `lstrip` and `rstrip` behave as
- * Python's, which transformers' Jinja calls. Workaround for @huggingface/jinja 0.5.x, whose
- * versions ignore the `chars` argument and trim JavaScript's whitespace set: Qwen3's template
- * does `reasoning_content.strip('\n')` and `content.lstrip('\n')`, so an assistant turn like
- * "<think>\n  x  \n</think>\n\n  answer" lost its spaces ("x", "answer") where transformers
- * keeps them ("  x  ", "  answer"), and the rendered chat (so the token ids) differed.
- *
- * The library does not export its value classes; they are reached through
- * `Environment.set`, which returns the runtime value it made. The patch wraps the
- * `builtins` getter of StringValue's prototype, once, and replaces the three methods in the
- * map it returns. If the library's internals change shape, nothing is patched and the
- * Qwen3 whitespace test (tests/unit/model/tokenizer/tokenizer.test.ts) fails, saying so.
+ * @file Makes @huggingface/jinja 0.5.x's `strip`, `lstrip` and `rstrip` Python's (they
+ * ignore `chars` and trim JavaScript's whitespace): Qwen3's template strips '\n' only, and
+ * lost spaces transformers keeps. The value classes are not exported, so the `builtins`
+ * getter of StringValue's prototype (reached through Environment.set) is wrapped once; if
+ * the internals change, nothing is patched and the Qwen3 whitespace test fails.
  */
 
 import { Environment } from '@huggingface/jinja';

@@ -1,18 +1,10 @@
 /**
- * @file Tokenizing a conversation turn by turn re-tokenizes everything said so far at every
- * turn (a multi-turn rollout is O(turns^2) in tokenizer work, ~1 ms per call for a 300-token
- * tic-tac-toe game, on the rollout's critical path). Chat templates put special tokens
- * (<|im_start|>, <|im_end|>) between the turns, and the tokenizers pipeline tokenizes the
- * text between added tokens piece by piece, each on its own; so a text cut at those tokens
- * can be encoded piece by piece with the pieces' ids kept in an LRU cache, and only the new
- * turn's pieces cost anything.
- *
- * Exact where it is used (tokenizer.test.ts compares it with the uncached pipeline):
- * - the cuts are found as @huggingface/tokenizers finds added tokens (greedy, longest match
- *   first, left to right, over the tokens matched before normalization), and only at tokens
- *   that touch nothing around them: no lstrip / rstrip, no whitespace at either end;
- * - not for a pre-tokenizer that treats the first piece of a text differently (Metaspace with
- *   prepend_scheme "first", Llama-2-style): `forTokenizer` returns null for those.
+ * @file Turn-by-turn tokenizing re-tokenizes the whole chat each turn (O(turns^2)). The
+ * tokenizers pipeline encodes the text between added tokens piece by piece, so a text cut
+ * at the template's special tokens is encoded piece by piece with an LRU cache of the ids.
+ * Exact (tokenizer.test.ts compares): cuts are found as the library finds added tokens,
+ * only at tokens that strip nothing; `forTokenizer` is null for a pre-tokenizer that treats
+ * a text's first piece differently (Metaspace "first").
  */
 
 /** An added token of tokenizer.json, as far as cutting at it goes. */

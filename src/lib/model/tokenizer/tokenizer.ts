@@ -1,11 +1,8 @@
 /**
  * @file A Hugging Face tokenizer (tokenizer.json + tokenizer_config.json) with the model's
- * chat template: the one object the rest of TabRL uses to turn text and chats into token
- * ids and back. Tokenization is `@huggingface/tokenizers` (the Rust tokenizers' pipeline:
- * added tokens, normalizer, pre-tokenizer regex, BPE, post-processor); chat rendering is
- * chat-template.ts. Defaults follow transformers where it has one, except `encode`, which
- * adds no special tokens unless asked (what the model layer and the CLI's `--text` want).
- * `encodeChat` = render, then tokenize with nothing added, as transformers'
+ * chat template: text and chats to ids and back. Tokenization is @huggingface/tokenizers,
+ * rendering chat-template.ts. Defaults follow transformers, except `encode` adds no special
+ * tokens unless asked; `encodeChat` renders, then tokenizes with nothing added, as
  * `apply_chat_template(..., tokenize=True)` does.
  */
 

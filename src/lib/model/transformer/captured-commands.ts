@@ -1,30 +1,10 @@
 /**
- * @file A sequence of kernel dispatches recorded once and replayed many times: the
- * per-token decode step, whose commands are the same every step (its changing state,
- * token ids and positions, lives in GPU buffers). Recording goes through the same kernel
- * wrappers as everything else (they take it as their Recorder), but every uniform, bind
- * group and scratch buffer is made once; a replay (`encode`) is only setPipeline /
- * setBindGroup / dispatchWorkgroups calls into a command encoder. A Recorder would make a
- * bind group and a uniform slot per dispatch per step, and a decode step has ~20
- * dispatches per layer.
- *
- * Uniforms: all dispatches' parameters in one uniform buffer, one slot each at the
- * device's offset alignment; `setParams` rewrites a slot with `queue.writeBuffer`, which
- * the queue orders between the submits around it (the sampler's step counter changes
- * per step).
- *
- * Scratch buffers: a Recorder hands out a zeroed buffer at each `scratch()` call. Here a
- * replay would find what the last replay left, which is harmless for the kernels in
- * SCRATCH_SAFE: they write every scratch element they later read, within the one wrapper
- * call. For scratch bound by any other kernel (or by a copy) the replay clears the buffer
- * where `scratch()` was called, as a Recorder would (a clearBuffer, which also ends the
- * compute pass), so a kernel added later stays correct without anyone having to remember
- * this file. Scratch made inside `scope(fn)` goes back to a free list when fn returns, for
- * the next scope: one layer's scratch serves all layers (their dispatches run in order,
- * and the pass orders a later write after an earlier read of the same buffer).
- *
- * Ownership: the capture owns its uniform buffer and scratch buffers; `release()` frees
- * them. The tensors it binds stay their owners' and must outlive it.
+ * @file Kernel dispatches recorded once and replayed every decode step (its changing state
+ * lives in GPU buffers): uniforms, bind groups and scratch made once, a replay only
+ * setPipeline / setBindGroup / dispatch. Uniforms share one buffer (`setParams` rewrites a
+ * slot). Scratch of kernels in SCRATCH_SAFE is reused as left; any other is cleared on
+ * replay, as a Recorder would. Scratch inside `scope(fn)` serves the next scope. It owns
+ * its buffers; the tensors it binds must outlive it.
  */
 import type { Gpu } from '../../gpu/device';
 import { grid, pipelineFor, type Binding, type KernelSource, type Params } from '../../gpu/kernel';

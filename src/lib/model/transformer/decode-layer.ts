@@ -1,25 +1,9 @@
 /**
- * @file One decoder layer's forward for a decode step: one new token per sequence
- * (x [B, C]), each at its own position, attending to its own KV cache. The same math as
- * layer.ts's layerForward (Llama; Qwen2's q/k/v biases; Qwen3's q_norm / k_norm; LoRA on
- * the targeted projections), with attention replaced by: append the new k, v to the cache
- * at positions[b], then decode attention over slots 0..positions[b].
- *
- *   h1 = rmsnorm(x); q, k, v = h1 W^T (+ b) (+ LoRA); [Qwen3: rmsnorm_D(q), rmsnorm_D(k)]
- *   q, k = rope(q, k at positions[b]); cache[b, positions[b]] = k, v
- *   x += attention(q, cache) Wo^T; h2 = rmsnorm(x); x += (silu(h2 Wg^T) * h2 Wu^T) Wd^T
- *
- * Nothing here is kept for a backward: LoRA's x A^T goes to one shared [B, 3r] buffer.
- *
- * Matmuls (DecodeMatmulOptions, chosen per session): for B <= 32 rows the skinny kernel
- * (gpu/kernels/skinny.ts), by default 'fused': q, k and v in one dispatch (bias and
- * LoRA's up projection in its epilogue), gate and up in one with SwiGLU in its epilogue
- * (acts.gate and acts.up stay unused), o and down adding into the residual, and LoRA's
- * x A^T of the projections that share an input in one dispatch before them: 6 to 8
- * matmul dispatches per layer where the tiled path had 7 matmuls, 3 biases, a SwiGLU and
- * 14 LoRA products (plus split-K reduce passes); the two RMSNorms are fused into the
- * products that read them (acts.h1 and acts.h2 stay unused too). 'skinny': one skinny call per
- * projection (and one per LoRA A); 'tiled': the general matmul, bias and LoRA kernels.
+ * @file One decoder layer's forward for a decode step: one new token per sequence (x [B,
+ * C]) at its own position, appending k, v to its cache and attending over slots
+ * 0..positions[b]; layer.ts's math otherwise, nothing kept for a backward. Matmuls per
+ * session: 'fused' (default, B <= 32: skinny kernels with q/k/v, gate/up + SwiGLU, LoRA's
+ * A and the RMSNorms fused; 6 to 8 dispatches), 'skinny' (one per projection), 'tiled'.
  */
 import { addBias } from '../../gpu/kernels/add';
 import { decodeAttention } from '../../gpu/kernels/decode-attention';

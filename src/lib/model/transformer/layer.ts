@@ -1,20 +1,9 @@
 /**
- * @file One decoder layer (transformers' LlamaDecoderLayer, with Qwen2's q/k/v biases and
- * Qwen3's per-head q_norm / k_norm), forward and backward, recorded into a Recorder:
- *
- *   h1 = rmsnorm(x); q, k, v = h1 Wq^T (+ bq), ...; [Qwen3: q = rmsnorm_D(q), k = ...]
- *   q, k = rope(q), rope(k); att = attention(q, k, v); x2 = x + att Wo^T
- *   h2 = rmsnorm(x2); m = silu(h2 Wg^T) * (h2 Wu^T); x3 = x2 + m Wd^T
- *
- * with LoRA's y += s (x A^T) B^T on the targeted projections. The residual stream is
- * updated in place: o_proj and down_proj accumulate into it (matmul beta = 1), so there
- * is no separate residual add in the forward.
- *
- * The backward takes dLoss/dx3 in `bw.dS`, needs the layer's activations as the forward
- * left them (the caller recomputes them from the layer's input) and the input itself, and
- * leaves dLoss/dx in `bw.dS` (unless `needDx` is false, for layer 0: the embedding is
- * frozen). Frozen weights get no gradient; dx flows through them as dy W (matmul NN with
- * the [out, in] weight); LoRA A and B get theirs from loraBackward.
+ * @file One decoder layer (LlamaDecoderLayer, Qwen2's q/k/v biases, Qwen3's q_norm /
+ * k_norm), forward and backward, with LoRA on the targeted projections. o_proj and down_proj
+ * accumulate into the residual stream (beta = 1): no separate add. The backward takes
+ * dLoss/dx3 in `bw.dS`, the layer's recomputed activations and its input, and leaves
+ * dLoss/dx there (not for layer 0: `needDx` false); frozen weights get no gradient.
  */
 import { addBias, addInPlace } from '../../gpu/kernels/add';
 import { attentionBackward, attentionForward } from '../../gpu/kernels/attention';

@@ -1,20 +1,9 @@
 /**
- * @file LoRA parameters of a model (Hu et al., 2021, as PEFT sets them up): for each
- * targeted projection of each layer, A [r, in] and B [out, r], with y += (alpha / r) x A^T B^T.
- * A starts as PEFT's `reset_lora_parameters` does it: kaiming_uniform_(a = sqrt(5)), which
- * for a [r, in] weight is U(-1/sqrt(in), 1/sqrt(in)) (gain sqrt(2 / (1 + 5)), bound
- * gain * sqrt(3 / fan_in), fan_in = in); here drawn from a seeded host generator, so a run
- * is reproducible from its seed (torch's generator is not reproduced). B starts at 0, so
- * the adapted model starts as the base model exactly.
- *
- * Beside A and B each module owns its gradients dA, dB and AdamW's m and v for both, all
- * f32 GPU tensors; `slots()` lists them for adamwStep. Dropout is 0 only (ART's default;
- * a dropout mask would have to be replayed in the recomputed forward of the backward).
- *
- * Reads (`read`, `readGrads`, `readState`, `readWithState`) fetch all their tensors in one
- * batched readback (gpu/readback.ts): one staging buffer and one mapAsync, not one per tensor.
- *
- * Ownership: LoraParameters owns every tensor; `release()` frees them.
+ * @file LoRA parameters (as PEFT sets them up): per targeted projection A [r, in] and B
+ * [out, r], y += (alpha / r) x A^T B^T. A is kaiming_uniform_(a = sqrt(5)), i.e.
+ * U(-1/sqrt(in), 1/sqrt(in)), from a seeded host generator (reproducible by seed); B is 0,
+ * so training starts at the base model. Each module owns dA, dB and AdamW's m and v (f32);
+ * reads are one batched readback. Dropout 0 only (a mask would need replaying).
  */
 import type { Gpu } from '../../gpu/device';
 import type { AdamWSlot } from '../../gpu/kernels/adamw';

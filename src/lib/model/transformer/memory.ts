@@ -1,31 +1,9 @@
 /**
- * @file How much GPU memory a model needs, worked out from its config before anything is
- * allocated: weights (f32, or f16 per tensor as weight-dtype.ts plans them), LoRA state
- * (A, B, their gradients and AdamW moments), and the activations of one call for a batch
- * (B, T) as workspace.ts lists them, each rounded to the buffer pool's size class, plus
- * the transient scratch buffers the kernels make (scratch.ts: logits chunk, split-K
- * partial sums, LoRA dx A^T, attention row stats) for the recorders alive at once.
- *
- * Two checks: every single buffer against the device's per-buffer limits
- * (maxStorageBufferBindingSize, maxBufferSize), and the total against a budget the caller
- * gives: WebGPU does not report how much memory a device has, so the budget is the
- * caller's knowledge (a setting, or a measured figure); without one only the per-buffer
- * check applies. Both throw ModelTooLargeError with the numbers.
- *
- * Training activations for Qwen2.5-0.5B (C 896, I 4864, 24 layers) at 8 x 512 tokens:
- * checkpoints 25 x 14.7 MB = 367 MB, one layer's forward ~340 MB (gate, up and the
- * SwiGLU output are 80 MB each), its backward ~330 MB: ~1.05 GB beside 1.98 GB of f32
- * weights. Keeping every layer's activations instead (no recompute: `keepActivations`)
- * is ~24 x 340 MB = 8 GB.
- *
- * Weight dtypes: `weightDtype` is a policy applied to the config's declared dtype, or a
- * dtype per tensor: `planWeightDtypes` with the source's stored dtypes before the upload
- * (TransformerModel.create), `ModelWeights.dtypes` after it (every call's estimate).
- * Omitted, every weight counts as f32: an upper bound for callers that do not know. Under
- * 'auto' the plan takes f16 for every f16 / bf16-stored matrix; the accuracy check can keep
- * a bf16 tensor in f32 after all (none of a real checkpoint's so far), so the estimate at
- * creation is then low by 2 bytes per element of that tensor, and every call's estimate,
- * which counts the dtypes the upload chose, is exact again.
+ * @file GPU memory a model needs, from its config before anything is allocated: weights
+ * (f32, or f16 per weight-dtype.ts), LoRA state, one call's activations (workspace.ts) at
+ * the pool's size classes, and the kernels' scratch (scratch.ts). Checks every buffer
+ * against the device's limits and the total against the caller's budget (WebGPU reports
+ * none): ModelTooLargeError with the numbers. Without per-tensor dtypes, weights count f32.
  */
 import { DEFAULT_LOGITS_BUDGET_BYTES } from '../../gpu/kernels/logsoftmax';
 import { formatBytes } from '../../gpu/tensor';

@@ -1,23 +1,9 @@
 /**
- * @file The transient scratch buffers one call of the model makes through Recorder.scratch,
- * worked out before the call (memory.ts adds them to the estimate).
- *
- * The model's recorders take scratch from its BufferPool (a whole size class each) and
- * give it back when they submit; the next recorder reuses it. So the pool ends up holding,
- * for each size class, as many buffers as the hungriest recorder asked for, and the peak
- * is that sum over classes. The same goes for the uniform pages (uniform-arena.ts): as
- * many as the recorder with the most dispatches fills.
- *
- * Per recorder (one layer, or the LM head), by kernel (the sizes the wrappers ask for):
- *  - matmul split-K partial sums, s x [M, N] per call that splits (matmul.ts chooseSplits);
- *    the largest item on real shapes (SmolLM2-135M at 8 x 512: ~21 MB per layer);
- *  - lora backward: dLoss/d(x A^T) [N, r] per adapter;
- *  - attention backward: row statistics [B, Hq, T] x vec2;
- *  - the LM head (logsoftmax.ts): one chunk of [N, rows] logits, its [N] state (16 B per
- *    token) and entropy, a copy of W's rows when a piece is part of a weight chunk, and
- *    every piece's matmul partial sums (each piece's matmul makes its own).
- * Partial sums are counted with matmul's own tile and split choice at the slice count
- * before its final recount (which only lowers it), so the figure is an upper bound.
+ * @file The transient scratch one model call makes through Recorder.scratch, worked out
+ * beforehand for the memory estimate. The pool ends up holding, per size class, as many
+ * buffers as the hungriest recorder asked for: matmul split-K partials, LoRA's [N, r],
+ * attention row stats, the LM head's logits chunk and state. Counted at matmul's split
+ * before its final recount, so an upper bound.
  */
 import type { Gpu } from '../../gpu/device';
 import { chooseSplits, chooseTile, type MatmulProblem } from '../../gpu/kernels/matmul';

@@ -1,21 +1,9 @@
 /**
- * @file A decoder-only transformer (Llama, Qwen2, Qwen3) on the GPU: per-token
- * log-probabilities of given tokens for a right-padded batch, and the backward pass of
- * any loss given per token (dLoss/dlogprob) into the LoRA parameters.
- *
- *   const model = await TransformerModel.create(gpu, config, source, { lora: {}, seed: 1 });
- *   const { logprobs } = await model.scoreTokens([[1, 2, 3], [4, 5]]);  // [B, T - 1]
- *   await model.forwardBackward(batch, (logprobs) => dLossDLogprobs);   // LoRA grads
- *
- * Layout: tokens are rows, N = B * T (b outer), hidden states [N, C]; q [B, T, Hq, D].
- * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), NaN where t + 1 >= lengths[b].
- *
- * Training keeps each layer's input ((L + 1) x [N, C]) and the backward recomputes the
- * layer's forward from it, bit-identical (about 1/3 more work, L - 1 layers' activations
- * saved: memory.ts has the bytes), or keeps every layer's activations where they fit
- * (`activations`). A call's buffers come from a pool kept for the next call of the same
- * shape (call-buffers.ts); each layer is one command buffer. LoRA off (`{ lora: false }`
- * per call) runs the base weights: a KL penalty's reference policy. No dropout.
+ * @file A decoder-only transformer (Llama, Qwen2, Qwen3) on the GPU: per-token logprobs of
+ * a right-padded batch, logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]) ([B, T - 1],
+ * NaN past lengths[b]), and the backward of any per-token loss into the LoRA parameters.
+ * Training recomputes each layer's forward from its saved input (bit-identical), or keeps
+ * activations where they fit. `{ lora: false }` runs the base: a KL reference. No dropout.
  */
 import { BufferPool } from '../../gpu/pool';
 import type { Gpu } from '../../gpu/device';

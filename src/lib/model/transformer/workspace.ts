@@ -1,19 +1,9 @@
 /**
- * @file The GPU buffers one call of the model needs for a batch (B, T), N = B * T tokens,
- * listed by shape in one place so that allocation (transformer.ts) and the memory estimate
- * (memory.ts) cannot disagree. Layouts, row-major: token-major [N, width] with N = B * T
- * (b outer, t inner), so q is [B, T, Hq, D] as the attention and RoPE kernels read it.
- *
- * Groups:
- *  - inputs: ids, lengths, positions, targets (u32);
- *  - stream: the residual stream; training keeps the input of every layer and of the
- *    final norm ((L + 1) x [N, C]) as checkpoints, and each layer's backward recomputes
- *    that layer's forward from its checkpoint (scoring keeps one [N, C] stream);
- *  - layer: one layer's forward activations (reused by every layer, in order); a training
- *    call that keeps activations instead of recomputing them has one set per layer, each
- *    with x2, the stream after attention (keptLayerSpecs);
- *  - backward: one layer's gradients (reused by every layer);
- *  - head: final norm, log-probabilities and their logsumexp.
+ * @file The GPU buffers one model call needs for a batch (B, T), listed by shape in one
+ * place so allocation and the memory estimate agree. Token-major [N, width], N = B * T (b
+ * outer), so q is [B, T, Hq, D]. Groups: inputs (u32), stream (training keeps (L + 1) x
+ * [N, C] layer inputs as checkpoints), layer (one set, or one per layer when activations
+ * are kept), backward, head.
  */
 import { sizeClass, type BufferPool } from '../../gpu/pool';
 import { BYTES_PER_ELEMENT, paddedByteLength, type DType, type Tensor } from '../../gpu/tensor';

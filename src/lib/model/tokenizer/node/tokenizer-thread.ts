@@ -1,19 +1,9 @@
 /**
- * @file Node only: long pieces of text tokenized on a worker_threads thread, so that a
- * server's event loop is never held by one of them. BPE on one enormous pre-token (a
- * message that is a single 1 MB "word") costs ~1.5-15 µs a byte in @huggingface/tokenizers
- * (~7 s for 1 MB with Qwen3's tokenizer) and cannot be cut into smaller calls (the
- * pre-token is the unit), so the OpenAI server (cli serve; prompt.ts encodePrompt) sends
- * every piece longer than the piece cache keeps (MAX_PIECE_CHARS) here and awaits its ids
- * while other requests are answered. The browser and the training paths keep the
- * synchronous Tokenizer.
- *
- * One thread, built lazily from the same tokenizer.json / tokenizer_config.json as the
- * caller's Tokenizer (tokenizer-thread-worker.ts: Tokenizer.encodePiece, so the ids are the
- * same); pieces wait their turn in order. A piece whose signal aborts (a request's deadline,
- * a client gone) is dropped from the queue, or, while the thread is on it, the thread is
- * terminated (a new one starts for the next piece), so abandoned work does not keep a core
- * busy. Errors come back typed: a TokenizerError stays a TokenizerError (its message kept).
+ * @file Node only: long pieces of text tokenized on a worker_threads thread, so a server's
+ * event loop is never held (BPE on one 1 MB pre-token takes seconds and cannot be cut).
+ * cli serve sends every piece over MAX_PIECE_CHARS here. One lazy thread built from the
+ * same files (same ids), pieces in order; an aborted piece is dropped, or its thread
+ * terminated; a TokenizerError comes back typed.
  */
 import { Worker } from 'node:worker_threads';
 import { TokenizerError } from '../../errors';
