@@ -1,20 +1,8 @@
 /**
- * @file Group-relative advantages (GRPO): each trajectory's reward against the other
- * trajectories that answered the same prompt.
- *
- *   A_i = (r_i - mean(r)) / (std(r) + 1e-6)     (scaleRewards, the default)
- *   A_i =  r_i - mean(r)                        (scaleRewards: false, as Dr. GRPO recommends)
- *
- * Definitions follow ART (OpenPipe/ART, src/art/preprocessing/tokenize.py,
- * `tokenize_trajectory_groups`): the mean over the group, the population standard
- * deviation (divide by n, not n - 1), epsilon 1e-6 added to the std, and trajectories whose
- * advantage is exactly 0 dropped (they carry no gradient and would only cost compute).
- * (TRL's GRPOTrainer differs: the sample std, n - 1, and epsilon 1e-4.)
- *
- * One deliberate difference: a group whose rewards are all equal gets advantages of exactly
- * 0 (all dropped). Computed literally, r - mean can be a rounding residue (three rewards of
- * 0.1 have mean 0.10000000000000002), which ART's formula would divide by ~1e-6 into a
- * spurious advantage of ~1e-11 instead of dropping the group.
+ * @file Group-relative advantages, as ART computes them: A_i = (r_i - mean) / (std + 1e-6)
+ * with the population std (scaleRewards, default) or r_i - mean (Dr. GRPO); zero
+ * advantages are dropped. One difference: a group of equal rewards gets exactly 0 (r - mean
+ * may be a rounding residue, ~1e-17, that ART would turn into a spurious ~1e-11).
  */
 import { NonFiniteRewardError } from './errors';
 

@@ -1,9 +1,7 @@
 /**
- * @file Typed errors of the GRPO layer. Like gpu/errors.ts and model/errors.ts: each says
- * what is wrong and what to do, and carries a `kind` string that survives structured
- * cloning across the worker boundary (class identity does not), so callers switch on it.
- *
- * Add a kind to the union and a class below; do not rename existing ones.
+ * @file Typed errors of the GRPO layer. Like gpu/errors.ts, each says what is wrong and
+ * what to do, and carries a `kind` that survives structured cloning across the worker
+ * boundary (class identity does not), so callers switch on it.
  */
 
 export type GrpoErrorKind =

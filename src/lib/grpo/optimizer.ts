@@ -1,19 +1,8 @@
 /**
- * @file AdamW over a model's LoRA parameters with ART's defaults, and the step count that
- * its bias correction needs. The update itself is gpu/kernels/adamw.ts (global grad-norm
- * clip, then AdamW, on the GPU); this file owns the stats tensor and the count.
- *
- * ART's defaults (OpenPipe/ART src/art/dev/get_model_config.py, `TrainerArgs`):
- * learning_rate 5e-6 (also src/art/types.py `TrainConfig.learning_rate`), adam_beta1 0.9,
- * adam_beta2 0.99, weight_decay 0.1, max_grad_norm 0.1, a constant schedule; eps is Hugging
- * Face TrainingArguments' default adam_epsilon 1e-8. ART's optimizer is bitsandbytes'
- * paged 8-bit AdamW; this one keeps m and v in f32 (the same update up to quantisation).
- *
- * When the gradient norm is not finite the kernel changes nothing and the step count does
- * not advance (a NaN never reaches the weights); `apply` reports `skipped`.
- *
- * Ownership: the optimizer owns its stats tensor (`release()`); the LoRA tensors belong to
- * the model.
+ * @file AdamW over a model's LoRA parameters with ART's defaults (lr 5e-6, betas 0.9 /
+ * 0.99, weight decay 0.1, max grad norm 0.1, constant schedule; eps 1e-8), m and v in f32
+ * where ART pages 8-bit. The update is gpu/kernels/adamw.ts; this owns the stats tensor
+ * and the step count, which does not advance when the kernel skips a non-finite gradient.
  */
 import type { Gpu } from '../gpu/device';
 import { run } from '../gpu/kernel';

@@ -1,22 +1,9 @@
 /**
- * @file Train sequences -> right-padded token batches on the model's logprobs grid, split
- * into micro-batches by a token budget.
- *
- * A TrainSequence carries per-token data aligned with its ids: `trainMask[i]` and
- * `rolloutLogprobs[i]` belong to token ids[i]. The model's grid is shifted by one:
- * logprobs[b, t] = log p(ids[b, t + 1] | ids[b, <= t]), so token i's flag and rollout
- * logprob land at grid column i - 1 (`[B, T - 1]`). The first token is predicted by nothing
- * and cannot be trained.
- *
- * One sequence per row (no packing of several sequences into one row, which would need
- * an attention mask between them). Sequences are sorted by length, longest first, and
- * cut greedily into micro-batches whose padded size B x T stays within `tokenBudget`;
- * a sequence alone over the budget still gets a micro-batch of its own.
- *
- * Dropped, with a warning, as ART does (src/art/preprocessing/tokenize.py
- * `tokenize_sft_batch` and pack.py skip results longer than the sequence length): a
- * sequence longer than `maxSeqLen`, and one with no trained token (ART's "no unique
- * completion tokens"). Malformed input is an InvalidSequenceError instead.
+ * @file Train sequences -> right-padded batches on the logprobs grid, in micro-batches of
+ * at most `tokenBudget` padded tokens (longest first; an oversized one alone). A sequence's
+ * trainMask[i] and rolloutLogprobs[i] belong to ids[i], so land at grid column i - 1
+ * ([B, T - 1]); the first token cannot be trained. One sequence per row. Too long or
+ * untrained sequences are dropped with a warning, as ART does; malformed ones are errors.
  */
 import { InvalidSequenceError, MissingLogprobsError, GrpoConfigError } from './errors';
 

@@ -1,15 +1,8 @@
 /**
- * @file A test hook for crash tests: `TABRL_PAUSE_AT=point:step` (e.g.
- * `checkpoint-renamed:3`) makes the process stop at that named point of a run's save or
- * step, write `tabrl: paused at point:step (pid N)` to stderr, and wait there for ever, so a
- * test can kill process N (SIGKILL) at exactly that point and check what the next open makes of it
- * (tests/unit/cli/train-crash.test.ts). Unset, as always outside those tests, it costs one
- * lookup. Safe in the browser (no `process`: never set).
- *
- * Points: `checkpoint-files` (the temp folder written, not yet renamed),
- * `checkpoint-renamed` (the checkpoint in place, its history line not yet appended),
- * `history-append` (half of a history line written: a torn line), `sft-step` / `grpo-step`
- * (before that optimizer step trains; `step` is the step it makes).
+ * @file A test hook for crash tests: `TABRL_PAUSE_AT=point:step` stops the process at that
+ * point of a run's save or step, writes `tabrl: paused at point:step (pid N)` to stderr and
+ * waits, so a test can SIGKILL it exactly there (train-crash.test.ts). Unset it costs a
+ * lookup; no `process` in the browser. Points: see PausePoint.
  */
 export type PausePoint =
 	'checkpoint-files' | 'checkpoint-renamed' | 'history-append' | 'sft-step' | 'grpo-step';

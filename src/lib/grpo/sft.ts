@@ -1,14 +1,8 @@
 /**
- * @file The supervised fine-tuning loss on the logprobs grid: the mean negative logprob of
- * the trained tokens, and its gradient, for TransformerModel.forwardBackward.
- *
- *   loss = -(1/N) sum_{trained (b, t)} logprob[b, t],   dloss/dlogprob[b, t] = -1/N
- *
- * N counts the trained tokens of the whole step (every micro-batch), as Hugging Face's
- * Trainer does with `num_items_in_batch` when it accumulates a causal-LM loss (ART's
- * train_sft trains through it, src/art/preprocessing/tokenize.py `tokenize_sft_batch`
- * counts `num_trainable_tokens`); so micro-batches add up to the one-batch loss. Input
- * comes from pack.ts (`rolloutLogprobs` and `advantage` are not used).
+ * @file The SFT loss on the logprobs grid: loss = -(1/N) sum over trained (b, t) of
+ * logprob[b, t], dloss/dlogprob = -1/N, N the whole step's trained tokens (as Hugging Face's
+ * Trainer with `num_items_in_batch`, which ART's train_sft uses), so micro-batches add up to
+ * the one-batch loss. Input from pack.ts.
  */
 import { InvalidBatchError } from './errors';
 import { checkGrid } from './losses';

@@ -1,20 +1,9 @@
 /**
- * @file One optimizer step on a TransformerModel's LoRA adapters: GRPO (`grpoStep`) or
- * SFT (`sftStep`).
- *
- *   sequences -> drop zero advantages -> pack into micro-batches (pack.ts)
- *     -> the step's normaliser over all of them (losses.ts planNormaliser)
- *     -> per micro-batch: [reference logprobs with the LoRA off, when klBeta > 0]
- *                         forwardBackward with lossAndGrad as its grad function
- *                         (the first overwrites the LoRA grads, the rest accumulate)
- *     -> AdamW with a global grad-norm clip (optimizer.ts)
- *
- * Zero-advantage sequences are dropped before packing, as ART drops them before
- * tokenizing (src/art/preprocessing/tokenize.py), so they count in no normaliser and get
- * no KL term. A step with nothing left to learn returns `{ skipped: 'no-signal' }` before
- * any GPU work: the weights, the gradients and the optimizer state are untouched. A step
- * whose gradient norm is not finite is refused by the AdamW kernel and returns
- * `{ skipped: 'non-finite-grad' }` (weights and optimizer state untouched).
+ * @file One optimizer step on a model's LoRA adapters, GRPO (`grpoStep`) or SFT: zero
+ * advantages dropped (as ART), pack into micro-batches, the step's normaliser, per
+ * micro-batch [reference logprobs, LoRA off, when klBeta > 0] and forwardBackward with
+ * lossAndGrad, then clipped AdamW. Nothing to learn: `{ skipped: 'no-signal' }` before any
+ * GPU work; a non-finite gradient: `{ skipped: 'non-finite-grad' }`, state untouched.
  */
 import type { TransformerModel } from '../model/transformer/transformer';
 import { GrpoConfigError } from './errors';

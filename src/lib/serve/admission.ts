@@ -1,13 +1,9 @@
 /**
- * @file Admission control: caps on the requests a service holds at once (parsing, queued or
- * decoding) and on the tokens they may use, so a burst is refused at the door (429 with
- * Retry-After, OverloadedError) instead of growing the queue and the memory without bound.
- *
- * A request enters before its body is parsed (`enter`: the request cap, cheap to refuse),
- * then, once its prompt is known, books its tokens (`book`: n * (prompt + max new tokens),
- * the KV cache rows it may fill). A request bigger than the whole token budget is still
- * admitted when it is alone, so any request that fits the context can run. `release` (once)
- * when it ends: answered, failed or abandoned.
+ * @file Admission control: caps on the requests a service holds at once and the tokens
+ * they may use, so a burst is refused at the door (429 with Retry-After) rather than queued
+ * without bound. `enter` before parsing (the request cap), `book` once the prompt is known
+ * (n * (prompt + max new tokens)), `release` once at the end. A request over the whole
+ * token budget still runs when alone.
  */
 import { OverloadedError } from './errors';
 

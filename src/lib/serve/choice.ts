@@ -1,16 +1,9 @@
 /**
- * @file One choice's text as its tokens arrive: ids -> text pieces (the tokenizer's
- * DecodeStream, special tokens skipped, so an end token like <|im_end|> writes nothing) ->
- * stop strings (stop-strings.ts) -> tool-call blocks (tool-calls.ts, when the request has
- * tools). The same decoder serves a streamed request (each push's delta becomes a chunk)
- * and a plain one (the deltas are summed), so the two give the same answer by construction.
- *
- * OpenAI logprob entries: one per sampled token, in order, the end token and any token
- * past a stop string included (they were sampled; training needs them). `token` is the
- * token's own text; `bytes` its exact bytes: the UTF-8 of that text, or, when the token is
- * a piece of a multi-byte character (its text alone is U+FFFD), the raw bytes of a
- * byte-level BPE token (GPT-2's byte map, as Qwen and Llama 3 use), else null. A logprob
- * that is not finite is written -9999 (as OpenAI writes the logprob of an impossible token).
+ * @file One choice's text as its tokens arrive: ids -> text (DecodeStream, special tokens
+ * skipped) -> stop strings -> tool-call blocks (when the request has tools). Streamed and
+ * plain requests use the same decoder, so they answer alike. Logprob entries: one per
+ * sampled token (past a stop string too); `bytes` the token's UTF-8, or its raw byte-level
+ * BPE bytes when it is part of a character; a non-finite logprob is written -9999.
  */
 import type { ChatCompletionTokenLogprob } from 'openai/resources/chat/completions';
 import type { DecodeStream } from '../model/tokenizer/decode-stream';

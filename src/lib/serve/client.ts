@@ -1,19 +1,8 @@
 /**
- * @file `openaiClient()`: the official `openai` package's client, served by the local
- * engine. Its `fetch` option is replaced by `localFetch`, which hands each request to a
- * ChatService in this process (no network, no server: the browser tab and Node alike), so
- * agent code is ordinary OpenAI-client code:
- *
- *   const client = openaiClient({ engine, tokenizer, model: 'qwen3-0.6b', contextLength });
- *   const r = await client.chat.completions.create({ model: 'qwen3-0.6b', messages });
- *   r.choices[0].message.content;  // OpenAI's schema
- *   (r.choices[0] as TabrlChoice).tabrl;  // {prompt_ids, ids, logprobs} for training
- *
- * Errors come back as the HTTP statuses a server would send, so the client raises its own
- * APIError subclasses (BadRequestError for 400, NotFoundError for 404, ...). The client does
- * not retry by default (maxRetries 0: a local failure does not heal by waiting); the
- * client's other options (timeout, default headers, ...) pass through. It sends a placeholder
- * API key (nothing checks it); dangerouslyAllowBrowser is set because there is no secret.
+ * @file `openaiClient()`: the official `openai` client with its `fetch` replaced by
+ * `localFetch`, which hands each request to a ChatService in this process (tab or Node), so
+ * agent code is ordinary OpenAI-client code and errors are the client's own APIError
+ * subclasses. No retries by default (maxRetries 0); a placeholder key (nothing checks it).
  */
 import OpenAI, { type ClientOptions } from 'openai';
 import { ChatService } from './service';

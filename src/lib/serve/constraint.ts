@@ -1,21 +1,10 @@
 /**
- * @file What a chat request's reply is constrained to, as a grammar over the engine's
- * vocabulary (model/constrain/): `response_format` json_schema (the schema) or json_object
- * (any object), and `tool_choice` 'required' or a named function (tool calls in the
- * format tool-calls.ts parses:
- *
- *   <tool_call>\n{"name": "get_weather", "arguments": {...the parameters' schema}}\n</tool_call>
- *
- * one or more, separated by '\n', or exactly one when parallel_tool_calls is false).
- * A json response format with tools under 'auto' allows either the JSON or tool calls.
- * The reply starts with the first sampled token (no free text, no thinking block before
- * it: with Qwen3, send chat_template_kwargs {"enable_thinking": false}).
- *
- * A schema the compiler refuses (model/constrain/json-schema.ts) is a 400 naming the
- * keyword and where it is (`param`: 'response_format.json_schema.schema' or
- * 'tools[i].function.parameters'), as is a tokenizer the masks cannot be built for.
- * Compiled grammars are kept per request shape (RequestGrammars), so a judge that sends
- * the same schema every call reuses the grammar and its cached masks.
+ * @file A chat request's reply as a grammar over the vocabulary (model/constrain/):
+ * json_schema or json_object formats, and tool_choice 'required' or a named function
+ * (`<tool_call>` blocks with the parameters' schema; one when parallel_tool_calls is false).
+ * The reply starts at the first token (no thinking block: Qwen3 needs enable_thinking
+ * false). A refused schema is a 400 naming keyword and `param`. Grammars are kept per
+ * request shape (RequestGrammars), masks with them.
  */
 import { ConstraintError, SchemaError } from '../model/constrain/errors';
 import type { Grammar } from '../model/constrain/grammar';

@@ -1,22 +1,9 @@
 /**
- * @file The prompt of a chat request: its normalized messages and tools rendered with the
- * model's chat template (chat-template.ts, as transformers' apply_chat_template with
- * add_generation_prompt=True) and tokenized with nothing added (Tokenizer.encodeChat), then
- * checked against the context window: the prompt and at least one new token must fit;
- * max_tokens past what is left is an error (as OpenAI's), and when not given it is what is
- * left. The model layer's errors (template refused the messages, no template) become 400s
- * in errors.ts.
- *
- * `encodePrompt` is the server's way: the same ids, tokenized part by part (the pieces of
- * text between special tokens, Tokenizer.parts / encodePiece), yielding to the event loop
- * every SLICE_BUDGET_MS so other requests are answered meanwhile, and stopping as soon as the
- * prompt is past the context (a 20 MB body of many messages costs one context's worth of
- * work, not 35 s). A piece longer than the piece cache keeps (one long message) is one BPE
- * call that cannot be cut: given a PieceEncoder (cli serve: a worker thread,
- * src/lib/model/tokenizer/node/tokenizer-thread.ts), it is tokenized there and awaited, so a 1 MB message
- * with no spaces (~7 s of BPE with Qwen3's tokenizer) holds no other request up, and the
- * request's signal (its deadline, its client gone) stops that work. Without one (the
- * in-process client, training) every piece is tokenized inline.
+ * @file A chat request's prompt: messages and tools through the chat template, tokenized
+ * with nothing added, then checked against the context (prompt + at least one token;
+ * max_tokens past what is left is an error, absent it is what is left). `encodePrompt`
+ * tokenizes part by part, yielding every SLICE_BUDGET_MS and stopping past the context;
+ * with a PieceEncoder (cli serve's thread) long pieces go off the event loop, abortable.
  */
 import type { ChatMessage, ToolSchema } from '../model/tokenizer/chat-messages';
 import type { ChatTemplateOptions } from '../model/tokenizer/chat-template';

@@ -1,14 +1,9 @@
 /**
- * @file Response objects in OpenAI's schema (the `openai` package's own types): a
- * `chat.completion`, its streamed `chat.completion.chunk`s, and `GET /v1/models`.
- *
- * TabRL's extension: every choice (and, in a stream, each choice's last chunk, the one
- * with its finish_reason) carries `tabrl: {prompt_ids, ids, logprobs}`: the prompt's token
- * ids as the model read them, the sampled token ids (an end token or the tokens of a stop
- * string included: exactly what was sampled), and the sampling policy's logprob of each
- * (log_softmax(logits / temperature)[id], from the engine; a value that is not finite is
- * written null by JSON). Training reads these instead of re-tokenizing text. OpenAI clients
- * ignore the extra field (the openai package passes it through untouched).
+ * @file Response objects in OpenAI's schema: `chat.completion`, its
+ * `chat.completion.chunk`s and `GET /v1/models`. Every choice (in a stream, its last chunk)
+ * also carries `tabrl: {prompt_ids, ids, logprobs}`: the prompt's ids, exactly the sampled
+ * ids, and their sampling logprobs (non-finite: null), what training reads; OpenAI clients
+ * pass the field through.
  */
 import type {
 	ChatCompletion,

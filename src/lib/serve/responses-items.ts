@@ -1,10 +1,8 @@
 /**
- * @file The output items this server made lately, by id, so a later request may name them
- * with `{type: 'item_reference', id}` instead of sending them again: what the Vercel AI
- * SDK sends for an earlier turn's items when `store` is on (its default). Nothing else is
- * stored (no `previous_response_id`, no retrieval): the last MAX_ITEMS items are kept in
- * this process's memory, as the input items they stand for, and an older id is a 400 that
- * says to send the item itself.
+ * @file The output items this server made lately, by id, so a request may name one with
+ * `{type: 'item_reference', id}` (what the Vercel AI SDK sends with `store` on). The last
+ * MAX_ITEMS are kept in memory as the input items they stand for; an older id is a 400
+ * that says to send the item itself. No other state is kept.
  */
 import type { ResponseOutputItem } from 'openai/resources/responses/responses';
 

@@ -1,23 +1,9 @@
 /**
- * @file The answer of `POST /v1/responses` in OpenAI's Responses schema (the `openai`
- * package's types), built from the same choice deltas (choice.ts) as a chat completion.
- * One assembler serves both forms: it turns each delta into stream events, and its final
- * `response` is the whole answer, so a streamed and a plain request give the same output.
- *
- * Output items, in the order the reply made them: a `message` (role assistant, one
- * `output_text` part) for text, a `function_call` {call_id, name, arguments} per tool call
- * (a call closes the message before it). A reply with neither is one message with empty
- * text. Streamed: `response.created`, `response.in_progress`; per message
- * `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`
- * per piece, `response.output_text.done`, `response.content_part.done`,
- * `response.output_item.done`; per call `response.output_item.added`,
- * `response.function_call_arguments.delta` (the arguments whole: calls are parsed whole),
- * `response.function_call_arguments.done`, `response.output_item.done`; then
- * `response.completed` (or `response.incomplete`, reason max_output_tokens, when the reply
- * was cut by the token limit). Every event has a `sequence_number` from 0.
- *
- * TabRL's extension, as on chat completions: the response carries `tabrl: {prompt_ids,
- * ids, logprobs}` (response.ts), what training reads.
+ * @file The answer of `POST /v1/responses` in OpenAI's Responses schema, built from the
+ * same choice deltas as a chat completion: one assembler makes the stream events and the
+ * final `response`, so both forms agree. Items in reply order: a `message` per stretch of
+ * text, a `function_call` per call (whole); `response.incomplete` when cut by the token
+ * limit; events numbered from 0. The response carries `tabrl` as chat completions do.
  */
 import type {
 	Response,

@@ -1,27 +1,9 @@
 /**
- * @file `POST /v1/responses` bodies translated into the chat-completions body that
- * request.ts validates, so both routes share one request type, one prompt and one
- * generation path (service.ts). The subset agent frameworks send by default (the Vercel AI
- * SDK's `openai(...)`, LangChain's `useResponsesApi`):
- *
- *   input               a string (one user message) or items: messages (role user, system,
- *                       developer, assistant; content a string or input_text / output_text
- *                       parts), `function_call` {call_id, name, arguments} (an assistant
- *                       turn's tool calls), `function_call_output` {call_id, output}, and
- *                       `item_reference` {id} to an item this server output lately
- *                       (responses-items.ts)
- *   instructions        a system message before the input
- *   tools               `{type: 'function', name, description?, parameters?, strict?}`
- *   tool_choice         'none' | 'auto' | 'required' | {type: 'function', name}
- *   text.format         {type: 'text' | 'json_object'} | {type: 'json_schema', name, schema, strict?}
- *   max_output_tokens, temperature, top_p, parallel_tool_calls, stream, top_logprobs,
- *   include ['message.output_text.logprobs'] (logprobs of the output text)
- *
- * Refused with a 400 naming the field: anything that needs state on the server
- * (`previous_response_id`, `conversation`, `store: true`, `background: true`, `prompt`),
- * built-in tools (web_search, file_search, ...), non-text input parts, reasoning options.
- * Accepted and ignored, as on chat completions: user, metadata, service_tier,
- * safety_identifier, prompt_cache_key, `truncation: 'disabled'`, `store: false`.
+ * @file `POST /v1/responses` bodies translated into a chat-completions body (request.ts),
+ * so both routes share one path: the subset agent frameworks send (input strings and items,
+ * instructions, function tools, tool_choice, text.format, max_output_tokens, sampling,
+ * output-text logprobs). Refused with a 400 naming the field: server state
+ * (previous_response_id, store: true, background), built-in tools, non-text parts, reasoning.
  */
 import { invalidRequest, OpenAIApiError } from './errors';
 import { describe, invalidType, isRecord } from './request-values';

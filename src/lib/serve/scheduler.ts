@@ -1,29 +1,10 @@
 /**
- * @file Batches concurrent requests into engine calls. Jobs (one per request: its n
- * prompts and sampling parameters) submitted in the same tick are gathered (a timer of
- * `gatherMs`, 0 by default, so every request started by the same synchronous code or
- * Promise.all is in), grouped by what one `generate` call must share, and each group is
- * decoded in ONE call. Calls run one at a time (the engine's KV cache is one); jobs that
- * arrive meanwhile wait and are gathered into the next round.
- *
- * What a call shares, so what groups jobs:
- *  - greedy jobs (temperature 0) share one call whatever their other sampling options;
- *  - sampling jobs share a call when temperature, top_p and top_k are equal, seeded or not:
- *    the call gives the engine one Philox key per sequence (`sequenceKeys`), a seeded job's
- *    choice i the key it would have alone (sequenceSeed(seed, i)) and an unseeded job's a
- *    random one, so a seed repeats whatever the job's batch neighbours (rollouts with
- *    per-request seeds still decode together);
- *  - max_tokens: the call decodes up to the largest of its jobs, and a sequence whose own
- *    limit is lower is stopped through `onStep` when it reaches it (finish 'length');
- *  - constrained jobs (response_format / tool_choice: a TokenConstraint per sequence) share
- *    calls only with each other: a constrained call uploads masks each step and cannot run
- *    a step ahead, which unconstrained calls keep doing.
- * Per-token work (stop strings, streaming) runs in the job's `onToken`, called from the
- * engine's onStep; returning true stops that sequence at once (finish 'stop').
- * A job whose signal aborts rejects at once with the signal's reason, and its sequences
- * are stopped at the engine's next step; once every job of a call has aborted, the call's
- * own signal aborts the engine's work, a prefill included (a long one is most of a big
- * call's time). If `generate` throws, every job of that call rejects with the error.
+ * @file Batches concurrent requests into engine calls: jobs submitted in one tick are
+ * grouped by what a `generate` call must share (greedy together; sampling by temperature,
+ * top_p, top_k, each sequence with its own Philox key, so a seed repeats whatever its
+ * neighbours; constrained only with constrained) and each group decoded in one call, one
+ * call at a time. Shorter max_tokens and stop strings end sequences via onStep; an aborted
+ * job rejects at once, and a call whose jobs all aborted stops the engine.
  */
 import type { TokenConstraint, TopLogprob } from '../model/generate/options';
 import { randomSeed, sequenceSeed } from '../model/generate/seed';

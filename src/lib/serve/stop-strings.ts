@@ -1,10 +1,8 @@
 /**
- * @file OpenAI `stop` strings over text that arrives piece by piece. The text is released
- * as soon as no stop string can start in it; the end of the buffer that could still be the
- * start of a stop string is held back. When a stop string appears, the text before its
- * first occurrence is released and the matcher is done: the returned text never contains
- * the stop string, as OpenAI's does not. (The tokens that were sampled, the stop string's
- * included, stay in the choice's token ids: training needs what was sampled.)
+ * @file OpenAI `stop` strings over text arriving piece by piece: text is released once no
+ * stop string can start in it; at the first stop string the text before it is released
+ * and the matcher is done, so the text never contains it (its tokens stay in the token
+ * ids: training needs what was sampled).
  */
 import { partialTagLength } from './tool-calls';
 

@@ -1,24 +1,9 @@
 /**
- * @file Tool calls in generated text, in the format Qwen2.5/Qwen3 (and Hermes) chat
- * templates teach: one JSON object per block,
- *
- *   <tool_call>
- *   {"name": "get_weather", "arguments": {"city": "Paris"}}
- *   </tool_call>
- *
- * parsed into OpenAI `tool_calls` (arguments as a JSON string). A block whose body is not a
- * JSON object with a string `name` (and an object, string or absent `arguments`; `parameters`
- * is read as its alias) is not a call: it stays in the content as written, tags and all, so
- * nothing the model wrote is lost. So does a block left open at the end, unless the reply was
- * cut by max_tokens: then it is a call cut short, dropped from the content (finish_reason
- * "length" says why; the tokens stay in the logprobs).
- * Whitespace next to a well-formed block is dropped with it ("Sure.\n<tool_call>..." gives
- * content "Sure."), everything else outside blocks is the content.
- *
- * The parser is incremental (ToolCallStream): text goes in piece by piece as it is decoded
- * and comes out as soon as it cannot be part of a block, so a streamed answer sends content
- * early, and the pieces it sends add up to exactly what `parseToolCalls` of the whole text
- * gives (the same state machine runs in both).
+ * @file Tool calls in generated text as Qwen and Hermes templates teach them
+ * (`<tool_call>\n{"name", "arguments"}\n</tool_call>`), parsed into OpenAI `tool_calls`.
+ * A block that is not such an object stays in the content as written; an open block at the
+ * end stays too, unless cut by max_tokens (then dropped). Whitespace next to a call goes
+ * with it. ToolCallStream is incremental, and its pieces add up to `parseToolCalls`'s.
  */
 
 export const TOOL_CALL_OPEN = '<tool_call>';

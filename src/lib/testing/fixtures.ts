@@ -1,19 +1,9 @@
 /**
- * @file Tiny random models in exact Hugging Face layout, one per architecture and variant,
- * for tests (and tools/make-fixtures.ts). Each is the set of files a model repo holds:
- * config.json, generation_config.json, tokenizer.json, tokenizer_config.json (a tiny
- * byte-level BPE, tiny-tokenizer.ts), chat_template.jinja for the 5.x variant, and
- * model.safetensors or an index + two shards. Built in memory (no fs), deterministic from
- * the seed; each tensor's values as stored (rounded to the file's dtype) come back too, so
- * a CPU reference can use exactly what the loader will read.
- *
- * | name              | arch  | spelling | file | tied | heads/kv | head_dim | extra                     |
- * | llama             | Llama | 4.x      | F32  | yes  | 4/2      | 8        | rope_scaling llama3       |
- * | llama-untied-bf16 | Llama | 5.x      | BF16 | no   | 6/2      | 8        | linear rope, attention_bias |
- * | qwen2             | Qwen2 | 4.x      | F16  | yes  | 4/1      | 8        | q/k/v biases, theta 1e6   |
- * | qwen3             | Qwen3 | 4.x      | F32  | yes  | 4/2      | 16 (!= 32/4) | q/k norm, 2 shards     |
- *
- * Never committed as files: generate them (tests write them to a temp dir).
+ * @file Tiny random models in exact Hugging Face layout for tests (and
+ * tools/make-fixtures.ts): llama (4.x config, F32, tied, llama3 RoPE), llama-untied-bf16
+ * (5.x, BF16, linear RoPE, attention_bias), qwen2 (F16, q/k/v biases, one kv head), qwen3
+ * (q/k norm, head_dim != C / H, two shards). Built in memory, deterministic from the seed;
+ * the stored values come back too, for a CPU reference. Never committed as files.
  */
 import { parseModelConfig } from '../model/hf/config';
 import {

@@ -1,12 +1,8 @@
 /**
- * @file Random weights in Hugging Face tensor naming, and a WeightSource over tensors held
- * in memory: tiny models for tests and fixtures without files. Scales are chosen so
- * activations stay O(1) through the layers and the next-token distributions are neither
- * uniform nor one-hot (so log-probabilities exercise the whole computation):
- * projections U(-1/sqrt(in), 1/sqrt(in)) (nn.Linear's default range), norms 1 + 0.1 N(0, 1),
- * biases 0.1 N(0, 1), embedding and lm_head N(0, (1.5 / sqrt(C))^2): after the final norm
- * the hidden state's entries are O(1), so the logits have a standard deviation of about 1.5
- * and typical log-probabilities lie a few nats either side of -log(V).
+ * @file Random weights in Hugging Face naming, and a WeightSource over tensors in memory.
+ * Scales keep activations O(1) and next-token distributions neither uniform nor one-hot:
+ * projections U(-1/sqrt(in), 1/sqrt(in)), norms 1 + 0.1 N(0, 1), biases 0.1 N(0, 1),
+ * embedding and lm_head N(0, (1.5 / sqrt(C))^2) (logits of std ~1.5).
  */
 import { Rng } from '../util/random';
 import { WeightsMismatchError } from '../model/errors';

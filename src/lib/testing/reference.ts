@@ -1,13 +1,9 @@
 /**
- * @file CPU reference for the whole model, written for clarity, in f64: the forward pass
- * of transformers' LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM (with LoRA as
- * PEFT applies it) over a right-padded batch, composed from the kernel references of
- * gpu/reference/ (each itself checked), and the per-token log-probabilities of the next
- * tokens. Every sequence is computed on its own [T_b, *] rows, so padding cannot leak into
- * it. Tests compare the GPU model against it, and differentiate it numerically (in f64,
- * where central differences are accurate to ~1e-9) to check the GPU's LoRA gradients.
- *
- * RoPE angles are f32(pos) * inv_freq in f32, as transformers and the kernel form them.
+ * @file CPU reference of the whole model in f64: the forward of LlamaForCausalLM /
+ * Qwen2ForCausalLM / Qwen3ForCausalLM (LoRA as PEFT applies it) over a right-padded batch,
+ * from gpu/reference/'s kernels, each sequence on its own rows, and next-token logprobs.
+ * Tests compare the GPU model with it and differentiate it numerically to check LoRA
+ * gradients. RoPE angles are f32, as transformers forms them.
  */
 import { attentionRef } from '../gpu/reference/attention';
 import { logSoftmaxGatherRef, logitsRef } from '../gpu/reference/logsoftmax';

@@ -1,17 +1,9 @@
 /**
- * @file A scripted OpenAI-compatible judge on loopback HTTP for tests of RULER (node:http):
- * each request to POST /v1/chat/completions is recorded (`seen`) and answered by a
- * `Behaviour` the test sets: by rule (scores it computes from the trajectories sent) or
- * misbehaving on purpose (bad JSON, wrong ids, 429 / 500, a hang). Callers reach it through
- * the official `openai` client, exactly as a remote judge, so nothing of fetch or the
- * client is mocked.
- *
- * GET /v1/models lists one model (what `Judge.check()` asks; recorded in `modelRequests`,
- * not `seen`). With `{ cors: true }` it answers as a judge that allows browsers: OPTIONS
- * preflights get 204 with the methods and headers asked for, every answer carries
- * Access-Control-Allow-Origin (the page's origin), so a page's worker can call it (the e2e
- * test); preflights are counted in `preflights`. Without it, a browser refuses its answers,
- * as it would a judge that knows nothing of CORS.
+ * @file A scripted OpenAI-compatible judge on loopback HTTP for RULER tests: each POST
+ * /v1/chat/completions is recorded (`seen`) and answered by the test's `Behaviour` (scores
+ * by rule, or bad JSON, wrong ids, 429 / 500, a hang), reached through the real `openai`
+ * client. GET /v1/models lists one model. `{ cors: true }` answers browsers' preflights,
+ * as a judge that allows them (the e2e test).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,11 +1,8 @@
 /**
- * @file A rule-following RULER judge for tic-tac-toe: it reads each trajectory as a judge
- * model would (the messages only) and scores the game's own reward mapped to [0, 1] as
- * (reward + 1) / 2. The outcome comes from the game-over message that ends every
- * trajectory; for an illegal move, the agent's legal moves before it are its marks on the
- * final board (its mark from the system prompt: in the trajectory, or in the shared context
- * when the whole group has the same one). Used by the run-loop test's twin and by
- * tools/rule-judge.ts (the RULER-vs-game-reward learning comparison on the GPU machine).
+ * @file A rule-following RULER judge for tic-tac-toe: reads each trajectory's messages as a
+ * judge model would and scores the game's reward as (reward + 1) / 2, the outcome from the
+ * closing game-over message (an illegal move: the agent's marks on the final board). Used
+ * by the run-loop test's twin and tools/rule-judge.ts.
  */
 import { illegalMoveReward, readBoard } from '../agent/envs/tictactoe/rollout';
 import { ok, trajectoriesOf, type Behaviour } from './scripted-judge';

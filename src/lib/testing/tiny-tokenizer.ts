@@ -1,10 +1,8 @@
 /**
- * @file A tiny but real byte-level BPE tokenizer for fixture models, in the Hugging Face
- * tokenizers format (tokenizer.json) with a Qwen-style tokenizer_config.json and a ChatML
- * chat template. 256 byte tokens (GPT-2's byte -> printable character map, as Qwen and
- * Llama 3 use), MERGES merges learned greedily from a fixed English text, then the added
- * tokens. Every text round-trips (bytes cover everything); ids stay under ~330, so a
- * fixture's embedding is a few hundred rows instead of Qwen's 151936.
+ * @file A tiny real byte-level BPE tokenizer for fixture models (tokenizer.json, a
+ * Qwen-style tokenizer_config.json, a ChatML template): 256 byte tokens, MERGES merges
+ * learned from a fixed text, then the added tokens. Every text round-trips; ids stay under
+ * ~330, so a fixture's embedding has a few hundred rows.
  */
 
 import { bytesToUnicode } from '../model/tokenizer/byte-level';

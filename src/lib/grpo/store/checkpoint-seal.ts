@@ -1,12 +1,8 @@
 /**
- * @file A checkpoint's files sealed with their sha256: the stores (node-run-store.ts,
- * idb-run-store.ts) add the seal to every checkpoint they save, in the same atomic write, and
- * check it on every load, so a checkpoint whose bytes changed on disk (a bad sector, an edit,
- * a copy cut short) is a CheckpointCorruptError naming the file, never trained on, exported or
- * served. A checkpoint without a seal (saved before seals existed) loads unchecked.
- *
- *   checkpoint-sha256.json  {"format": "tabrl-checkpoint-sha256", "version": 1,
- *                            "files": {"adapter_model.safetensors": {"sha256": hex, "bytes": n}, ...}}
+ * @file A checkpoint's files sealed with their sha256 (checkpoint-sha256.json: {format,
+ * version, files: {name: {sha256, bytes}}}), written with every save and checked on every
+ * load, so changed bytes are a CheckpointCorruptError naming the file, never trained on or
+ * served. A checkpoint without a seal loads unchecked.
  */
 import { sha256Hex } from '../../model/hf/warm-start';
 import { CheckpointCorruptError } from '../errors';

@@ -1,17 +1,9 @@
 /**
- * @file A training checkpoint as a set of named files, the layout ART saves per step and
- * PEFT's tools read:
- *
- *   adapter_config.json        PEFT's LoraConfig (peft_type LORA, r, lora_alpha, targets, ...)
- *   adapter_model.safetensors  A [r, in] and B [out, r] per module, F32, PEFT's key names
- *   optimizer.safetensors      AdamW's moments: `<param>.exp_avg`, `<param>.exp_avg_sq` (torch's names)
- *   trainer_state.json         { format, version, step, base model, model fingerprint, metrics }
- *
- * The first two alone are a PEFT adapter (`PeftModel.from_pretrained` loads them, and a
- * folder of only those two, e.g. peft's own `save_pretrained` output, is read here as a
- * weights-only checkpoint at step 0 with a fresh optimizer). Reading checks everything
- * before anything is applied: a corrupt file is CheckpointCorruptError, an adapter for
- * another model shape, rank or targets is AdapterMismatchError.
+ * @file A training checkpoint as named files, as ART saves a step and PEFT reads it:
+ * adapter_config.json and adapter_model.safetensors (a PEFT adapter alone: loaded as step 0
+ * with a fresh optimizer), optimizer.safetensors (AdamW's exp_avg, exp_avg_sq) and
+ * trainer_state.json (step, base, fingerprint, metrics). Everything is checked before
+ * anything is applied: CheckpointCorruptError, or AdapterMismatchError for another shape.
  */
 import { portableBaseName } from '../../model/hf/base-name';
 import { memoryByteSource } from '../../model/hf/byte-source';

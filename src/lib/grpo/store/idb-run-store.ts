@@ -1,20 +1,9 @@
 /**
- * @file A run in the browser's IndexedDB (through `idb`), the browser twin of
- * node-run-store.ts. One database for every run; runs are told apart by a run id (e.g.
- * `${project}/${name}`):
- *
- *   checkpoints  key [run, step] -> { run, step, files: Map<name, Uint8Array> }
- *   history      auto key        -> { run, entry }   (index 'run')
- *
- * A checkpoint's files carry their sha256 (checkpoint-seal.ts), checked on every load; a
- * corrupt one set aside is deleted (a record cannot be kept out of the run's key range).
- * A checkpoint is one record written in one transaction with its step's history line, so
- * both are there whole or neither: a tab closed mid-save leaves the run's earlier
- * checkpoints and history as they were (no torn lines, no temp records to clean). IndexedDB
- * outlives the tab; the next page that opens the run id resumes it. A writer
- * (`open(run, { write: true })`) holds the Web Lock `tabrl-run:<run>` until close(), so a
- * second tab writing the same run is a RunLockedError; the browser frees the lock of a
- * closed or crashed tab itself (nothing stale).
+ * @file A run in the browser's IndexedDB, the twin of node-run-store.ts: one database,
+ * runs told apart by id; checkpoints keyed [run, step] (sealed, checked on load) and
+ * history lines. A checkpoint and its step's line are one transaction: a tab closed
+ * mid-save leaves the run as it was. A writer holds the Web Lock `tabrl-run:<run>` until
+ * close(), so a second writing tab is a RunLockedError.
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import { sealCheckpoint, verifyCheckpoint } from './checkpoint-seal';

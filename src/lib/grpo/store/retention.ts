@@ -1,11 +1,8 @@
 /**
- * @file Which checkpoints to delete, as ART's `delete_checkpoints(best_checkpoint_metric)`
- * decides: keep the latest step and the step whose history has the best value of the metric
- * (higher is better; ART's default metric is 'val/reward'), delete the rest. A step's value
- * is the last one logged at that step; steps never scored under the metric cannot be best.
- * With no scored step, only the latest is kept. `pruneCheckpoints` applies that to a run's
- * store, reading the kept ones back first so that it never leaves the run without an intact
- * checkpoint.
+ * @file Which checkpoints to delete, as ART's `delete_checkpoints(best_checkpoint_metric)`:
+ * keep the latest step and the step with the best (highest) last-logged value of the metric
+ * (default 'val/reward'), delete the rest. `pruneCheckpoints` reads the kept ones back
+ * first, so a run is never left without an intact checkpoint.
  */
 import { CheckpointCorruptError } from '../errors';
 import type { RunStore } from './run-store';

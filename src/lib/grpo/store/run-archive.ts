@@ -1,23 +1,9 @@
 /**
- * @file A saved run as one file, to move it between browsers, or between the page and
- * `cli train`: a zip laid out as `cli train --out` keeps a run on disk (node-run-store.ts),
- * under one folder named after the run, so unzipping it gives a run folder:
- *
- *   NAME/tabrl-run.json              {"format": "tabrl-run", "version": 1, "exported": ISO}
- *   NAME/run.json                    the run's summary (RunMeta: base, warm start, recipe, step)
- *   NAME/history.jsonl               one JSON object per step and evaluation
- *   NAME/checkpoints/NNNN/FILE       each kept checkpoint: the PEFT adapter
- *                                    (adapter_config.json, adapter_model.safetensors), the
- *                                    optimizer state, trainer_state.json and the step's
- *                                    trained trajectories in ART's JSONL (trajectories.jsonl)
- *
- * Reading refuses, with a RunArchiveError that says why, anything else: not a zip, no
- * tabrl-run.json, a newer version, entries outside the folder or of unknown names, JSON that
- * does not parse, a history line without a step, a checkpoint without its adapter or whose
- * trainer state names another step, safetensors whose header is broken, and more than
- * MAX_ARCHIVE_BYTES once inflated (checked on the sizes the zip declares, before inflating:
- * fflate inflates into a buffer of the declared size). Nothing is written before all of it
- * has been read and checked. What the run's recipe means is the run layer's to check.
+ * @file A saved run as one zip, laid out as `cli train --out` keeps it: NAME/tabrl-run.json
+ * (format, version), run.json, history.jsonl, checkpoints/NNNN/ (adapter, optimizer,
+ * trainer_state, trajectories.jsonl). Reading checks everything before anything is written
+ * and refuses the rest with a RunArchiveError saying why (unknown entries, bad JSON or
+ * safetensors, over MAX_ARCHIVE_BYTES by the declared sizes, before inflating).
  */
 import { strFromU8, strToU8, unzipSync, zipSync, type Zippable } from 'fflate';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../../model/hf/peft-adapter';

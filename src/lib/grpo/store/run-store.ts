@@ -1,11 +1,8 @@
 /**
- * @file What a training run keeps: its checkpoints (each a set of named files,
- * checkpoint.ts) by step, and its history (one JSON object per line, ART's history.jsonl).
- * Two implementations: on disk in Node (node-run-store.ts) and in IndexedDB in the browser
- * (idb-run-store.ts). Both save a checkpoint atomically, with its step's history line: after
- * a crash at any point the run has its previous checkpoints and no half-written one, and
- * every checkpoint's line is in the history (restored at the next open when the crash came
- * between the two). One writer per run: a second one is a RunLockedError.
+ * @file What a training run keeps: checkpoints by step (checkpoint.ts) and history (ART's
+ * history.jsonl), on disk in Node or in IndexedDB. A checkpoint is saved atomically with its
+ * step's history line: after a crash the run has its earlier checkpoints, no half-written
+ * one, and every checkpoint's line. One writer per run (else RunLockedError).
  */
 export interface RunStore {
 	/** Steps with a checkpoint, ascending. */

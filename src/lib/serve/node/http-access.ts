@@ -1,16 +1,9 @@
 /**
- * @file Who may talk to the HTTP server (http-server.ts), checked before a body is read:
- *  - the Host header names this server: a loopback name, an IP literal, the bound host, or
- *    an allowed name (`allowedHosts`: exact names, '.example.com' for a domain and its
- *    subdomains, '*' for any). A page on a rebound DNS name (evil.example resolving to
- *    127.0.0.1) sends its own name as Host and is refused with 403, so it cannot read
- *    replies from a loopback server (DNS rebinding).
- *  - the API key, when one is set: `Authorization: Bearer KEY` (401 otherwise, as OpenAI's
- *    invalid_api_key), compared in constant time.
- *  - a body is JSON: `Content-Type: application/json` (415 otherwise). A page may send any
- *    origin a "simple" cross-origin POST (text/plain, no preflight); refusing it means no
- *    page can start a generation here.
- * Node only (node:crypto, node:net).
+ * @file Node only: who may talk to the HTTP server, checked before a body is read. Host
+ * must name this server (loopback, an IP, the bound host, or `allowedHosts`), else 403:
+ * no DNS rebinding. With an API key: `Authorization: Bearer KEY` (401, constant-time
+ * compare). Bodies must be application/json (415), so no page can start a generation with
+ * a "simple" cross-origin POST.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

@@ -1,16 +1,9 @@
 /**
- * @file A request body read under a size limit, and a refusal that the client receives.
- *
- * The limit follows the model's context (`bodyLimitFor`): a body holds at most a context's
- * worth of text, and a token is ~4 bytes of English, ~6-9 of JSON-escaped CJK, so
- * BYTES_PER_TOKEN bytes a token is generous; between a floor (small test models still take
- * tools and schemas) and a hard cap. Beyond it: 413, before the body is parsed.
- *
- * Refusing a body that is still arriving: the reply is written whole (its Content-Length
- * says where it ends, `Connection: close`), then the rest of the body is read and dropped,
- * then the response ends and the socket closes. Closing a socket with unread input makes
- * the kernel send RST, and a client still uploading then sees ECONNRESET instead of the
- * reply (the 40 MB case of issue 17). A client that keeps sending past DRAIN_MS is cut off.
+ * @file A request body read under a size limit that follows the model's context
+ * (`bodyLimitFor`: BYTES_PER_TOKEN a token, between a floor and a cap), 413 beyond. A
+ * refusal is written whole, then the rest of the body is drained before the socket closes:
+ * closing with unread input sends RST, and an uploading client would see ECONNRESET
+ * instead of the reply. A client still sending after DRAIN_MS is cut off.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { OpenAIApiError, type OpenAIErrorBody } from '../errors';

@@ -1,18 +1,9 @@
 /**
- * @file Node only (imports node:http): the ChatService as an OpenAI-compatible HTTP
- * server, `POST /v1/chat/completions` (streamed as server-sent events when asked) and
- * `GET /v1/models`, and `GET /health` (200 while the server answers; a load balancer's
- * probe, as vLLM's), with node:http alone. Every other route and error is
- * the service's (service.ts), so this server and the in-process client answer alike. A
- * client that disconnects mid-stream has its sequences stopped. The browser never imports
- * this file.
- *
- * In front of the service, in order: who may ask (http-access.ts: Host, API key, JSON
- * bodies only), the body's size (http-body.ts: 413, answered before the connection
- * closes). Behind it: a stream is written as fast as the client reads it (each write that
- * fills the socket's buffer waits for 'drain'; a client that reads nothing for
- * WRITE_STALL_MS is cut off). Limits on requests, tokens and time are the service's
- * (ChatServiceOptions.admission, deadlineMs).
+ * @file Node only: the ChatService as an OpenAI-compatible HTTP server with node:http
+ * alone, plus `GET /health`; every other route and error is the service's, so it answers as
+ * the in-process client does. Before the service: http-access.ts and http-body.ts. After
+ * it: a stream is written as fast as the client reads (a client reading nothing for
+ * WRITE_STALL_MS is cut off); a client gone mid-stream stops its sequences.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,18 +1,8 @@
 /**
- * @file Node only: the lock file that makes one process the run folder's only writer.
- *
- *   DIR/run.lock   {"pid": 1234, "hostname": "box", "since": ISO time}
- *
- * Taken by creating the file exclusively (`wx`); a lock whose process is gone (a crash, a
- * SIGKILL) is stale and taken over: its pid is not alive on this host (`kill(pid, 0)` fails
- * with ESRCH), is a zombie (killed, not yet reaped by its parent: Linux's /proc state Z or
- * X), started after the lock was written (the pid reused), or is this process's own pid
- * without this process holding it (a restarted container). A lock from another host cannot be
- * checked and is honoured. Within one process a second store on a held folder is refused too.
- *
- * Limit: two processes taking over the same stale lock in the same instant can race; the
- * owner is read back after a take-over and a lost race is a RunLockedError, which narrows
- * the window to the file system's own ordering.
+ * @file Node only: DIR/run.lock ({pid, hostname, since}) makes one process the run's
+ * writer. Taken with an exclusive create; a stale lock (pid gone, a zombie, started after
+ * the lock, or our own pid not held here) is taken over and read back, a lost race being a
+ * RunLockedError. Another host's lock cannot be checked and is honoured.
  */
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';

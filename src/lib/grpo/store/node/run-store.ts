@@ -1,27 +1,9 @@
 /**
- * @file Node only (node:fs): a run on disk, laid out as ART lays out a model's folder:
- *
- *   DIR/run.lock                          the writer's pid (run-lock.ts)
- *   DIR/run.json                          the run's summary (RunMeta), replaced atomically
- *   DIR/history.jsonl                     one JSON line per step and evaluation (appended)
- *   DIR/checkpoints/0003/...              step 3's checkpoint (checkpoint.ts) and
- *   DIR/checkpoints/0003/history-line.json   its history line, committed with it
- *
- * A checkpoint is written into `checkpoints/.tmp-<step>-<pid>-<n>/` with its history line
- * and renamed into place (atomic on one file system); the line is appended to
- * history.jsonl after the rename. A kill between any two writes thus leaves either no
- * checkpoint of the step (a temp folder, removed at the next open) or the checkpoint with
- * its line, which the next open appends to history.jsonl if the kill came before the append.
- *
- * Each checkpoint carries its files' sha256 (checkpoint-seal.ts), checked on every load; a
- * corrupt one set aside is renamed `checkpoints/corrupt-0003` (kept, out of the list).
- *
- * Writers open the folder with `NodeRunStore.open`: it takes the lock (a second writer is
- * a RunLockedError; a dead writer's lock is taken over), removes temp folders of a crashed
- * save, and repairs history.jsonl: lines that are not JSON (a write torn by a crash) are
- * reported with their numbers through `onWarning` and the file is rewritten atomically
- * without them, so it always parses line by line. `new NodeRunStore(dir)` is a reader's
- * (run.json, history): no lock, no repair.
+ * @file Node only: a run on disk as ART lays out a model folder: run.lock, run.json,
+ * history.jsonl, checkpoints/NNNN/ (sealed, with history-line.json). A checkpoint is written
+ * to a temp folder and renamed, then its line appended, so a kill leaves the step absent or
+ * whole (its line re-appended at the next open). `open` takes the lock, removes temp
+ * folders and rewrites history without torn lines; `new NodeRunStore(dir)` only reads.
  */
 import {
 	appendFile,
