@@ -1,11 +1,7 @@
 /**
- * @file Typed errors of the agent layer (trajectories, gathering, the training view of a
- * trajectory, JSONL). Like model/errors.ts: each says what is wrong and what to do, and
- * carries a `kind` string that survives structured cloning across the worker boundary
- * (class identity does not), so callers switch on `kind`.
- *
- * The OpenAI-compatible surface has its own errors in OpenAI's wire shape
- * (openai/errors.ts); these are not HTTP errors.
+ * @file Typed errors of the agent layer (trajectories, gathering, the training view,
+ * JSONL). Like model/errors.ts, each carries a `kind` that survives structured cloning;
+ * these are not HTTP errors (the OpenAI surface has its own, in OpenAI's wire shape).
  */
 import type { CapturedException } from './trajectory';
 

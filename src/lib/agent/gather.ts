@@ -1,31 +1,10 @@
 /**
- * @file `gatherTrajectoryGroups`: runs every rollout of every group concurrently, keeps a
- * failed rollout as a captured exception of its group (up to `maxExceptions`), reports
- * progress, and lets `afterEach` rescore, replace, split or drop each group once its
- * rollouts have settled. ART's gather_trajectory_groups (OpenPipe/ART src/art/gather.py)
- * with the rollouts of a group run as ART's awaitable TrajectoryGroup runs them
- * (src/art/trajectories.py).
- *
- * Semantics taken from ART:
- * - `maxExceptions` (default 0: any failure is fatal) is a count, or, strictly between 0
- *   and 1, a fraction of all rollouts of the call (GatherContext.too_many_exceptions).
- *   Past it the call rejects (here with TooManyExceptionsError, the failure as its cause).
- * - `afterEach(group)` runs as soon as that group is complete, concurrently with the other
- *   groups' rollouts; its result replaces the group: a group, a list of groups, or null to
- *   drop it (e.g. rulerScoreGroup with swallowExceptions when the judge failed). An error
- *   thrown by afterEach is not captured: it fails the call (as in ART).
- * - progress counts rollouts over all groups; the reward mean and each metric's mean are
- *   over the trajectories that have come back (ART's progress-bar postfix).
- * - `metrics.completion_tokens` of a trajectory is set to the sampled tokens of all its
- *   choices when every choice has some (record_metrics).
- *
- * Differences, on purpose: trajectories (and exceptions) keep the order of the rollouts
- * given, not their completion order, so a seeded run reads the same every time; a rollout
- * may be a function, called with an AbortSignal that aborts when the call fails, and
- * `concurrency` caps how many such functions run at once (promises given are already
- * running); `afterEach` returning undefined keeps the group as it is (rescored in place); a
- * group afterEach drops is never dropped silently (ART's is): progress counts it in
- * `droppedGroups`, reported as it happens, and `onDrop` is told which group it was.
+ * @file `gatherTrajectoryGroups`, ART's gather_trajectory_groups: every rollout of every
+ * group concurrently, failures kept as captured exceptions up to `maxExceptions` (a count or
+ * a fraction), progress with mean reward and metrics, `afterEach` rescoring, replacing or
+ * dropping a finished group. Differences on purpose: rollout order kept (seeded runs
+ * repeat), rollouts may be functions given an AbortSignal under `concurrency`, and dropped
+ * groups are counted (`droppedGroups`, `onDrop`), never silent.
  */
 import { GatherOptionsError, InvalidRolloutError, TooManyExceptionsError } from './errors';
 import {

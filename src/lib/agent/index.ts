@@ -1,9 +1,8 @@
 /**
- * @file The ART-style data layer for agent code, browser and Node alike: trajectories and
- * groups, gathering rollouts, validation, the training view (token sequences), JSONL in
- * ART's shape, TrainableModel and the backend contract, the environments (tic-tac-toe, 2048, inbox, letters) and scripted players.
- * The OpenAI-compatible client is in ./openai (its own index). The Node LocalBackend is in
- * ./backend/node (it imports node:fs), the browser's in src/lib/worker/local-backend.ts.
+ * @file The ART-style data layer for agent code, browser and Node alike: trajectories,
+ * gathering, validation, the training view, JSONL, TrainableModel and the backend contract,
+ * environments and scripted players. The OpenAI client is ./openai; Node's LocalBackend is
+ * ./backend/node, the browser's src/lib/worker/local-backend.ts.
  */
 export * from './errors';
 export * from './trajectory';

@@ -1,24 +1,9 @@
 /**
- * @file Trajectories (and groups) as JSONL in ART's shape, out and back in, so a run can
- * be handed to ART / TRL or inspected with jq. One JSON object per line, with the field
- * names of ART's pydantic models (OpenPipe/ART src/art/trajectories.py and
- * src/art/trajectories/__init__.py):
- *
- *   Trajectory:      messages_and_choices, tools, additional_histories, reward, metrics,
- *                    metadata, logs   (start_time is excluded, as ART excludes it)
- *   History:         messages_and_choices, tools
- *   TrajectoryGroup: trajectories, exceptions ({type, message, traceback}), metadata,
- *                    metrics, logs
- *
- * Messages are OpenAI chat messages and choices OpenAI ChatCompletion choices, written as
- * they are (a choice keeps its `tabrl` token record, an extra field ART's pydantic Choice
- * keeps too). Reading tells a choice from a message by shape: a `role` makes a message, a
- * `message` object without a role a choice. Fields ART has and TabRL does not
- * (initial_policy_version, ...) are ignored on reading; a missing field takes ART's
- * default; `exchanges` (ART's newer capture format) is refused when not empty. JSON has no
- * NaN or Infinity: such numbers are written null (as pydantic does), so a non-finite reward
- * does not come back (an error) and a non-finite logprob comes back null (validation
- * refuses it).
+ * @file Trajectories and groups as JSONL in ART's pydantic field names (messages_and_choices,
+ * additional_histories, reward, metrics, ...), out and back, for ART, TRL or jq. Choices
+ * keep their `tabrl` record; a `role` makes a message, a `message` without one a choice.
+ * Unknown ART fields are ignored, missing ones defaulted, non-empty `exchanges` refused;
+ * NaN and Infinity are written null.
  */
 import { TrajectoryFormatError } from './errors';
 import {

@@ -1,19 +1,8 @@
 /**
- * @file `TrainableModel`: ART's trainable model in TypeScript, the frontend half of the
- * frontend/backend split. Agent code holds it: `openaiClient()` for rollouts, `train` for a
- * GRPO step over trajectory groups, `trainSft`, `getStep`, `log`, checkpoint management.
- * The backend (Backend: in-process in Node, a Web Worker in the browser) owns the GPU.
- *
- *   const model = new TrainableModel({ name: 'agent-001', project: 'tictactoe', baseModel });
- *   await model.register(new LocalBackend());
- *   const client = model.openaiClient();
- *   for (let step = await model.getStep(); step < 100; step++) {
- *     const groups = await gatherTrajectoryGroups(scenarios.map((s) => rollouts(client, s)));
- *     await model.train(groups, { learningRate: 1e-5 });
- *   }
- *
- * What runs here: group-relative advantages (grpo/advantages.ts) and the token sequences of
- * the trajectories (to-train.ts), so only plain token ids cross to the backend.
+ * @file `TrainableModel`: ART's trainable model, the frontend half. Agent code holds it:
+ * `openaiClient()` for rollouts, `train` (GRPO over trajectory groups), `trainSft`,
+ * `getStep`, `log`, checkpoints. Advantages and token sequences are computed here, so only
+ * plain token ids cross to the backend that owns the GPU.
  */
 import type OpenAI from 'openai';
 import { groupAdvantages } from '../grpo/advantages';

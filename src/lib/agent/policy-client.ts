@@ -1,14 +1,8 @@
 /**
- * @file A scripted policy speaking as a chat model: `policyClient(policy)` is an object with
- * the `client.chat.completions.create` an environment's rollout calls, answering each request
- * with the policy's reply instead of a model's. So a random or expert player goes through
- * exactly the rollout code a model does (the same prompts, rules, rewards and history
- * window), which is what `cli play` measures and what an SFT warm start imitates.
- *
- * A reply is text (`content`) or tool calls in OpenAI's shape (finish_reason 'tool_calls');
- * the choices carry no `tabrl` token record (nothing was sampled), so such trajectories are
- * for SFT and scoring, not for a GRPO step. Synchronous and free of I/O: thousands of games
- * per second.
+ * @file `policyClient(policy)`: a scripted policy behind `client.chat.completions.create`,
+ * so a random or expert player runs exactly the rollout code a model does (what `cli play`
+ * measures, what an SFT warm start imitates). Replies are text or tool calls; choices carry
+ * no `tabrl` record, so such trajectories are for SFT and scoring, not GRPO. Synchronous.
  */
 import type OpenAI from 'openai';
 import type {

@@ -1,29 +1,9 @@
 /**
- * @file The training view of trajectories: the token sequences GRPO trains, as plain data.
- * Each sequence is prompt tokens (context) and the model's own sampled tokens (trained),
- * taken from the choices' `tabrl` records as the engine saw and sampled them — nothing is
- * re-tokenized, so what is trained is exactly what was generated.
- *
- * As ART builds them (OpenPipe/ART src/art/preprocessing/tokenize.py,
- * tokenize_vllm_trajectory_histories): the choices of the main history and then of each
- * additional history are taken in order; a choice whose `prompt_ids` begin with the whole
- * sequence built so far (earlier prompt and sampled tokens, verbatim) extends it — the new
- * part of its prompt as context, its ids trained — so a multi-turn conversation is one
- * sequence with every turn of the model trained once; a choice whose prompt does not
- * (the chat template re-rendered an earlier reply differently, a history was compacted,
- * another history starts) closes the sequence and starts a new one from its own prompt.
- * As in ART, an additional history that continues the sequence exactly joins it (the same
- * tokens, scored with the same context). `merge: false` gives one sequence per choice.
- *
- * Every sequence carries its trajectory's advantage (additional histories included), and
- * which group and trajectory it came from. Advantages are computed by the caller (grpo/);
- * zero-advantage trajectories are not dropped here, nor over-long sequences: packing does
- * that, where the context length is known.
- *
- * Alignment: `rolloutLogprobs[t]` is the sampling logprob of `ids[t]` given `ids[< t]`
- * (NaN where `trainMask[t]` is 0). The model's scoring grid is shifted by one
- * (logprobs[t] scores ids[t + 1], model/transformer/transformer.ts), so position t here is position
- * t - 1 there; a trained token is never at t = 0 (a choice has at least one prompt token).
+ * @file The training view of trajectories: token sequences from the choices' `tabrl`
+ * records, never re-tokenized. As ART builds them: a choice whose prompt_ids begin with the
+ * sequence so far extends it (new prompt part as context, its ids trained), any other
+ * starts a new one (`merge: false`: one per choice). Each carries its trajectory's
+ * advantage. rolloutLogprobs[t] belongs to ids[t] (the model's grid is shifted by one).
  */
 import { AgentError, InvalidAdvantageError } from './errors';
 import { isChoice, type Trajectory, type TrajectoryGroup } from './trajectory';

@@ -1,21 +1,9 @@
 /**
- * @file `Trajectory` and `TrajectoryGroup`: what agent rollouts produce and what GRPO trains
- * on, with ART's concepts under TypeScript names (OpenPipe/ART src/art/trajectories.py,
- * later src/art/trajectories/__init__.py; src/art/types.py for MessagesAndChoices).
- *
- * A trajectory's `messagesAndChoices` is the conversation in order. Plain OpenAI chat
- * messages (system, user, tool results, and assistant turns written by hand) are context.
- * *Choices* — `completion.choices[i]` as the trainable model returned them, carrying
- * `tabrl: {prompt_ids, ids, logprobs}` (openai/README.md) — are what gets trained. Python
- * tells them apart with isinstance(x, Choice); in plain data a choice is the object with a
- * `message` and no `role` (as ART's examples/tic_tac_toe/utils.py tells them apart in dicts).
- *
- * `additionalHistories` hold other conversations of the same run (a sub-agent's calls, a
- * history compacted mid-run); each is trained with the trajectory's advantage.
- *
- * The classes hold plain data only (arrays, records, numbers, strings), so a trajectory
- * survives structured cloning to a worker; `new Trajectory(clone)` gives the methods back.
- * JSONL in ART's field names: jsonl.ts. Validation: validate.ts.
+ * @file `Trajectory` and `TrajectoryGroup`, ART's concepts under TypeScript names.
+ * `messagesAndChoices` is the conversation: plain messages are context, choices (with a
+ * `message` and no `role`, carrying `tabrl: {prompt_ids, ids, logprobs}`) are trained.
+ * `additionalHistories` (a sub-agent, a compacted history) train with the trajectory's
+ * advantage. Plain data only, so they clone to a worker; `new Trajectory(clone)` revives.
  */
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type {

@@ -1,13 +1,8 @@
 /**
- * @file Checks that trajectories can be trained, before anything is computed from them:
- * finite rewards, every choice with its token record (`tabrl`: prompt ids, sampled ids and
- * one finite logprob per sampled id), and at least one choice in a group. Each failure is a
- * typed error (errors.ts) naming the group, trajectory and the choice's path.
- *
- * ART raises the same way on a trainable Choice without vLLM token ids or logprobs
- * (OpenPipe/ART src/art/preprocessing/tokenize.py, tokenize_vllm_trajectory_histories and
- * _choice_logprobs); ART's opt-in to train without logprobs has no counterpart here: the
- * local engine always returns them.
+ * @file Checks trajectories can be trained before anything is computed: finite rewards,
+ * every choice with its `tabrl` record (prompt ids, sampled ids, one finite logprob each),
+ * at least one choice per group; each failure a typed error naming its path. ART raises
+ * the same way; its opt-out for missing logprobs has no counterpart (the engine gives them).
  */
 import { ChoiceTokensError, NoTrainableChoiceError, NonFiniteRewardError } from './errors';
 import { isChoice, type Choice, type Trajectory, type TrajectoryGroup } from './trajectory';

@@ -1,21 +1,9 @@
 /**
- * @file What the run's charts plot, as plain data from the run's history (the lines the run
- * store keeps, HistoryEntry: `step` plus metrics), so the same charts come from a live run's
- * events and from a saved run's history after a reload.
- *
- * Each chart is an x axis (the model's step) and series aligned to it, `null` where a step has
- * no value (uPlot's gap), in uPlot's column layout: [xs, ys1, ys2, ...].
- *   reward:  mean train reward, mean ± its standard deviation (the spread of the step's
- *            games), the greedy evaluation score (val/reward) where the run evaluated;
- *   loss:    GRPO's loss, SFT's loss;
- *   kl:      the KL to the reference policy;
- *   grad:    the gradient norm before clipping;
- *   speed:   tokens per second of the rollouts (sampled tokens / rollout time) and of the
- *            update (trained tokens / forward-backward time);
- *   time:    seconds per phase of a step: rollouts, reference logprobs, forward-backward,
- *            optimizer, checkpoint.
- * A step logged more than once (a retried round, an evaluation beside a step) keeps each
- * metric's last value.
+ * @file What the run's charts plot, from the run's history (HistoryEntry), so a live run and
+ * a reloaded one chart alike: per chart an x axis (step) and series in uPlot's columns, null
+ * where a step has no value: reward (mean ± std, evaluation), loss, kl, grad, speed
+ * (rollout and update tokens/s), time (seconds per phase). A metric logged twice at a step
+ * keeps its last value.
  */
 import type { HistoryEntry } from '../agent/backend/types';
 

@@ -1,14 +1,8 @@
 /**
- * @file ART's API for agent code typed into the browser's console (or a page embedding
- * TabRL): `const t = await tabrl()` gives TrainableModel, gatherTrajectoryGroups, the
- * environments and `t.localBackend()`, ART's LocalBackend served by the tab's one worker
- * (the same GPUDevice the Train panel uses). Loaded on first call, so the page's bundle
- * does not carry the agent layer until someone asks for it.
- *
- *   const t = await tabrl();
- *   const model = new t.TrainableModel({ name: 'mine', project: 'console', baseModel: '/models/tabrl-tiny/' });
- *   await model.register(t.localBackend());
- *   const client = model.openaiClient(); // the official openai client, answered in this tab
+ * @file ART's API for agent code typed into the browser's console: `const t = await
+ * tabrl()` gives TrainableModel, gatherTrajectoryGroups, the environments and
+ * `t.localBackend()` (served by the tab's worker). Loaded on first call, so the page's
+ * bundle carries no agent layer until asked.
  */
 import {
 	game2048,

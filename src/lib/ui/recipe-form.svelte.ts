@@ -1,9 +1,8 @@
 /**
- * @file The Train form's values, as Svelte 5 runes: a preset plus what the visitor changed,
- * and the recipe they describe. A preset fills the form scaled as this GPU runs it (smaller
- * on a software GPU); a share link or a saved run fills it with its own numbers, kept as given
- * (`linked`). The reward and the judge are `reward` (reward-settings.svelte.ts); the game
- * the expert plays beside the form is `example`.
+ * @file The Train form's values as Svelte 5 runes: a preset plus the visitor's changes, and
+ * the recipe they describe. A preset is scaled to this GPU (smaller on a software GPU); a
+ * share link or saved run fills it with its own numbers as given (`linked`). The reward is
+ * `reward`, the expert's example game `example`.
  */
 import {
 	DEFAULT_PRESET,

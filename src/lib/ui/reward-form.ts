@@ -1,11 +1,8 @@
 /**
- * @file The Train panel's reward choice as plain functions (train-session.svelte.ts holds the
- * state): the recipe's `reward` a form describes (none for the game's own, so a run of
- * defaults is the recipe it always was), the errors of each field found by the run layer's
- * own validateRecipe (the page shows them next to the fields before a run starts, with the
- * same words the worker would refuse it with), and what a step's judge metrics say.
- *
- * The judge's API key is not here: it never enters a recipe (worker/run-host.ts).
+ * @file The Train panel's reward choice as plain functions: the recipe's `reward` a form
+ * describes (none for the game's own), each field's errors from the run layer's own
+ * validateRecipe (same words the worker would use), and what a step's judge metrics say.
+ * The judge's API key never enters a recipe.
  */
 import {
 	RunError,

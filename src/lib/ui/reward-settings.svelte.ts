@@ -1,11 +1,8 @@
 /**
- * @file The Train form's reward choice, as Svelte 5 runes: the game's own reward (default) or
- * RULER's judge (an LLM at a URL the visitor gives), the judge's fields with their errors
- * (reward-form.ts words them as the run layer would), and the judge's API key.
- *
- * The key is held here, in memory (and in this tab's sessionStorage only if the visitor
- * asks), never in a recipe: the run goes to the worker with it beside the recipe, and the
- * worker sends it only to the judge.
+ * @file The Train form's reward choice as Svelte 5 runes: the game's reward (default) or
+ * RULER's judge at the visitor's URL, its fields and errors, and its API key, held in
+ * memory (or this tab's sessionStorage if asked), never in a recipe; the worker sends it
+ * only to the judge.
  */
 import type { Recipe, RewardConfig, RewardSource } from '../run';
 import { rewardErrors, rewardOf, type RewardField } from './reward-form';

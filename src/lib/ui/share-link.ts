@@ -1,22 +1,9 @@
 /**
- * @file Share links: the Train form's settings in the page's query string, as TensorFlow
- * Playground and Sequence Toy keep theirs, so a link opens the same run configuration.
- *
- *   ?v=1&preset=2048&lr=0.0005&seed=3&reward=ruler&judge=https%3A%2F%2F…&judge_model=…
- *
- * - Only values that differ from the preset's own are written (a link of defaults is the bare
- *   page), always with the version `v`. Defaults are the preset as presets.ts defines it, not
- *   scaled for a software GPU: a link means the same numbers on every machine.
- * - Never a secret: there is no key parameter, and a judge URL with credentials in it
- *   (`https://user:pass@…`) is not written nor read.
- * - Reading is forgiving and says what it dropped: a future or unreadable version drops every
- *   setting, a bad value drops that setting (the preset's value stays), an unknown parameter is
- *   named; each with a sentence the page shows. Reading never throws.
- * - `model`, `selftest` and `simulate` are also the page's own parameters (see +page.svelte);
- *   `model` is read here too, with or without a version (links made before versions).
- * - A link may carry a run's result for display (`result=STEP:REWARD[:EVALUATION]`, e.g.
- *   `result=100:0.74:0.81`): "Copy link" adds it when the form holds the settings of the run
- *   shown; the run itself stays in the sharer's browser (Export makes a file of it).
+ * @file Share links: the Train form's settings in the query string (?v=1&preset=...), only
+ * values that differ from the preset's unscaled own, never a secret (no key; a judge URL
+ * with credentials is neither written nor read). Reading never throws and names what it
+ * dropped (future version, bad value, unknown parameter). `result=STEP:REWARD[:EVAL]`
+ * carries a run's result for display.
  */
 import {
 	DEFAULT_PRESET,

@@ -1,9 +1,8 @@
 /**
- * @file The Train panel's share link, as Svelte 5 runes: a link the page opened with fills
- * the form (with a notice of what it could not use, and the sharer's result shown, not
- * trained on), and the run shown gives its result to the link "Copy link" makes, only while
- * the form still holds that run's settings (a result must go with the settings that made it).
- * The link's text is share-link.ts; the address bar follows the form in +page.svelte.
+ * @file The Train panel's share link as Svelte 5 runes: an opening link fills the form
+ * (noting what it could not use; the sharer's result shown, not trained on), and "Copy
+ * link" adds the shown run's result only while the form still holds that run's settings.
+ * The link's text is share-link.ts.
  */
 import type { HistoryEntry } from '../agent/backend/types';
 import { fmt } from './format';

@@ -1,10 +1,7 @@
 /**
- * @file The Train panel's state, as Svelte 5 runes: a run is a recipe (a preset, plus what
- * the visitor changed) started in the tab's one worker, where the run loop (src/lib/run)
- * plays the rollouts, trains and saves each step in IndexedDB. This file drives the run
- * (start, resume, step through, stop) and ties the parts together: the form (`form`, with
- * the reward and the judge's key), the run shown (`view`, from the run's events), the share
- * link (`link`) and the saved runs (`runs`), and the one error the panel shows.
+ * @file The Train panel's state as Svelte 5 runes: drives a run in the tab's worker (start,
+ * resume, step through, stop) and ties together the form (`form`), the run shown (`view`),
+ * the share link (`link`), the saved runs (`runs`) and the one error the panel shows.
  */
 import type { Recipe } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';

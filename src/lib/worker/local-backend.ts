@@ -1,10 +1,8 @@
 /**
- * @file ART's `LocalBackend` in the browser, for agent code written in the page: the
- * Backend contract served by the tab's one worker (tabrl.worker.ts, through the handle the
- * page already holds), so a TrainableModel registers with it exactly as with Node's
- * in-process backend (agent/backend/node/backend.ts), on the same GPUDevice the page's runs use.
- * A call that fails in the worker throws BackendCallError with the error's kind; a worker
- * that crashed fails every call with kind 'worker-failed' instead of leaving it waiting.
+ * @file ART's `LocalBackend` in the browser: the Backend contract served by the tab's one
+ * worker, so a TrainableModel registers as with Node's in-process backend, on the GPUDevice
+ * the page's runs use. Failures throw BackendCallError with the error's kind; a crashed
+ * worker fails every call with 'worker-failed'.
  */
 import { DelegatingBackend } from '../agent/backend/delegate';
 import type { Backend } from '../agent/backend/types';

@@ -1,14 +1,8 @@
 /**
- * @file The model side of the backend: holds at most one loaded model (checkpoint from a
- * URL prefix, tokenizer, TransformerModel on the backend's GPU) and answers loadModel,
- * scoreText and unloadModel in the plain data of protocol.ts. Like backend.ts it uses no
- * worker API, so Node tests run it with a local HTTP server and an in-memory cache.
- *
- * One model call at a time: a call while another runs gets a 'busy' error rather than
- * interleaving with it (a load releases the previous model first, so a score racing it
- * would find half a model). Weight progress is throttled to one message per
- * PROGRESS_INTERVAL_MS (plus each phase's first and last), since a large model's download
- * arrives in tens of thousands of chunks and each message crosses the worker boundary.
+ * @file The model side of the backend: at most one loaded model (a URL checkpoint,
+ * tokenizer, TransformerModel) answering loadModel, scoreText and unloadModel in protocol.ts
+ * data; no worker API, so Node tests run it. One call at a time (another gets 'busy');
+ * weight progress is throttled to one message per PROGRESS_INTERVAL_MS.
  */
 import type { Gpu } from '../gpu/device';
 import { DecodeStream } from '../model/tokenizer/decode-stream';

@@ -1,10 +1,8 @@
 /**
- * @file The typed protocol between the page and the backend worker, shared by both sides
- * (the idea WebLLM follows: one file of message types, no untyped postMessage). comlink
- * carries the calls; everything here is plain data that survives structured cloning:
- * no GPU objects, no class instances, errors as `{ kind, message }` (class identity does
- * not cross a worker boundary, `kind` does). Methods never throw across the boundary:
- * they return a `Result`, so the page switches on `ok` and `error.kind`.
+ * @file The typed protocol between the page and the backend worker, shared by both sides:
+ * comlink carries the calls; everything is plain cloneable data (no GPU objects or class
+ * instances). Methods never throw across the boundary: they return a `Result`, errors as
+ * `{ kind, message }`.
  */
 import type { LoadProgress } from '../util/throttle-progress';
 import type { Backend, HistoryEntry } from '../agent/backend/types';

@@ -1,19 +1,9 @@
 /**
- * @file The runs side of the worker: starts one run at a time (run/run-loop.ts on a
- * TrainableModel registered with the worker's in-process Backend), stops it, and lists,
- * reads, exports and deletes saved runs. No worker API here: the Web Worker
- * (tabrl.worker.ts) serves it to the page, Node tests run it over a Node backend.
- *
- * A run's name is its identity in the store; the recipe it was started with is saved
- * with it (RunMeta.recipe), so a listed run resumes with the same configuration.
- *
- * RULER's judge: the recipe names its URL, model and rubric; its API key travels apart
- * (StartRunOptions.judgeApiKey), lives in this call's memory only and goes to the judge as
- * its bearer token, nowhere else: a recipe holding a key is refused (it would be saved and
- * could travel in a link), and any text of an event, a summary or an error that holds it
- * (a judge that echoes a key back) has it replaced. Before the model loads, the judge is
- * asked for its models (Judge.check: no tokens), so an unreachable judge, one refusing this
- * page's origin (CORS) or the key is a typed error at once, not after minutes of rollouts.
+ * @file The runs side of the worker: one run at a time (run-loop.ts over a TrainableModel),
+ * and saved runs listed, read, exported, deleted; no worker API, so Node tests run it. A
+ * judge's API key travels apart from the recipe, only to the judge: a recipe holding one is
+ * refused and any text echoing it is scrubbed. The judge is checked (no tokens) before the
+ * model loads, so an unreachable or refusing judge fails at once.
  */
 import { TrainableModel } from '../agent/model';
 import type { Gpu } from '../gpu/device';

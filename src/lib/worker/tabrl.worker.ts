@@ -1,10 +1,8 @@
 /**
- * @file The one Web Worker of a tab (ARCHITECTURE.md "one engine, one worker"): it owns the
- * GPUDevice and everything that touches it, and serves the page through comlink (the
- * protocol is protocol.ts): the kernel self-test and model scoring (backend.ts), runs
- * (run-host.ts: the run loop, recipes, saved runs in IndexedDB) and ART's Backend contract
- * for agent code written in the page (local-backend.ts). Every call settles into a Result.
- * A chat reply's SSE stream is transferred, not copied.
+ * @file The tab's one Web Worker: owns the GPUDevice and serves the page through comlink
+ * (protocol.ts): self-test and scoring (backend.ts), runs (run-host.ts), and ART's Backend
+ * for agent code in the page (local-backend.ts). Every call settles into a Result; a chat
+ * reply's SSE stream is transferred, not copied.
  */
 import { expose, transfer } from 'comlink';
 import { createLocalBackend } from '../agent/backend/local';

@@ -1,14 +1,9 @@
 /**
- * @file SFT conversations -> token sequences with the assistant turns marked trained.
- *
- * Each assistant turn i is located by rendering the chat template twice: the messages
- * before it with the generation prompt (where the reply starts) and the messages up to and
- * including it (where it ends); the tokens in between (the reply, its end-of-turn token and
- * whatever the template puts after it) are trained, everything else is context. This is
- * what transformers' `return_assistant_tokens_mask` marks for templates without
- * `{% generation %}` tags, and it needs the template to render a conversation as a prefix of
- * its continuation. A template that does not (Qwen3 drops earlier turns' reasoning) is
- * refused for that conversation with SftDataError rather than training misaligned tokens.
+ * @file SFT conversations -> token sequences with the assistant turns trained. Each turn
+ * is located by rendering the template twice (before it with the generation prompt, and up
+ * to it); the tokens between are trained, as transformers' `return_assistant_tokens_mask`
+ * marks them. A template that does not render a chat as a prefix of its continuation
+ * (Qwen3 drops earlier reasoning) is refused for that conversation (SftDataError).
  */
 import type { ChatMessage, ToolSchema } from '../../model/tokenizer/chat-messages';
 import type { ChatTemplateOptions } from '../../model/tokenizer/chat-template';

@@ -1,10 +1,8 @@
 /**
- * @file The backend contract: what a TrainableModel (the frontend, where agent code runs)
- * asks of the backend that owns the GPU, as ART splits `art.Model` from `LocalBackend`.
- * Everything crossing it is plain data that survives structured cloning (token ids,
- * configs, metrics, JSON strings, a ReadableStream for SSE), so the same interface is
- * served in-process in Node (node.ts) and from a Web Worker in the browser
- * (src/lib/worker/local-backend.ts). Methods reject with errors carrying a `kind`.
+ * @file The backend contract: what a TrainableModel (where agent code runs) asks of the
+ * backend owning the GPU, as ART splits `art.Model` from `LocalBackend`. Everything across
+ * it is plain, cloneable data (ids, configs, metrics, JSON, a ReadableStream for SSE), so it
+ * is served in-process in Node and from a Web Worker alike; errors carry a `kind`.
  */
 import type { LoraConfig } from '../../model/transformer/lora';
 import type { WarmStartMode } from '../../model/hf/warm-start';

@@ -1,11 +1,7 @@
 /**
- * @file RULER's typed errors. As src/lib/agent/errors.ts: each says what is wrong and what
- * to do, and carries a `kind` string that survives structured cloning across the worker
- * boundary (class identity does not), so callers switch on `kind`.
- *
- * With `swallowExceptions`, rulerScoreGroup turns the judge's failures (request and reply
- * errors) into a dropped group (null); input and option errors are the caller's mistakes
- * and are always thrown, as ART raises on additional histories before its try.
+ * @file RULER's typed errors, each with a `kind` that survives structured cloning. With
+ * `swallowExceptions`, rulerScoreGroup turns judge failures (request, reply) into a dropped
+ * group; input and option errors are the caller's and always thrown, as ART raises.
  */
 
 export type RulerErrorKind =

@@ -1,24 +1,9 @@
 /**
- * @file What RULER sends its judge: ART's system prompt with the rubric, and the user
- * message holding the trajectories (OpenPipe/ART src/art/rewards/ruler.py, `ruler()`; the
- * texts are ART's, the code ours). Byte for byte what ART builds, checked against texts
- * Python builds (tools/ruler-fixtures.py -> tests/fixtures/ruler/).
- *
- * - System: ART's template with the rubric substituted where ART's f-string puts it, then
- *   Python's textwrap.dedent over the whole (py-dedent.ts). So the default rubric (whose
- *   lines start at column 0) leaves the template's 8-space indent in place, while a
- *   one-line rubric lets dedent strip it: both exactly as ART sends them.
- * - User: when the message lists share a non-empty prefix (Python ==, py-equal.ts) and are
- *   not all identical, `<context>` + json.dumps(prefix) + `</context>`; then the tools in
- *   `<available_tools>` when there are some; then `Trajectories:` and one
- *   `<trajectory id="i">` per trajectory (ids from 1) with json.dumps (py-json.ts) of its
- *   messages after the prefix. When all are identical ART sends one full trajectory, id 1.
- *
- * TabRL's one change, on by default (`dedupe`): identical trajectories are judged once.
- * The distinct message lists (first occurrence kept, in order) are what is sent, with ids
- * 1..k, and `distinctOf[i]` says which of them trajectory i is; with every list distinct
- * the text is ART's. `dedupe: false` sends every trajectory, as ART does (ART's own
- * all-identical case still sends one).
+ * @file What RULER sends its judge, byte for byte as ART's `ruler()` builds it (checked
+ * against Python's texts): the system prompt with the rubric, then dedent; the user message
+ * with the shared prefix in `<context>`, tools, and one `<trajectory id="i">` per
+ * trajectory (json.dumps of its messages after the prefix). TabRL's one change, `dedupe`
+ * (default on): identical trajectories are sent once, `distinctOf[i]` mapping them back.
  */
 import { dedent } from './py-dedent';
 import { pyEqual } from './py-equal';

@@ -1,18 +1,8 @@
 /**
- * @file `dedent(text)`: Python's `textwrap.dedent`, character for character, because ART
- * builds RULER's system prompt with it (after substituting the rubric into the template, so
- * what a rubric's lines look like decides what is stripped: prompt.ts).
- *
- * The semantics are those of CPython up to 3.13 (`_whitespace_only_re`,
- * `_leading_whitespace_re`), which tests/fixtures/ruler/python.json records:
- * - a line made only of spaces and tabs becomes empty (its newline stays);
- * - the margin is the longest run of spaces and tabs that begins every other line
- *   (compared character by character: "  \t" and " \t " share " ");
- * - lines are split on "\n" only: "\r", "\f" and the like are content, so a line "\f  x"
- *   has an empty margin.
- * CPython 3.14 rewrote dedent and also empties lines made of other whitespace ("\f", "\v",
- * "\r"); the two agree on every text made of spaces, tabs and visible characters, which is
- * what rubrics are.
+ * @file `dedent(text)`: Python's textwrap.dedent character for character (ART builds RULER's
+ * system prompt with it), as CPython up to 3.13: space-and-tab-only lines emptied, the
+ * margin is the longest common run of spaces and tabs, lines split on "\n" only. 3.14 also
+ * empties lines of other whitespace; the two agree on spaces, tabs and visible text.
  */
 
 const WHITESPACE_ONLY = /^[ \t]+$/;

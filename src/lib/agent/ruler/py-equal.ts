@@ -1,12 +1,8 @@
 /**
- * @file `pyEqual(a, b)`: Python's `==` on JSON-like values, which ART uses to find the
- * message lists' longest common prefix (and TabRL to find duplicate trajectories): dicts
- * are equal with the same keys and equal values whatever the key order, lists element by
- * element, and numbers and booleans compare as numbers (True == 1, False == 0 == -0.0).
- * Strings compare by code unit (no Unicode normalisation: "é" != "e\u0301"). null equals
- * only null; a property whose value is undefined counts as absent (as in JSON). NaN equals
- * nothing, itself included (Python's `==` on two NaN objects from parsed JSON). Checked
- * against Python in tests/fixtures/ruler/python.json.
+ * @file `pyEqual(a, b)`: Python's `==` on JSON-like values, which ART uses for the message
+ * lists' common prefix (TabRL: duplicate trajectories): dicts by keys whatever the order,
+ * numbers and booleans as numbers (True == 1), strings by code unit, undefined properties
+ * absent, NaN equal to nothing. Checked against Python (tests/fixtures/ruler/python.json).
  */
 export function pyEqual(a: unknown, b: unknown): boolean {
 	if (isNumeric(a) && isNumeric(b)) return Number(a) === Number(b);

@@ -1,35 +1,9 @@
 /**
- * @file `pyJsonDumps(value)`: the text Python's `json.dumps(value)` writes with its
- * defaults, because ART serialises every message list it sends to RULER's judge that way
- * and a judge should see byte for byte what ART sends (prompt.ts). Checked against Python
- * itself: tests/fixtures/ruler/python.json and judge-messages.json (made by
- * tools/ruler-fixtures.py).
- *
- * Python's defaults: separators ", " and ": "; ensure_ascii (every character outside
- * space..~ written \uXXXX in lowercase hex; astral characters as their UTF-16 surrogate
- * pair, which is what a JavaScript string holds anyway; lone surrogates kept as \udXXX);
- * the short escapes \" \\ \n \r \t \b \f; "/" not escaped; keys in the order given; None,
- * True, False as null, true, false; allow_nan (NaN, Infinity, -Infinity written bare, as
- * Python does, not valid JSON).
- *
- * Numbers: JavaScript has one number type where Python has int and float, so 1 and 1.0 are
- * the same value here. A safe integer (|x| <= 2^53 - 1) is written as Python writes an
- * int ("3"); every other number as Python's float repr: the shortest digits that read back
- * to the same double (JavaScript's Number.prototype.toString finds the same digits), in
- * fixed notation when the decimal exponent e satisfies -4 <= e < 16 ("0.0001", "1e-05",
- * "1000000000000000.2", "1e+16"), with ".0" on an integral value ("9007199254740992.0"),
- * an exponent of at least two digits with its sign ("1.5e-07", "1e+300"), and "-0.0" for
- * negative zero. So a float that Python holds with an integral value below 2^53 (2.0) is
- * written "2" here, where Python writes "2.0": the one difference, unavoidable once the
- * value is a JavaScript number. Messages read from JSON lose nothing else.
- *
- * Objects: own enumerable string keys in JavaScript's order, which is insertion order
- * except that integer-like keys ("0", "17") come first in ascending order (a dict with
- * such keys would be written in another order than Python's). Properties whose value is
- * undefined are left out and undefined in an array is null, as JSON.stringify does; a
- * `toJSON` method is honoured as JSON.stringify honours it; bigint is written as an int;
- * functions and symbols are refused (Python: "Object of type ... is not JSON
- * serializable").
+ * @file `pyJsonDumps(value)`: Python's `json.dumps` with its defaults, so the judge sees
+ * byte for byte what ART sends: ", " and ": ", ensure_ascii, short escapes, NaN and
+ * Infinity bare; safe integers as ints, other numbers as Python's float repr. The one
+ * unavoidable difference: an integral float below 2^53 (2.0) is written "2". Object keys
+ * in JavaScript's order (integer-like first). Checked against Python's own output.
  */
 
 const SHORT_ESCAPES: Record<string, string> = {

@@ -1,17 +1,8 @@
 /**
- * @file Reading the judge's reply: the checks of ART's newer revision (one score per
- * trajectory sent) and TabRL's own, each failure said in words the judge is then shown
- * (`correction`): ART's users met local judges that return no scores, too few, repeated
- * ids, scores of 7 and JSON wrapped in prose (ART issues 394, 434, 475, 477).
- *
- * - The reply must be exactly one JSON value (whitespace around it is JSON's own): prose
- *   or a Markdown fence around the JSON is refused, not dug out, so a judge that ignores
- *   the response format is told so rather than half-believed.
- * - It must be an object with a `scores` array whose items have a string `trajectory_id`,
- *   a string `explanation` and a number `score` (other keys are ignored).
- * - Exactly one score per trajectory sent: missing, repeated and unexpected ids are named.
- *   Scores are matched to trajectories by id, never by position.
- * - A score must be finite and within [0, 1].
+ * @file Reading the judge's reply, each failure worded for the judge (`correction`): exactly
+ * one JSON value (prose or a fence around it is refused, not dug out), an object with a
+ * `scores` array of {trajectory_id, explanation, score}, exactly one score per trajectory
+ * sent, matched by id, each finite in [0, 1]. These are the failures local judges show.
  */
 import type { TrajectoryScore } from './schema';
 

@@ -1,29 +1,9 @@
 /**
- * @file `ruler(messageLists, options)` and `rulerScoreGroup(group, options)`: ART's RULER
- * (OpenPipe/ART src/art/rewards/ruler.py): one call to a judge LLM scores all trajectories
- * of a group against each other, 0..1 each with an explanation, after the shared prefix of
- * their messages is sent once. GRPO only needs scores that rank a group's trajectories, so
- * a generic rubric replaces a hand-written reward.
- *
- *   const groups = await gatherTrajectoryGroups(pending, {
- *     afterEach: (g) => rulerScoreGroup(g, { judge, swallowExceptions: true }),
- *     onProgress: (p) => p.droppedGroups // groups the judge failed on, counted
- *   });
- *
- * As ART: the prompt and rubric (prompt.ts), the strict response schema (schema.ts),
- * `independent_reward` (the old reward) and `ruler_score` in each trajectory's metrics, the
- * explanation in its logs ("RULER explanation: ..."), the reward replaced by the score,
- * copies made (the group given is not touched), additional histories refused, the tools
- * of the first trajectory shown to the judge, `swallowExceptions` turning a failure into
- * null (which gatherTrajectoryGroups' afterEach drops, and counts in `droppedGroups`).
- *
- * Beyond ART: identical trajectories are judged once (`dedupe`); the reply is checked
- * (reply.ts) and on a failure the judge is asked once more, with its own reply and a
- * message saying exactly what was wrong, then a JudgeReplyError; scores are matched by
- * id; request failures are retried by the client (judge.ts) and then a JudgeRequestError;
- * the group records what judging cost in its metrics (RULER_METRICS); `combine` can mix
- * the score with the environment's reward. ART judges only the main history and refuses
- * trajectories with additional histories; so does this (RulerInputError).
+ * @file `ruler` and `rulerScoreGroup`: ART's RULER, one judge call scoring a group's
+ * trajectories against each other (0..1, with explanations) after their shared prefix.
+ * As ART: its prompt and schema, `independent_reward` and `ruler_score` metrics, copies,
+ * additional histories refused, `swallowExceptions`. Beyond: `dedupe`, reply checks with
+ * one corrective re-ask, matching by id, cost metrics (RULER_METRICS), `combine`.
  */
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { Trajectory, TrajectoryGroup, type Metrics, type Tools } from '../trajectory';

@@ -1,18 +1,9 @@
 /**
- * @file The judge's answer: ART's `Response` model ({scores: [{trajectory_id, explanation,
- * score}]}, field descriptions as ART's pydantic fields give them) as a JSON Schema, and
- * the OpenAI `response_format` that asks for it strictly (OpenAI's structured outputs:
- * every property required, no additional properties), as LiteLLM turns ART's pydantic
- * `response_format=Response` into a json_schema request.
- *
- * `exactResponseFormat(ids)` (TabRL's, a judge option) narrows it to one request: the scores
- * as a tuple (JSON Schema's `prefixItems`, `items: false`), position i for trajectory ids[i]
- * with that id as a `const`, all of them required (`minItems`), and `score` within [0, 1].
- * TabRL's own engine enforces every keyword (model/constrain), so a local judge, even a small
- * or untrained one, cannot answer anything reply.ts refuses (no missing, duplicate or
- * unknown id, no score out of range). Grammar engines such as llama.cpp's and xgrammar
- * (vLLM) read these keywords too; OpenAI's strict mode may refuse `prefixItems`, so remote
- * judges keep ART's schema by default.
+ * @file The judge's answer: ART's `Response` ({scores: [{trajectory_id, explanation,
+ * score}]}) as a JSON Schema and the strict `response_format` asking for it.
+ * `exactResponseFormat(ids)` narrows it to one request (a tuple, one const id per position,
+ * score in [0, 1]): TabRL's engine enforces it, so a local judge cannot answer what reply.ts
+ * refuses; remote judges keep ART's (OpenAI's strict mode may refuse `prefixItems`).
  */
 import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
 
