@@ -32,7 +32,7 @@ import { rootBundled, validateRecipe, type Recipe } from '../../src/lib/run';
 import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
 import { ensureBundledModel } from '../default-model';
 import { openModelFolder } from './model-folder';
-import { STATIC_ROOT } from './train';
+import { STATIC_ROOT } from './static-root';
 
 export const EXPORT_USAGE =
 	'usage: npm run -s cli -- export --merge --run DIR --out DIR [--step N] [--base DIR] ' +

@@ -48,7 +48,7 @@ import {
 import { playGames, summarizeGames, type PlaySummary } from '../../src/lib/run';
 import { ensureBundledModel } from '../default-model';
 import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
-import { STATIC_ROOT } from './train';
+import { STATIC_ROOT } from './static-root';
 
 export const PLAY_USAGE =
 	'usage: npm run -s cli -- play --env ENV --policy random|expert|model [--games N] [--seed S] ' +

@@ -16,7 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { ensureBundledModel } from '../../scripts/default-model';
-import { STATIC_ROOT } from '../../scripts/cli/train';
+import { STATIC_ROOT } from '../../scripts/cli/static-root';
 import { bodyLimitFor } from '../../src/lib/serve/node/http-body';
 import { probeLatency, quantile, runLoad, unexpectedStatuses } from './serve-load';
 

@@ -19,7 +19,8 @@ import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
-import { EXIT_STUCK, parseTrainArgs, savedRecipe, trainRecipe } from '../../../scripts/cli/train';
+import { EXIT_STUCK, parseTrainArgs } from '../../../scripts/cli/train-args';
+import { savedRecipe, trainRecipe } from '../../../scripts/cli/train-recipe';
 import { runCli, usageText, type CliRun } from './run-cli';
 
 const ROOT = join(import.meta.dirname, '../../..');
