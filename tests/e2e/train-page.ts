@@ -75,3 +75,41 @@ export async function unnamedControls(page: Page): Promise<{ unnamed: string[]; 
 		await cdp.detach();
 	}
 }
+
+/**
+ * The page at a phone's width (390 px): how far it scrolls sideways, and the controls a
+ * visitor cannot reach (past the right edge) or hardly touch (under 24 px; a checkbox counts
+ * its label, which toggles it). Restores `restore` afterwards.
+ */
+export async function phoneLayout(
+	page: Page,
+	screenshot: string,
+	restore: { width: number; height: number }
+): Promise<{ scrollWidth: number; offscreen: string[]; small: string[] }> {
+	await page.setViewportSize({ width: 390, height: 844 });
+	await page.waitForTimeout(300);
+	const report = await page.evaluate(() => {
+		const name = (e: Element) =>
+			`${e.tagName.toLowerCase()}[${e.getAttribute('data-testid') ?? e.textContent?.trim().slice(0, 24)}]`;
+		const visible = [...document.querySelectorAll('button, input, select, a, summary')].filter(
+			(e) => {
+				const r = e.getBoundingClientRect();
+				return r.width > 0 && r.height > 0 && (e as HTMLInputElement).type !== 'hidden';
+			}
+		);
+		const offscreen = visible
+			.filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+			.map(name);
+		const small = visible
+			.filter((e) => {
+				const target = (e as HTMLInputElement).type === 'checkbox' ? (e.closest('label') ?? e) : e;
+				const r = target.getBoundingClientRect();
+				return r.height < 24 || r.width < 24;
+			})
+			.map(name);
+		return { scrollWidth: document.documentElement.scrollWidth, offscreen, small };
+	});
+	await page.screenshot({ path: screenshot, fullPage: true });
+	await page.setViewportSize(restore);
+	return report;
+}

@@ -32,9 +32,12 @@ import {
 	since,
 	status,
 	testid,
+	phoneLayout,
 	unnamedControls,
 	waitIdle as waitIdleFor
 } from './train-page';
+
+const TRAIN_VIEWPORT = { width: 1200, height: 1400 };
 
 const TRAIN_TIMEOUT_MS = 600_000;
 
@@ -189,7 +192,7 @@ export async function trainPanelChecks(
 	console.log('\n# the Train panel: defaults first, presets, saved runs, typed errors');
 	const t0 = Date.now();
 	const context = await browser.newContext({
-		viewport: { width: 1200, height: 1400 },
+		viewport: TRAIN_VIEWPORT,
 		acceptDownloads: true
 	});
 	const page = await context.newPage();
@@ -486,6 +489,13 @@ export async function trainPanelChecks(
 		"with a run's games, charts and saved runs shown, every control has an accessible name, none ambiguous",
 		names.unnamed.length === 0 && names.same.length === 0,
 		JSON.stringify(names)
+	);
+
+	const phone = await phoneLayout(page, 'test-results/train-phone.png', TRAIN_VIEWPORT);
+	check(
+		"at a phone's width (390 px) after a run: nothing scrolls sideways, every control on screen and at least 24 px",
+		phone.scrollWidth <= 390 && phone.offscreen.length === 0 && phone.small.length === 0,
+		JSON.stringify(phone)
 	);
 
 	// 3. After a reload: saved runs listed; resume, export, delete with buttons.
