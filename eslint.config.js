@@ -84,6 +84,15 @@ export default ts.config(
 		files: ['src/**/*.ts', 'src/**/*.svelte'],
 		ignores: ['src/**/node/**', 'src/lib/testing/**'],
 		rules: {
+			// import() too: a dynamic import reaches the bundle as surely as a static one
+			'no-restricted-syntax': [
+				'error',
+				{
+					selector: 'ImportExpression[source.value=/^node:|(^|\\/)node(\\/|$)/]',
+					message:
+						'Node-only code lives in node/ folders and is imported only from them: the browser bundle must not reach it.'
+				}
+			],
 			'@typescript-eslint/no-restricted-imports': [
 				'error',
 				{

@@ -105,7 +105,8 @@ async function gpuEntry(toggles: string[]): Promise<{ gpu: GPU; backend: string 
 	if (nav?.gpu) return { gpu: nav.gpu, backend: 'navigator.gpu' };
 	const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 	if (!isNode) throw new WebGpuUnavailableError(`This browser has no WebGPU. ${BROWSER_ADVICE}`);
-	// loaded only here, in Node: a page never reaches this line (navigator.gpu above)
+	// The one bridge to node/: loaded lazily, only in Node (a page has navigator.gpu above).
+	// eslint-disable-next-line no-restricted-syntax
 	const { nodeGpuEntry } = await import('./node/dawn');
 	return { gpu: await nodeGpuEntry(toggles), backend: 'dawn (node)' };
 }
