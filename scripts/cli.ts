@@ -1,13 +1,8 @@
 /**
- * @file TabRL's command line (Node, WebGPU through Dawn): the interface that tests,
- * benchmarks and users share. One subcommand per file under scripts/cli/.
- *
- *   npm run -s cli -- score --model DIR (--ids 1,2,3 | --text STRING | --chat FILE)
- *
- * Results are ONE JSON object on stdout. Errors go to stderr as `tabrl: KIND: message`
- * (KIND is the typed error's `kind`, e.g. missing-file, unsupported-architecture) with
- * exit status 1; wrong flags print the usage line and exit with 2. A command may print its
- * result and end with another status (`train`: 3 when the run ends 'stuck').
+ * @file TabRL's command line (Node, WebGPU through Dawn), one subcommand per file under
+ * scripts/cli/. Results are ONE JSON object on stdout; errors go to stderr as
+ * `tabrl: KIND: message` with exit status 1; wrong flags print the usage line and exit 2;
+ * a command may end otherwise after its result (`train`: 3 when 'stuck').
  */
 import { ExitWith, UsageError } from './cli/args';
 

@@ -1,10 +1,8 @@
 /**
  * @file The models the app ships with, one per environment family, under static/models/:
- * ~5M-parameter Llama-architecture models with random initial weights (seed 1) and a BPE
- * tokenizer learned from their environment's text (scripts/tictactoe-model.ts), generated,
- * not downloaded. Their warm starts (static/warm-starts/<model>/) name their tensors' hash,
- * so each must come out bit-identical on every machine (tests/unit/run/warm-start-files.test.ts
- * checks).
+ * ~5M-parameter Llama models with random weights (seed 1) and a BPE tokenizer learned from
+ * their environment's text, generated, not downloaded. Their warm starts name their tensors'
+ * hash, so each must come out bit-identical everywhere (warm-start-files.test.ts checks).
  */
 import { join, resolve } from 'node:path';
 import { exists } from './exists';

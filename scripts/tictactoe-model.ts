@@ -1,20 +1,10 @@
 /**
- * @file The tic-tac-toe model family; at MODEL_SIZES.small, the app's bundled model
- * (scripts/default-model.ts): a Llama-architecture model with random initial weights (as transformers initialises a new
- * LlamaForCausalLM: every matrix N(0, 0.02^2), norms 1) and a real byte-level BPE tokenizer
- * whose merges are learned from tic-tac-toe conversations rendered with its ChatML template,
- * so a board or a move is a handful of tokens. Written as a Hugging Face folder (config.json,
- * generation_config.json, tokenizer.json, tokenizer_config.json, model.safetensors) that
- * TabRL and transformers both load.
- *
- * One departure from transformers' initialisation: the final norm's weight is not 1 but
- * `outputScale` (default LOGIT_BOUND / (0.02 * hidden): 7.8 at hidden 256). LoRA trains
- * neither the embeddings nor the norms, and the LM head is the frozen random embedding
- * (tied, rows of norm 0.02 * sqrt(hidden)), while the normed hidden state has norm
- * sqrt(hidden) * weight; with weight 1 no logit can exceed 0.02 * hidden (5.1 at hidden 256),
- * so no token of 448 can get a probability above ~0.27 whatever the adapter learns (measured
- * by optimising the hidden state directly), and a reply sampled at T = 1 is almost never a
- * move. Scaled, the bound is LOGIT_BOUND (40) and the same optimum is p = 1 - 1e-15.
+ * @file The tic-tac-toe model family (MODEL_SIZES.small is the bundled model): a Llama
+ * model with transformers' new-model init (N(0, 0.02^2), norms 1) and a byte-level BPE
+ * learned from tic-tac-toe chats, written as a Hugging Face folder. One departure: the final
+ * norm's weight is `outputScale`, because with a frozen tied random head and weight 1 no
+ * logit can pass 0.02 * hidden (no token above p ~0.27, whatever LoRA learns); scaled, the
+ * bound is LOGIT_BOUND (40).
  */
 import { Rng } from '../src/lib/util/random';
 import { legalPlayTranscripts } from '../src/lib/agent/envs/tictactoe/demonstrations';

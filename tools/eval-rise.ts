@@ -1,14 +1,9 @@
 /**
- * @file How soon a run's evaluation score rises (issue 14, item 6: "the evaluation score
- * rises visibly within two minutes of pressing Train"), read from a `cli train` run's
- * history.jsonl (each line has `recorded_at`; evaluations carry `val/reward`):
+ * @file How soon a run's evaluation score rises, from a `cli train` run's history.jsonl: the
+ * first evaluation after step 0 whose val/reward beats step 0's by --margin, with seconds
+ * since --started (tools/device/env-learning.sh writes it as RUN.started). One JSON line.
  *
  *   npx tsx tools/eval-rise.ts --history OUT/history.jsonl --started ISO [--margin 0.03]
- *
- * --started is when the run was started (tools/device/env-learning.sh writes it beside the
- * run as RUN.started before launching `cli train`). A rise is the first evaluation after step 0
- * whose val/reward exceeds step 0's by at least --margin. Prints one JSON line: the step-0
- * score, every evaluation with its seconds since --started, and the first rise (or null).
  */
 import { readFile } from 'node:fs/promises';
 

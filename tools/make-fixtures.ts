@@ -1,11 +1,8 @@
 /**
- * @file Writes tiny random models in exact Hugging Face layout (src/lib/testing/fixtures.ts)
- * into a directory, one sub-directory per fixture:
+ * @file Writes the tiny random Hugging Face models of src/lib/testing/fixtures.ts into OUT_DIR,
+ * one folder each (never committed; tests build them in a temp dir the same way):
  *
- *   npx tsx tools/make-fixtures.ts OUT_DIR [NAME...] [--seed N] [--layers N]
- *
- * NAME is one of llama, llama-untied-bf16, qwen2, qwen3 (default: all). The files are
- * generated, never committed; tests build them in a temp dir through the same function.
+ *   npx tsx tools/make-fixtures.ts OUT_DIR [llama|llama-untied-bf16|qwen2|qwen3 ...] [--seed N] [--layers N]
  */
 import { join } from 'node:path';
 import { FIXTURE_NAMES, makeFixture, type FixtureName } from '../src/lib/testing/fixtures';

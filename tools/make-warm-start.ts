@@ -1,27 +1,12 @@
 /**
- * @file Makes the warm start that a preset ships (issue 13, item 3): SFT of the bundled
- * model (scripts/make-default-model.ts, generated from its seed) on the environment's
- * demonstrations, through the one run loop (src/lib/run: warmStartRecipe), then the
- * adapter written as f16 with its manifest (model/hf/warm-start.ts: the base's tensors hash,
- * the adapter's sha256, this command, the seed, what it scores). For the GPU machine:
+ * @file Makes the warm start a preset ships: SFT of the bundled model on the environment's
+ * demonstrations through the run loop (warmStartRecipe), the adapter written as f16 with its
+ * manifest (the base's hash, the adapter's sha256, the command, what it scores), then
+ * checked as the page uses it. --resume continues a cut-short SFT in --work; --sft-* and
+ * --explore override the preset's SFT; --check-grpo N trains N GRPO steps from it.
  *
- *   npx tsx tools/make-warm-start.ts --env tictactoe|2048|inbox [--out static/warm-starts/MODEL/ENV]
- *       [--work DIR] [--resume] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X]
- *       [--explore P] [--changes SHARE]
- *
- * --resume continues the SFT run kept in --work by an earlier call that was cut short (its
- * checkpoints, one every `chunk` steps; the same flags must be given): a warm start too long
- * for one GPU-machine call is made over several. Without it --work is emptied first.
- * The --sft-* flags and --explore (2048: recipe.ts SftPhaseConfig.explore) replace the
- * environment's WARM_START_SFT fields (presets.ts), for trying a recipe before it is made the
- * default there. --changes SHARE (inbox: envOptions.changes, questions that need two emails)
- * applies to the demonstrations, the check and the GRPO check alike.
- *
- * After writing, the files are checked the way the page uses them: a new run registers the
- * base with the warm start merged from the written (f16) files, and the evaluation recorded
- * in the manifest is that run's (greedy and T = 1, 200 fixed games). --check-grpo N then
- * trains N GRPO steps of the page's preset from it and prints each evaluation, to show the
- * preset learns from this start on a real GPU (BENCHMARKS.md records the numbers).
+ *   npx tsx tools/make-warm-start.ts --env tictactoe|2048|inbox [--out DIR] [--work DIR] [--resume]
+ *       [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P] [--changes SHARE]
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';

@@ -1,15 +1,11 @@
 /**
- * Serves a rule-following RULER judge on loopback (OpenAI-compatible chat completions) until
- * stopped, for comparing a run trained on RULER's scores with one trained on the game's
- * reward, from `cli train` or from the page (it answers browsers' CORS preflights):
+ * @file A rule-following RULER judge (src/lib/testing/tictactoe-judge.ts) served on loopback
+ * until stopped, answering browsers' preflights too, to compare a run trained on RULER's
+ * scores with one trained on the game's reward. Prints one JSON line with its URL, and on
+ * SIGTERM or SIGINT one with the calls it answered.
  *
  *   npx tsx tools/rule-judge.ts --port 8931 &
- *   npm run -s cli -- train --env tictactoe --reward ruler \
- *     --judge-base-url http://127.0.0.1:8931/v1 --judge-model rule ...
- *
- * The judge (src/lib/testing/tictactoe-judge.ts) reads each trajectory's messages only and
- * scores (reward + 1) / 2. It prints one JSON line with its URL, and on SIGTERM or SIGINT one
- * with the number of judge calls it answered.
+ *   npm run -s cli -- train --reward ruler --judge-base-url http://127.0.0.1:8931/v1 --judge-model rule ...
  */
 import { ScriptedJudge } from '../src/lib/testing/scripted-judge';
 import { ticTacToeRule } from '../src/lib/testing/tictactoe-judge';

@@ -1,20 +1,13 @@
 /**
- * @file `cli export --merge`: a run as a full Hugging Face model folder, for transformers,
- * vLLM or anything that loads a published model: the base's config, tokenizer and chat
- * template files, and one model.safetensors with the run's LoRA adapter folded into the base
- * (W + (alpha / r) B A, as peft's merge_and_unload), plus the warm start first when the run
- * trained a fresh adapter on top of it (mode 'merged').
+ * @file `cli export --merge`: a run as a full Hugging Face model folder (the base's config
+ * and tokenizer files, one model.safetensors with the adapter folded in, W + (alpha / r) B A,
+ * after the warm start for a 'merged' run), in the base's dtypes.
  *
  *   export --merge --run DIR --out DIR [--step N] [--base DIR] [--warm-start DIR]
  *
- * A run exported from the page names its base and warm start by URL: the bundled ones are
- * found under static/ (rootBundled), any other needs --base (and --warm-start, when the run
- * trained on top of one) naming a local copy.
- * --step: a kept checkpoint (default the latest); it is checked against its sha256 seal
- * first. Tensors keep the base's dtypes (merged ones rounded to them, as a merge in that
- * dtype would). The folder is written next to --out and renamed into place: an error leaves
- * nothing, and an existing --out is refused. stdout: {"out", "step", "base", "tensors",
- * "merged": the projections an adapter was merged into}.
+ * A page export's bundled base is found under static/; any other URL needs --base. The
+ * checkpoint's seal is checked first; the folder is renamed into place (an existing --out is
+ * refused). stdout: {"out", "step", "base", "tensors", "merged"}.
  */
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';

@@ -1,21 +1,12 @@
 /**
- * @file `cli generate`: new tokens for one prompt from a model folder, sampled on the GPU
- * with a KV cache (Generator, generate/generator.ts).
+ * @file `cli generate`: new tokens for one prompt, sampled on the GPU with a KV cache.
  *
  *   generate --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE) --max-tokens N
  *       --temperature T [--top-p P] [--top-k K] [--seed S] [--ignore-eos]
  *
- * prints {"prompt_ids": number[], "ids": number[], "logprobs": number[], "text": string,
- * "finish_reason": "stop" | "length"}: ids are the new tokens only (a stop token is kept),
- * logprobs[i] = log_softmax(logits / T)[ids[i]] (T = 1 when greedy), text the new tokens
- * decoded without special tokens. The prompt is read as `score` reads it (score.ts): --text
- * tokenized with nothing added, --chat FILE rendered with the model's chat template (add
- * "add_generation_prompt": true to the file to get the assistant's turn). Generation stops
- * at the model's eos ids (generation_config.json) unless --ignore-eos. --temperature 0 is
- * greedy; --seed makes a sampled run repeat.
- *
- * Order of work: flags, then the folder (every file problem is reported before the GPU is
- * touched), then the prompt and its length against the context, then the GPU.
+ * prints {"prompt_ids", "ids" (new, a stop token kept), "logprobs" (log_softmax(logits / T),
+ * T = 1 when greedy), "text", "finish_reason"}. The prompt is read as `score` reads it; stops
+ * at the model's eos ids unless --ignore-eos. File problems come before the GPU.
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/tokenizer/chat-template';

@@ -1,20 +1,13 @@
 /**
- * @file `cli judge`: RULER's scores for one group of trajectories, from any
- * OpenAI-compatible judge endpoint (src/lib/agent/ruler/).
+ * @file `cli judge`: RULER's scores for one group of trajectories from any OpenAI-compatible
+ * judge.
  *
  *   judge --base-url URL --model NAME --group FILE.jsonl [--rubric FILE]
  *       [--api-key-env VAR] [--timeout-ms N] [--max-retries N]
  *
- * FILE.jsonl holds the group in ART's shape (src/lib/agent/jsonl.ts): one trajectory per
- * line, or one line holding a whole TrajectoryGroup ({"trajectories": [...]}). Trajectory
- * ids are the 1-based positions in the group. --rubric FILE replaces ART's default rubric
- * with the file's text, as it is. The API key is read from the environment variable
- * --api-key-env names, never from the command line (it would sit in the shell's history
- * and the process list); without it no key is sent (local servers need none).
- *
- * stdout: one JSON object {"scores": [{"trajectory_id", "score", "explanation"}]}. A judge
- * that cannot be reached or answers nothing valid after the retries and the corrective
- * re-ask ends with `tabrl: ruler-judge-request: ...` / `ruler-judge-reply: ...`, status 1.
+ * The group is ART's JSONL (ids: 1-based positions); the API key only from the variable
+ * --api-key-env names, never the command line. stdout: {"scores": [{"trajectory_id",
+ * "score", "explanation"}]}; a judge failing after retries and the re-ask: status 1.
  */
 import { readFile } from 'node:fs/promises';
 import { groupsFromJsonl } from '../../src/lib/agent/jsonl';

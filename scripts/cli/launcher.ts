@@ -1,10 +1,8 @@
 /**
- * @file Node only: a stop for processes started through npm. `npm run` and `npx` do not pass
- * SIGTERM on to what they started (npm 10: npm exits, its child runs on), so a process
- * manager's SIGTERM to `npm run -s cli -- train` would leave the trainer training. The
- * trainer watches the chain of processes that launched it, up to the nearest npm or npx
- * (Linux /proc), and takes any of them ending as that signal. Started otherwise (node, tsx,
- * a service manager), there is no chain to watch: signals reach it directly.
+ * @file Node only: a stop for processes started through npm, which does not pass SIGTERM on
+ * (npm 10 exits, its child runs on). The trainer watches its chain of launching processes up
+ * to the nearest npm or npx (Linux /proc) and takes any of them ending as SIGTERM; started
+ * otherwise, signals reach it directly.
  */
 import { basename } from 'node:path';
 import { isRunning, procInfo } from '../../src/lib/util/node/process';

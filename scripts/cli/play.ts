@@ -1,28 +1,14 @@
 /**
- * @file `cli play`: games without training, for baselines and for checking a policy.
+ * @file `cli play`: games without training, for baselines and checking a policy.
  *
  *   play --env ENV --policy random|expert|model [--games N] [--seed S] [--winning-value W]
  *       [--history-turns K|all] [--max-turns N] [--model DIR] [--adapter DIR|none]
- *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl]
- *       [--changes SHARE]
+ *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] [--changes SHARE]
  *
- * `random` and `expert` are the environment's scripted players (agent/envs/<name>/: random
- * picks uniformly among the environment's actions; expert is the player whose games the
- * warm start imitates), played through the same rollout code a model goes through, with no
- * GPU: thousands of games in seconds. `model` plays the environment's preset model (or
- * --model) with its shipped warm start (or --adapter, a PEFT folder; `none` for the bare
- * model), or a `cli train` run's latest checkpoint (--run OUT), greedily unless
- * --temperature says otherwise. Game i plays scenario S + i (default S: the evaluation
- * seed, so the numbers compare with a run's val/reward).
- *
- * --games-out writes every game played, in ART's JSONL (agent/jsonl.ts: a TrajectoryGroup a
- * line, each game a group of one with its messages, choices with their token logprobs, reward,
- * metrics), in game order: to read
- * what a policy does wrong (e.g. `jq 'select(.metrics.correct == 0)'`).
- *
- * stdout: one JSON object {"env", "policy", "games", "win_rate" (games with wins),
- * "mean_reward", "mean_moves", "illegal_rate", "accuracy" and "mean_tool_calls" (inbox),
- * "seconds"}.
+ * random and expert are the environment's scripted players through the same rollout code
+ * (no GPU); model plays the preset's model with its warm start (or --model, --adapter,
+ * --run), greedy unless --temperature. Game i plays scenario S + i (default: the evaluation
+ * seed). --games-out writes every game as ART's JSONL. stdout: one JSON object of rates.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

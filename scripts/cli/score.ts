@@ -1,18 +1,11 @@
 /**
- * @file `cli score`: per-token log-probabilities of a token sequence under a model folder.
+ * @file `cli score`: per-token logprobs of a token sequence under a model folder.
  *
  *   score --model DIR [--adapter DIR] (--ids 1,2,3 | --text STRING | --chat FILE)
  *
- * prints {"ids": number[], "logprobs": (number|null)[]}: logprobs[i] = log p(ids[i] |
- * ids[<i]), logprobs[0] = null (nothing precedes the first token). --text is tokenized
- * with no special tokens added; --chat FILE holds {"messages", "tools"?,
- * "add_generation_prompt"?, "enable_thinking"?, "chat_template_kwargs"?} rendered with
- * the model's chat template and tokenized with nothing added (Tokenizer.encodeChat).
- * --adapter DIR applies a LoRA adapter in PEFT's format (a `train` checkpoint folder, or
- * peft's save_pretrained output) to the model.
- *
- * Order of work: flags, then the folder (config, tokenizer, weight headers: every file
- * problem is reported before the GPU is touched), then the ids, then the GPU.
+ * prints {"ids", "logprobs"}: logprobs[i] = log p(ids[i] | ids[<i]), logprobs[0] = null.
+ * --text adds no special tokens; --chat FILE ({"messages", "tools"?, ...}) is rendered with
+ * the chat template. Every file problem is reported before the GPU is touched.
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { parseChatRequest } from '../../src/lib/model/tokenizer/chat-template';

@@ -1,28 +1,13 @@
 /**
- * @file `cli serve`: a model folder as an OpenAI-compatible HTTP server (node:http).
+ * @file `cli serve`: a model folder as an OpenAI-compatible HTTP server.
  *
  *   serve --model DIR [--port N] [--host 127.0.0.1] [--name NAME] [--max-context N]
  *         [--api-key KEY] [--allowed-hosts a,b] [--max-requests N] [--max-tokens-in-flight N]
  *         [--request-timeout S]
  *
- * answers `POST /v1/chat/completions` (streamed with "stream": true) and `GET /v1/models`
- * (src/lib/serve/node/http-server.ts). Once listening it prints ONE JSON line,
- * {"listening": "http://127.0.0.1:N", "model": NAME}, and runs until SIGINT or SIGTERM,
- * then closes the server, frees the GPU and exits 0 with nothing more on stdout. Requests
- * must name the model NAME (default: the folder's name). --port 0 picks a free port (the
- * printed line says which); the default is 8000. --max-context caps prompt + reply tokens
- * (default: the model's max_position_embeddings).
- *
- * Who may ask (http-access.ts): loopback by default; `--api-key KEY` (or env TABRL_API_KEY)
- * requires `Authorization: Bearer KEY`; Host names other than loopback names, IP literals
- * and the bound host must be listed in --allowed-hosts. Binding beyond loopback without a
- * key prints a warning on stderr. Limits (defaults below): requests held at once, tokens in
- * flight (n * (prompt + max_tokens)), seconds per request; the body limit follows the
- * context (http-body.ts). A message's text longer than 4096 characters is tokenized on a
- * worker thread (src/lib/model/tokenizer/node/tokenizer-thread.ts), so it holds no other request up.
- *
- * Order of work, as `score`: flags, then the folder (every file problem before the GPU is
- * touched), then the GPU, then the port.
+ * Prints {"listening", "model"} once listening (--port 0: a free port) and runs until
+ * SIGINT or SIGTERM. Loopback by default; --api-key (or TABRL_API_KEY) requires a bearer
+ * key; other Host names need --allowed-hosts. Long messages tokenize on a worker thread.
  */
 import { basename, resolve } from 'node:path';
 import { listenChatServer } from '../../src/lib/serve/node/http-server';

@@ -1,27 +1,12 @@
 /**
- * @file Attention benchmark: the forward (attentionForward) and backward (attentionBackward:
- * rowstats, dq, dkdv) kernels alone, at B = 8, T = 512 for the head shapes of SmolLM2-135M
- * (Hq 9, Hkv 3, D 64), Qwen2.5-0.5B (14, 2, 64) and a D = 128 model (16, 8, 128: Qwen3's
- * head size). Prints ONE JSON object on stdout, progress on stderr.
+ * @file Attention benchmark: the forward and backward kernels alone at B 8, T 512 for
+ * SmolLM2-135M's, Qwen2.5-0.5B's and a D = 128 head shape: tilings used, wall ms (median),
+ * GPU ms per kernel (timestamp queries), and a 30-layer step's share. Each tiling is first
+ * checked against the f64 reference (a large GPU's tiling cannot run on SwiftShader).
+ * --sweep times the SWEEP alternatives; --tiny checks the script. One JSON object.
  *
  *   npx tsx tools/bench/bench-attention.ts [--tiny] [--reps N] [--warmup N] [--budget BYTES]
- *       [--tiles '{"forward":{"rt":16,"ct":16,"bk":32,"bv":64}}'] [--no-check] [--sweep]
- *
- * Per shape:
- *  - tiles: the tiling each kernel used (the device's choice, or --budget / --tiles);
- *  - wallMs: wall time of one recorded call submitted alone (await onSubmittedWorkDone),
- *    median of REPS after WARMUP, forward and backward;
- *  - gpuMs: GPU time per kernel (profiler.ts, timestamp-query, one pass per dispatch),
- *    the mean over REPS calls; absent without timestamp-query;
- *  - per30Layers: gpuMs of one training step's attention at 30 layers (two forwards per
- *    layer, as the model recomputes the forward before its backward, and one backward).
- * check: before timing, forward+backward on the device's own tiling at smaller shapes
- * (the same head shapes; qOffset; padding) against the f64 CPU reference, with the
- * self-test's tolerance: the 48 KiB tiling of a large GPU cannot run on SwiftShader, so
- * this is where it is first checked.
- * --sweep: also the GPU time per kernel of the alternative tilings in SWEEP (each checked
- * first on one case against the reference), to choose the defaults by measurement.
- * --tiny: tiny shapes (B 2, T 40), to check the script itself on a CPU driver.
+ *       [--tiles JSON] [--no-check] [--sweep]
  */
 import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
 import { Recorder } from '../../src/lib/gpu/kernel';

@@ -1,30 +1,12 @@
 /**
- * @file Generation benchmark, TabRL's side: decode throughput of Generator.generate
- * (generate/generator.ts) at batch 1, 8 and 32 for SmolLM2-135M's shape and Qwen2.5-0.5B's shape,
- * random weights made in memory (no files), 128-token prompts, 256 new tokens per
- * sequence with ignoreEos, sampling at temperature 1 (top-k and top-p off). Prints ONE
- * JSON object on stdout, progress on stderr. tools/bench/bench_generate_torch.py does the
- * same with transformers' generate (fp32 and bf16, eager attention); run both in one
- * device call and compare.
+ * @file Generation benchmark, TabRL's side: Generator.generate at batch 1, 8 and 32 for
+ * SmolLM2-135M's and Qwen2.5-0.5B's shapes, random weights, 128-token prompts, 256 new
+ * tokens at T 1; bench_generate_torch.py does the same in PyTorch. Per call (median): total,
+ * first-token and decode ms, tokens/s, peak GPU buffers. --lora adds LoRA r 8;
+ * --decode-matmul times decode-layer.ts variants. One JSON object.
  *
  *   npx tsx tools/bench/bench-generate.ts [--shape smollm2-135m|qwen2.5-0.5b] [--batches 1,8,32]
- *       [--prompt 128] [--new 256] [--reps N] [--warmup N] [--lora] [--tiny]
- *       [--decode-matmul fused/skinny/tiled/fused:lanes=16,cols=2,...]
- *
- * Timing, per call (median of REPS after WARMUP calls of the same shape, which also record
- * the decode step and compile its pipelines):
- *  - totalMs: wall time of `await generate(...)`: prefill, first token, every decode step;
- *  - firstTokenMs: from the call to the first onStep (prefill + first sample + readback);
- *  - decodeMs: from the first onStep to the last: NEW - 1 decode steps;
- *  - decodeTokensPerSecond = B * (NEW - 1) / decodeMs; tokensPerSecond = B * NEW / totalMs.
- * Memory: every buffer the device creates is tracked (bench-model.ts's way): peakLiveBytes
- * over the timed calls, weights included.
- * --lora: also a run with LoRA r = 8 (alpha 16, all 7 projections, B random): the policy
- * of an RL rollout. --tiny: tiny shapes and lengths, to check the script on a CPU driver.
- * --decode-matmul (or env TABRL_DECODE_MATMUL): the decode step's matmul variants to time,
- * '/'-separated, each run at every batch (decode-layer.ts's parseDecodeMatmul: mode fused,
- * skinny or tiled, then optional skinny tiling keys rows, cols, lanes, groups, subgroup,
- * maxRows). Default: the Generator's default (fused).
+ *       [--prompt 128] [--new 256] [--reps N] [--warmup N] [--lora] [--tiny] [--decode-matmul ...]
  */
 import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
 import { parseDecodeMatmul } from '../../src/lib/model/transformer/decode-layer';

@@ -1,27 +1,12 @@
 /**
- * @file One full GRPO step, TabRL's side (issue 5, item 8): SmolLM2-135M's shape with random
- * weights (no files), LoRA r 8 / alpha 16 on all 7 projections, 8 groups x 8 rollouts of a
- * 128-token prompt (random ids, one prompt per group) and 256 new tokens each (sampled at T 1,
- * EOS ignored, so both sides do the same work), seeded random rewards, group advantages (ART's
- * definition), then ONE optimizer update over the 64 sequences (cispo, dapo, AdamW with ART's
- * defaults) in micro-batches of MICRO sequences. tools/bench/bench_grpo_torch.py runs the same
- * loop with transformers' generate + peft + the same loss; run both in one device call.
+ * @file One full GRPO step, TabRL's side: SmolLM2-135M's shape, random weights, LoRA r 8 on
+ * all 7 projections, 8 groups x 8 rollouts (128-token prompts, 256 new tokens at T 1, EOS
+ * ignored), seeded rewards, then one update (cispo, dapo, AdamW) in micro-batches of MICRO
+ * sequences; bench_grpo_torch.py runs the same in PyTorch. Median rollout, train and total
+ * ms, tokens/s and peak GPU buffers. One JSON object.
  *
  *   npx tsx tools/bench/bench-grpo.ts [--shape smollm2-135m] [--groups 8] [--group-size 8]
  *       [--prompt 128] [--new 256] [--micro 16] [--reps 3] [--tiny]
- *
- * Micro-batches: 16 sequences (16 x 384 = 6144 tokens, tokenBudget 6144, maxRows 16), so the
- * update is 4 forward+backward passes and one AdamW, as a real step accumulates gradients.
- * 6144 rows is past where the f32 matmuls reach their speed (4096, BENCHMARKS.md), the lm
- * head's logits are chunked by vocabulary either way, and the peaks stay small on both
- * sides (TabRL keep ~7 GiB, PyTorch ~16 GiB of the H200's 139); one micro-batch of all 64
- * (--micro 64) also fits on both but gains little and hides the accumulation.
- *
- * Reported per step (median over REPS after one warm-up step): rolloutMs (Generator.generate
- * of all 64 sequences at once), trainMs (grpoStep: forward + backward over every micro-batch,
- * then AdamW), totalMs, rollout tokens/s (new tokens / rolloutMs), train tokens/s (all
- * tokens trained over / trainMs), and the peak of live GPU buffers. ONE JSON object on
- * stdout, progress on stderr.
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { groupAdvantages } from '../../src/lib/grpo/advantages';

@@ -1,23 +1,12 @@
 /**
- * @file Model benchmark, TabRL's side: one LoRA forward+backward (TransformerModel.
- * forwardBackward, r = 8, alpha = 16 on q/k/v/o/gate/up/down) over a batch of 8 x 512
- * tokens for SmolLM2-135M's shape and for Qwen2.5-0.5B's shape, random weights made in
- * memory (no files). Prints ONE JSON object on stdout, progress on stderr.
- * tools/bench/bench_model_torch.py does the same work with transformers + peft (fp32 eager,
- * TF32 off); run both in one device call and compare ratios.
+ * @file Model benchmark, TabRL's side: one LoRA forward+backward (r 8, alpha 16, all seven
+ * projections) over 8 x 512 tokens for SmolLM2-135M's and Qwen2.5-0.5B's shapes, random
+ * weights; bench_model_torch.py does the same in PyTorch. Median wall time of REPS after
+ * WARMUP (scoring too), and peakLiveBytes of every buffer created (beside memory.ts's
+ * estimate). One JSON object; --tiny checks the script on a CPU driver.
  *
  *   npx tsx tools/bench/bench-model.ts [--shape smollm2-135m|qwen2.5-0.5b] [--reps N]
  *       [--warmup N] [--batch BxT] [--tiny] [--profile]
- *   (GPU machine) bash .gpu/run node .gpu/bench-model.mjs > $OUT/tabrl-model.json
- *
- * Timing: wall time of `await forwardBackward(...)` (it waits for the GPU, and reads the
- * logprobs back once between forward and backward, as training does), after WARMUP calls;
- * the median of REPS. Forward-only scoring (scoreTokens) is timed the same way.
- * Memory: WebGPU reports no usage, so every buffer the device creates is tracked (size
- * counted from createBuffer to destroy): `peakLiveBytes` is the most alive at once, over
- * the weights, the LoRA state and the calls (comparable to torch.cuda.max_memory_allocated);
- * memory.ts's estimate for a training call is reported beside it.
- * --tiny: tiny shapes and batch, to check the script itself on a CPU driver.
  */
 import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
 import { KernelProfiler } from '../../src/lib/gpu/profiler';

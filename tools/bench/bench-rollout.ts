@@ -1,24 +1,12 @@
 /**
- * @file The engine's share of a tic-tac-toe GRPO step's rollouts (issue 18, item 1), side by
- * side in one process: the bundled tiny model's shape (scripts/tictactoe-model.ts, ~5M
- * parameters, random weights: the engine's work does not depend on them) decodes what a
- * step's 512 games ask of it, turn by turn: TURNS generate calls over the live games (all
- * 512 at the first turn, fewer as games end), prompts growing by a move and a board each
- * turn (~120 tokens at the first, ~40 more a turn), up to 16 new tokens at T 1.
+ * @file The engine's share of a tic-tac-toe GRPO step's rollouts: the bundled model's shape
+ * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games,
+ * prompts growing each turn, up to 16 new tokens at T 1), for `before` (batches of 64,
+ * prefill groups of 4096) and `auto` (today's defaults): median, min and max ms and the
+ * Generator's stats. One JSON object; --tiles h200 forces the H200's thresholds; --profile
+ * adds per-kernel GPU time.
  *
- *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny]
- *       [--tiles h200] [--profile]
- *
- * Configurations, each on a new Generator over the same model: `before` (batches of 64,
- * prefill groups of 4096 padded tokens: the engine until 2026-12-05) and `auto` (the
- * defaults: autoBatch, prefillTokenLimit). Reported per configuration: the median, min and
- * max over REPS (after one warm-up) of the whole rollout's ms, and the Generator's stats of
- * one rollout (calls, sessions, prefill and decode ms). ONE JSON object on stdout.
- * --tiny: a 2-layer stand-in and 32 games, to check the script on a CPU driver.
- * --tiles h200: matmul tiles chosen by the H200's thresholds whatever the device (on
- * SwiftShader: as before 2026-12-05, when the software tuning took 32x32 tiles at every size).
- * --profile: also the GPU time of each kernel over one more rollout of `auto` (timestamp
- * queries, one pass per dispatch: compare kernels with each other, not with the wall times).
+ *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny] [--tiles h200] [--profile]
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { KernelProfiler } from '../../src/lib/gpu/profiler';

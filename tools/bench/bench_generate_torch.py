@@ -6,7 +6,7 @@ true fp32 GEMMs, as TabRL's f32 path) and in bf16. The same work as TabRL's: B p
 128 random tokens (no padding), 256 new tokens each (min_new_tokens = max_new_tokens, so
 eos never ends a sequence early), do_sample with temperature 1, top-k and top-p off.
 
-Configurations (--configs, each on a model built for it; issue 18 item 3, honest baselines):
+Configurations (--configs, each on a model built for it, so each baseline is torch at its best):
   eager        attn_implementation="eager", dynamic cache (the continuity column);
   sdpa         attn_implementation="sdpa" (transformers' default), dynamic cache;
   sdpa-static  sdpa with cache_implementation="static" and the model's forward compiled

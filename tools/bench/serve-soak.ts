@@ -1,15 +1,10 @@
 /**
- * @file The server's soak benchmark: `cli serve` on a model folder in its own process, loaded
- * by `--clients` concurrent clients (serve-load.ts: streams, drops, bad and over-limit bodies)
- * for `--seconds`, while a prober times `GET /v1/models` and `GET /health`. Memory is the
- * server's resident set (/proc/PID/status VmRSS): after a warm-up load, then once the load
- * has stopped and the server is idle. Prints one JSON object.
+ * @file The server's soak benchmark: `cli serve` in its own process under `--clients`
+ * concurrent clients (serve-load.ts) for `--seconds`, a prober timing GET /v1/models and
+ * /health, and the server's resident memory after a warm-up and once idle. One JSON object.
  *
- *   npx tsx tools/bench/serve-soak.ts [--model DIR] [--clients 32] [--seconds 300] [--warmup 30]
- *                                      [--cli scripts/cli.ts | .gpu/cli.mjs]
- *
- * Default model: the bundled tabrl-tiny (made on first use, as `npm start` does). --cli: the
- * CLI the server runs from (a bundle on the GPU machine, which has no tsx).
+ *   npx tsx tools/bench/serve-soak.ts [--model DIR] [--clients 32] [--seconds 300]
+ *       [--warmup 30] [--cli scripts/cli.ts | .gpu/cli.mjs]
  */
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

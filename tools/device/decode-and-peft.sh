@@ -1,6 +1,6 @@
-# One GPU-machine call: the decode benchmark (issue 4, item 7: TabRL and transformers'
-# generate side by side, both shapes, batch 1/8/32, fp32 and bf16 on the torch side) and the
-# PEFT round trip (issue 5, item 4). Results land in $OUT; BENCHMARKS.md reads them.
+# One GPU-machine call: the decode benchmark (TabRL and transformers' generate side by side,
+# both shapes, batch 1/8/32, fp32 and bf16 on the torch side) and the PEFT round trip.
+# Results land in $OUT; BENCHMARKS.md reads them.
 #   bash ../shared/device/pack.sh tools/bench/bench-generate.ts tools/parity/peft-roundtrip.ts
 #   device run: bash tools/device/decode-and-peft.sh   carry: [".gpu"]   (about 450 s)
 t0=$(date +%s)

@@ -1,4 +1,4 @@
-# GPU-machine calls for issue 14, item 4: warm starts (SFT on an environment's expert
+# GPU-machine calls for environment learning: warm starts (SFT on an environment's expert
 # demonstrations) and GRPO runs from them, several processes side by side on the one H200.
 #   bash ../shared/device/pack.sh tools/make-warm-start.ts scripts/cli.ts
 #   device run: bash tools/device/env-learning.sh SECONDS JOB...   carry: [".gpu"]

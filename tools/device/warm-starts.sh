@@ -1,4 +1,4 @@
-# One GPU-machine call: the 2048 and inbox warm starts side by side (issue 14, item 4), each
+# One GPU-machine call: the 2048 and inbox warm starts side by side, each
 # packed into one archive in $OUT as soon as it is written (a call brings back few files).
 #   bash ../shared/device/pack.sh tools/make-warm-start.ts
 #   device run: bash tools/device/warm-starts.sh SECONDS   carry: [".gpu"]

@@ -1,26 +1,11 @@
 /**
- * @file Entry of the export round trip: a run exported from the page (its zip) loads in peft
- * onto its base, and `cli export --merge` of it loads in transformers, both scoring TabRL's
- * logprobs (export-roundtrip-plan.ts has the folder layout, -lib.ts a case, -standin.ts the checks; export_roundtrip.py
- * is the PyTorch half).
+ * @file Entry of the export round trip: a run exported from the page loads in peft onto its
+ * base, and `cli export --merge` of it in transformers, both scoring TabRL's logprobs
+ * (export-roundtrip-plan.ts: the folder; -lib.ts: a case; -standin.ts: the CPU checks).
+ * `export DIR [--tiny] [--layers N] [--cases llama,qwen2]`, or `selftest DIR` (export,
+ * then the stand-in: runs anywhere). Exit 0 when every check passes.
  *
- *   export DIR [--tiny] [--layers N] [--cases llama,qwen2]
- *                          base folders, a two-step run each (SFT then GRPO, fresh LoRA),
- *                          its zip as the page's Export makes it, unzipped, merged by
- *                          `cli export --merge`, TabRL's logprobs; prints a JSON report
- *   selftest DIR [--tiny] [--cases ...]
- *                          export, then the CPU stand-in for Python (f64 reference model,
- *                          an f64 merge, the zip's entries, adapter_config.json's keys);
- *                          writes DIR/selftest-report.json: runs anywhere
- *
- * On the GPU machine (bundle: `bash ../shared/device/pack.sh tools/parity/export-roundtrip.ts`;
- * tools/device/export-peft.sh is the whole call):
- *
- *   bash .gpu/run node .gpu/export-roundtrip.mjs export /tmp/er;
- *   python3 tools/parity/export_roundtrip.py /tmp/er     (writes /tmp/er/export-report.json)
- *
- * Locally (SwiftShader): `npx tsx tools/parity/export-roundtrip.ts selftest /tmp/er --tiny`.
- * Exit status 0 when every check passes.
+ *   npx tsx tools/parity/export-roundtrip.ts selftest /tmp/er --tiny
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,16 +1,9 @@
 /**
  * @file Entry of the model parity check (TabRL against transformers + peft): scores the
- * cases that tools/parity/model_parity.py wrote and prints ONE JSON report on stdout
- * (progress on stderr); exit status 0 when every case is within tolerance.
+ * cases model_parity.py wrote and prints ONE JSON report (parity-runner.ts says what is
+ * compared); exit 0 when every case is within tolerance.
  *
- *   python3 tools/parity/model_parity.py /tmp/parity        # expected values (PyTorch)
- *   npx tsx tools/parity/model-parity.ts /tmp/parity [--only NAME ...]
- *
- * On the GPU machine both run in one call, the TS side bundled by
- * `bash ../shared/device/pack.sh tools/parity/model-parity.ts`:
- *   python3 tools/parity/model_parity.py /tmp/parity && \
- *     bash .gpu/run node .gpu/model-parity.mjs /tmp/parity > $OUT/parity.json
- * See parity-runner.ts for what is compared and how.
+ *   python3 tools/parity/model_parity.py /tmp/parity && npx tsx tools/parity/model-parity.ts /tmp/parity [--only NAME ...]
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { runParity } from './parity-runner';

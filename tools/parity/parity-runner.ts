@@ -1,23 +1,9 @@
 /**
- * @file TabRL's side of the model parity check: for each case that
- * tools/parity/model_parity.py wrote (OUT/manifest.json), load the model folder as a
- * user's would be loaded (openCheckpointFromDirectory), the PEFT adapter beside it
- * (peft-adapter.ts), score the case's right-padded batch without and with the adapter,
- * run forwardBackward with dLoss/dlogprobs = w, and compare logprobs and every LoRA
- * gradient with transformers' + peft's float64 values.
- *
- * Measures: logprobs, the largest absolute difference over real targets (and NaN exactly
- * where there is no target); gradients, per tensor the largest absolute difference divided
- * by the tensor's largest expected magnitude (a relative error that does not blow up on
- * entries near 0), the worst over tensors, plus ||g - e|| / ||e|| over all of them. A case
- * passes when both worst errors are within the tolerance (1e-3, the issue's target).
- *
- * Models load with the default weightDtype 'auto', so the F16 and BF16 folders run with
- * their matrices stored in f16 on the GPU (weight-dtype.ts) and parity covers that path;
- * each case reports how many tensors were f16 (`gpuWeights`).
- *
- * The model folders hold no tokenizer (the check is on ids): the store below answers
- * tokenizer.json / tokenizer_config.json with a stub when they are absent.
+ * @file TabRL's side of the model parity check: each case of model_parity.py's manifest
+ * loaded as a user's folder (with its PEFT adapter), scored without and with the adapter,
+ * forwardBackward with dLoss/dlogprobs = w, against transformers' + peft's f64 values.
+ * Passes when the logprobs' max abs error and the gradients' worst per-tensor relative error
+ * are within 1e-3. Weights load as 'auto', so f16 GPU weights are covered.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

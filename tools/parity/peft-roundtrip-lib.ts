@@ -1,22 +1,9 @@
 /**
- * @file The TabRL half of the PEFT round trip (peft-roundtrip.ts is the entry, the PyTorch
- * half is peft_roundtrip.py), over one folder DIR that both sides read and write:
- *
- *   DIR/plan.json                         cases, sequences, tolerance (written by `export`)
- *   DIR/<case>/model/                     a random model folder made by TabRL (fixtures.ts)
- *   DIR/<case>/run/checkpoints/0001/      TabRL's checkpoint after one AdamW step, saved by
- *                                         NodeRunStore exactly as a training run saves it
- *   DIR/<case>/tabrl-logprobs.json        TabRL's logprobs of the sequences, base and LoRA
- *   DIR/<case>/peft/<name>/               adapters peft made (get_peft_model + save_pretrained)
- *   DIR/<case>/peft/<name>.json           their config and peft's logprobs
- *   DIR/python-report.json                peft's verdict on TabRL's checkpoints, and the
- *                                         list of peft adapters for `import`
- *
- * `export` builds the models, trains and saves TabRL's adapters; `import` reads peft's
- * adapters through grpo/store/checkpoint.ts (a PEFT-only folder: weights-only, step 0), scores
- * them and compares with peft's logprobs. Logprobs are per sequence, `log p(ids[t + 1] |
- * ids[<= t])`, t = 0 .. n - 2. Tolerance: 1e-4 max abs (f32 on the GPU against peft in
- * f64); an adapter must move some logprob by 100x that, so a dropped adapter cannot pass.
+ * @file The TabRL half of the PEFT round trip (peft-roundtrip.ts the entry, peft_roundtrip.py
+ * the PyTorch half) over one DIR: plan.json, per case model/, run/checkpoints/0001/ (one AdamW
+ * step, saved as a run saves), tabrl-logprobs.json, peft/<name>/ adapters and their logprobs,
+ * python-report.json. Logprobs are log p(ids[t + 1] | ids[<= t]); tolerance 1e-4 max abs,
+ * and an adapter must move some logprob by 100x that.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

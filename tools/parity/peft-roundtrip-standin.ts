@@ -1,16 +1,9 @@
 /**
- * @file A CPU stand-in for peft_roundtrip.py, so the TabRL half of the PEFT round trip runs
- * end to end where there is no PyTorch (`peft-roundtrip.ts selftest`). It writes what the
- * Python side writes, in the same places (peft-roundtrip-lib.ts lists them), with the f64
- * CPU reference model (src/lib/testing/reference.ts) in the place of transformers + peft:
- *
- * - TabRL's checkpoints scored by the reference (the adapter read with our own PEFT reader,
- *   so this checks the GPU against the reference, not peft's loading: only the GPU machine
- *   run proves that);
- * - per case, the plan's peft adapters as folders in peft's layout (adapter_config.json
- *   with the fields a recent peft writes, adapter_model.safetensors with A [r, in] and
- *   B [out, r] under peft's names, a README.md), random A and B, and the reference's
- *   logprobs for them.
+ * @file A CPU stand-in for peft_roundtrip.py (`peft-roundtrip.ts selftest`): writes what the
+ * Python side writes, where it writes it, with the f64 reference model in place of
+ * transformers + peft: TabRL's checkpoints scored, and per case random adapters in peft's
+ * layout with their logprobs. It reads adapters with TabRL's own reader, so only the GPU
+ * machine run proves peft's loading.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,23 +1,10 @@
 /**
- * @file Entry of the PEFT round trip: TabRL's training checkpoints load in peft, and peft's
- * adapters load in TabRL, with the same logprobs both ways (peft-roundtrip-lib.ts has the
- * folder layout and the checks; peft_roundtrip.py is the PyTorch half).
+ * @file Entry of the PEFT round trip: TabRL's checkpoints load in peft and peft's adapters in
+ * TabRL, with the same logprobs both ways. `export DIR [--tiny] [--layers N]` (models, one
+ * trained LoRA each), `import DIR` (peft's adapters read and compared: one JSON report),
+ * `selftest DIR [--tiny]` (the CPU stand-in between: runs anywhere). Exit 0 when all pass.
  *
- *   export DIR [--tiny] [--layers N]   models made by TabRL, one trained LoRA each, saved as
- *                                      a run saves its checkpoints; TabRL's logprobs
- *   import DIR                         peft's adapters (from peft_roundtrip.py) read, scored,
- *                                      compared; prints ONE JSON report with both directions
- *   selftest DIR [--tiny]              export, the CPU stand-in for Python
- *                                      (peft-roundtrip-standin.ts), import: runs anywhere
- *
- * On the GPU machine (bundle: `bash ../shared/device/pack.sh tools/parity/peft-roundtrip.ts`):
- *
- *   bash .gpu/run node .gpu/peft-roundtrip.mjs export /tmp/rt;
- *   python3 tools/parity/peft_roundtrip.py /tmp/rt;
- *   bash .gpu/run node .gpu/peft-roundtrip.mjs import /tmp/rt > $OUT/peft-roundtrip.json
- *
- * Locally (SwiftShader): `npx tsx tools/parity/peft-roundtrip.ts selftest /tmp/rt --tiny`.
- * Exit status 0 when every check passes.
+ *   npx tsx tools/parity/peft-roundtrip.ts selftest /tmp/rt --tiny
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
