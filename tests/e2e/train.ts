@@ -196,6 +196,14 @@ export async function trainPanelChecks(
 		acceptDownloads: true
 	});
 	const page = await context.newPage();
+	// Delete asks first (a confirm dialog): accepted, unless a check sets `dismissNext`
+	const dialogs: string[] = [];
+	let dismissNext = false;
+	page.on('dialog', (d) => {
+		dialogs.push(d.message());
+		void (dismissNext ? d.dismiss() : d.accept());
+		dismissNext = false;
+	});
 	const errors: string[] = [];
 	page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
 	page.on('console', (m) => {
@@ -552,6 +560,17 @@ export async function trainPanelChecks(
 		`steps shown: ${seen.join(' -> ')}; ${since(t3)} ${await errorText(page)}`
 	);
 
+	dismissNext = true;
+	const asked = dialogs.length;
+	await page.click(`${testid('saved-runs')} tr[data-run="tictactoe-1"] ${testid('run-delete')}`);
+	await page.waitForTimeout(500);
+	check(
+		'Delete asks first, naming the run; answering Cancel keeps it',
+		dialogs.length === asked + 1 &&
+			dialogs.at(-1)!.includes('"tictactoe-1"') &&
+			(await savedRuns(page)).some((r) => r.run === 'tictactoe-1'),
+		dialogs.at(-1) ?? '(no dialog)'
+	);
 	await page.click(`${testid('saved-runs')} tr[data-run="tictactoe-1"] ${testid('run-delete')}`);
 	await page.waitForFunction(
 		() => !document.querySelector('[data-testid="saved-runs"] tr[data-run="tictactoe-1"]'),
