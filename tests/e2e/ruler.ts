@@ -136,6 +136,7 @@ export async function rulerChecks(
 	await byLength.start();
 	const context = await browser.newContext({ viewport: { width: 1200, height: 1500 } });
 	const page = await context.newPage();
+	page.on('dialog', (d) => void d.accept()); // Delete's confirm
 	const errors: string[] = [];
 	page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
 	page.on('console', (m) => {
