@@ -1,19 +1,8 @@
 /**
- * @file The e2e checks of the Model panel, called from run.ts. Tiny random fixture models
- * (src/lib/testing/fixtures.ts: llama f32 tied, qwen2 f16 with biases, qwen3 sharded) are
- * written to a temp folder that the e2e server mounts at /fixtures/ (Range support, a
- * request log, faults on demand: see serve.ts). In the browser, through the page only:
- *   1. load llama by URL prefix; the summary matches the fixture; a text's per-token
- *      logprobs match the f64 CPU reference (src/lib/testing/reference.ts) computed here in
- *      Node on the same weights, within 1e-4; the files are in the Cache API;
- *   2. reload the page and load again: the server sees no request for the model's files,
- *      and the summary says 'cache';
- *   3. a memory budget below the model's size: a typed 'over-memory' error before any
- *      weight file is downloaded; without the budget it loads and scores (qwen2, f16);
- *   4. in a fresh browser context (empty cache), the server cuts qwen3's second shard off
- *      halfway ('cut': connection dropped; 'short': body ends early): each load fails with
- *      a typed error and the shard is not in the cache; with the server fixed a retry
- *      loads and scores.
+ * @file The Model panel's e2e checks (from run.ts), fixture models mounted at /fixtures/:
+ * load llama by URL, logprobs within 1e-4 of the f64 reference, files in the Cache API; a
+ * reload loads from the cache with no request; a memory budget refuses before downloading;
+ * a shard cut off ('cut', 'short') is a typed error, not cached, and a retry works.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,24 +1,9 @@
 /**
- * @file RULER from the Train panel in real Chromium, called from run.ts. A scripted
- * OpenAI-compatible judge (src/lib/testing/scripted-judge.ts, with CORS: it answers
- * preflights and allows the page's origin) listens on loopback in this process; the page's
- * worker calls it across origins through the `openai` client, as it would call OpenRouter or
- * a local Ollama. It scores letters replies by their length, not by the game's rule, so the
- * judge's score and the game's reward differ.
- *   1. Reward "RULER" on the letters preset: Train with the judge's fields empty, then with
- *      an ftp:// URL, starts nothing and shows validateRecipe's words beside the fields.
- *   2. With URL, model and key: the judge is asked for its models, then scores each group
- *      with the key as the bearer token; the step table shows the judge's score beside the
- *      game's reward. The judge then answers garbage: the next round shows 'judge failed'
- *      and the groups dropped (not silent). Stop.
- *   3. IndexedDB (every database, every store, read in the page), localStorage and
- *      sessionStorage hold the judge's URL in the saved recipe but never the key; after
- *      Delete, still no key. "Remember in this tab" keeps it in sessionStorage only, across
- *      a reload, and unticking forgets it.
- *   4. A judge URL with nothing listening, and a judge that knows nothing of CORS: the run
- *      ends at once with a typed error that says unreachable and CORS and names the page's
- *      origin; nothing is saved.
- * Small on purpose (letters, 4-token replies, one step): SwiftShader runs it.
+ * @file RULER from the Train panel in real Chromium (from run.ts), a scripted judge with CORS
+ * on loopback scoring letters replies by length: empty or ftp:// judge fields refused with
+ * validateRecipe's words; a run scored by the judge (key as bearer), 'judge failed' shown
+ * when it answers garbage; the key never in IndexedDB or storage unless remembered for the
+ * tab; an unreachable or CORS-less judge a typed error at once, nothing saved.
  */
 import { createServer } from 'node:net';
 import type { Browser, Page } from 'playwright-core';

@@ -1,34 +1,9 @@
 /**
- * @file End-to-end test of the built site in real headless Chromium (playwright-core driving
- * the system browser; WebGPU on SwiftShader where there is no GPU). Three pages:
- *   1. the normal page: WebGPU found, adapter and limits shown, the kernel self-test not run
- *      on load, then run on demand in the tab's one Web Worker, every case present and passing;
- *   2. a page whose navigator.gpu is removed: the no-WebGPU message, and no worker;
- *   3. `?simulate=device-lost`: the device dies after the first case; the page must say so
- *      (not hang), and "run again" must recover on a fresh device;
- *   4. the Model panel (model.ts): tiny fixture models served under /fixtures/, loaded by
- *      URL, scored against Node's f64 reference, loaded again from the Cache API with no
- *      request, refused over a memory budget, and downloads broken off halfway;
- *   5. the Train panel (train.ts): defaults first (Train pressed with nothing typed: the
- *      tic-tac-toe preset plays legal games from its shipped warm start; Stop within a turn),
- *      the letters preset trains steps, saved runs listed after a reload, resumed, exported
- *      and deleted with buttons only; bad input refused with typed errors;
- *   6. RULER from the Train panel (ruler.ts): a scripted judge on loopback with CORS scores
- *      letters steps (the judge's score beside the game's reward, failures shown), the API
- *      key never stored; unreachable and CORS-less judges give a typed error at once;
- *   7. share links (share.ts): a link's settings restored exactly, the address following
- *      the form, Copy link, malformed and future-version links opening the defaults with a
- *      notice of what was ignored, and no sideways scroll at phone width.
- * Each assertion is one check; the last line is `N passed, N failed`; the exit code is
- * non-zero on any failure. Screenshots go to test-results/.
- *
- * Run with `npm run test:e2e` (builds first). Environment:
- *   CHROMIUM_PATH        browser binary (default /usr/bin/chromium)
- *   E2E_TIMEOUT_S        how long the self-test may take (default 600: SwiftShader is slow)
- * The build must hold the bundled model (npm run test:e2e writes it first).
- *   E2E_HEADED=1         show the browser window
- *   E2E_ONLY=a,b         only these parts: selftest, no-webgpu, device-lost, model, train, ruler,
- *                        share
+ * @file End-to-end test of the built site in headless Chromium (WebGPU on SwiftShader where
+ * there is no GPU): the self-test on demand, no WebGPU, a lost device, the Model panel
+ * (model.ts), the Train panel (train.ts), RULER (ruler.ts), share links (share.ts). One line
+ * per check, then `N passed, N failed`; non-zero exit on failure; screenshots in
+ * test-results/. Env: CHROMIUM_PATH, E2E_TIMEOUT_S (600), E2E_HEADED=1, E2E_ONLY=a,b.
  */
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';

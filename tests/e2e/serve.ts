@@ -1,13 +1,8 @@
 /**
- * @file A tiny static file server for the built site (`build/`), for the e2e test: node:http
- * only, bound to 127.0.0.1 (a secure context, which WebGPU requires), on a free port.
- * Unknown paths get the SPA fallback `200.html`, as a static host would serve it.
- *
- * Mounts serve further folders under a path prefix (the e2e test's model fixtures under
- * /fixtures/) the way a model host does: single-range requests answered with 206, unknown
- * files with 404 (no SPA fallback), every request logged, and faults on demand: 'cut'
- * sends half a file under its full Content-Length and then drops the connection; 'short'
- * sends half a file without a Content-Length and ends normally.
+ * @file A tiny static server for the built site (`build/`) on 127.0.0.1 (a secure context,
+ * as WebGPU requires), SPA fallback `200.html`. Mounts serve more folders under a prefix as a
+ * model host does (206 ranges, 404 unknowns, every request logged) with faults on demand:
+ * 'cut' drops the connection halfway under a full Content-Length, 'short' ends early.
  */
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';

@@ -1,22 +1,9 @@
 /**
- * @file Share links in real Chromium (src/lib/ui/share-link.ts), called from run.ts. Pages
- * only: nothing trains.
- *   1. A link with a preset, hyperparameters, a seed and a RULER judge opens with exactly
- *      those settings, also after the GPU probe (a software GPU scales bare presets down,
- *      never a link's), and no notice.
- *   2. Changing a field rewrites the address bar; "Copy link" gives that address (copied, or
- *      shown to copy by hand where the clipboard is refused).
- *   3. A malformed link (unknown preset, a negative step count, a key parameter, a bad
- *      learning rate) opens the page as the bare address does and says what was ignored; the key's value is on
- *      neither the page nor the rewritten address. A future version opens the defaults and
- *      says why.
- *   4. At phone width (375 px) the page has no sideways scroll, with the judge's fields and
- *      the diagnostics (GPU limits, the self-test's table) open.
- *   5. Every control then has an accessible name (Chromium's accessibility tree), none shared.
- *   6. A link's result (`result=STEP:REWARD:EVALUATION`) is shown as the sharer's run's.
- *   7. Links mangled at random (seeded) open, and a form edit then rewrites the address, with
- *      no page or console error in any visit of this part.
- * Screenshots: test-results/share-{restored,malformed,future,result,phone}.png.
+ * @file Share links in real Chromium (from run.ts), pages only: a link's settings restored
+ * exactly (also after the GPU probe); the address bar following the form and Copy link;
+ * malformed links opening the defaults with a notice, no key anywhere; future versions; no
+ * sideways scroll at 375 px; unique accessible names; a link's result shown; fuzzed links.
+ * Screenshots: test-results/share-*.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';

@@ -1,11 +1,9 @@
 /**
- * A conversation that outgrows the model's context window ends the episode by the
- * environment's rule, never the run: through the REAL ChatService (prompt building with the
- * chat template and its context check, answering 400 `context_length_exceeded` as OpenAI
- * does) and the openai package, with a scripted engine in place of the model (it "samples"
- * the tokens of a chosen reply), since a random tiny model ends these games on its first
- * reply. 2048 resending the whole game (ART's way) in a 600-token window ends 'context' after
- * a few moves, scored as the board stands; inbox searching forever ends as out of turns.
+ * A conversation outgrowing the context window ends the episode by the environment's rule,
+ * never the run: through the REAL ChatService (400 `context_length_exceeded`) and the openai
+ * package, with a scripted engine replying chosen tokens. 2048 resending the whole game in a
+ * 600-token window ends 'context', scored as the board stands; inbox searching forever ends
+ * out of turns.
  */
 import { describe, expect, it } from 'vitest';
 import * as game2048 from '../../../src/lib/agent/envs/game2048';

@@ -1,13 +1,8 @@
 /**
- * GRPO learns, shown on a task small enough for SwiftShader: a tiny random Llama (fixtures:
- * hidden 32, ChatML, byte-level BPE) plays the letters environment (agent/envs/letters/rollout.ts: asked
- * for a word, rewarded by the share of the reply's characters that are letters a-m). Through the public API only (TrainableModel, the
- * Node LocalBackend, the official openai client, gatherTrajectoryGroups) from fixed seeds.
- *
- * The claim is statistical, not a lucky run: the rewards of the first two steps and of the
- * last two (32 rollouts each) are compared with Welch's t statistic, which must exceed 5
- * (a chance difference of that size has p < 1e-6), and the mean must rise by at least 0.2
- * (untrained, about 0.1 of a random reply's characters are a-m).
+ * GRPO learns, on a task small enough for SwiftShader: a tiny random Llama plays letters
+ * (reward: the share of the reply's characters in a-m) through the public API only, from
+ * fixed seeds. Statistical, not a lucky run: the first two steps' rewards against the last
+ * two (32 rollouts each) must give Welch's t > 5 and a mean rise of at least 0.2.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,15 +1,9 @@
 /**
- * Warm starts through the Node LocalBackend (agent/backend/model-run.ts, model/hf/warm-start.ts)
- * on a tiny random Llama (fixtures.ts), on Dawn (SwiftShader here). The warm start is a
- * random PEFT adapter written as checkpoint.ts writes one, in a folder with its manifest
- * (warm-start.json: the base's tensorsSha256, the adapter file's sha256):
- * - merged into the base, the model (a fresh adapter on top, B = 0) scores a prompt as the
- *   base with the adapter stacked as its trainable adapter: greedy replies alike, logprobs
- *   within 1e-4, and unlike the base alone;
- * - the same adapter with another base (another seed, same shapes) is refused as
- *   'warm-start-mismatch', and nothing is written to that run's folder;
- * - a saved run reopened with another base model or warm start (or the same one in the other
- *   mode) is refused as 'run-exists'.
+ * Warm starts through the Node LocalBackend on Dawn, a random PEFT adapter with its
+ * manifest: merged into the base, the model (fresh adapter on top) scores as the base with
+ * it stacked (greedy alike, logprobs within 1e-4, unlike the base); with another base it is
+ * 'warm-start-mismatch', nothing written; a run reopened with another base, warm start or
+ * mode is 'run-exists'.
  */
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

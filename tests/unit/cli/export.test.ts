@@ -1,11 +1,9 @@
 /**
- * `cli export --merge` (scripts/cli/export.ts) on a run folder made here (no GPU): a tiny
- * Llama base, a run with a random LoRA checkpoint. The folder written is a Hugging Face model:
- * the base's non-weight files copied, one model.safetensors where every targeted projection is
- * W + (alpha / r) B A (checked against an f64 computation, to f32 rounding) and every other
- * tensor the base's, bit for bit, that the engine's own loader opens. Bad input: an existing
- * --out, a run without run.json, a step not kept, a checkpoint whose bytes changed (nothing
- * written in each case).
+ * `cli export --merge` on a run folder made here (no GPU): the output is a Hugging Face
+ * model, the base's files plus one model.safetensors where each targeted projection is
+ * W + (alpha / r) B A (f64-checked to f32 rounding) and every other tensor the base's, bit
+ * for bit, opened by the engine's loader. Bad input (existing --out, no run.json, a step not
+ * kept, changed bytes) writes nothing.
  */
 import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';

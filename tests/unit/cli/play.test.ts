@@ -2,7 +2,7 @@
  * `cli play` (scripts/cli/play.ts): games without training. The scripted players go through
  * each environment's real rollout code (policyClient), so these are the baselines
  * BENCHMARKS.md reports; the model player is the engine's (exercised on the GPU machine and,
- * at one game, in run-loop tests). Checked: one JSON object with the issue's fields, the
+ * at one game, in run-loop tests). Checked: one JSON object with the documented fields, the
  * expert above random where it must be, the same numbers for the same seed, --games-out's
  * games (ART's JSONL) agreeing with the numbers, bad flags.
  */

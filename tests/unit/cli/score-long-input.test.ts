@@ -1,7 +1,7 @@
 /**
- * `cli score --chat` on a prompt far past the model's context (issue 17: a ~300 KB chat died
- * with an untyped "RangeError: Maximum call stack size exceeded"): a typed context-length
- * error, exit 1, reported before the GPU is touched (so this test needs none).
+ * `cli score --chat` on a prompt far past the model's context (a ~300 KB chat once died with
+ * an untyped "RangeError: Maximum call stack size exceeded"): a typed context-length error,
+ * exit 1, reported before the GPU is touched (so this test needs none).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,14 +1,8 @@
 /**
- * The CLI's `score` command run as a child process (tsx scripts/cli.ts, as `npm run cli`
- * runs it) on fixture models written to a temp dir: the JSON on stdout, its logprobs
- * against the f64 CPU reference (reference.ts) and against TransformerModel.scoreTokens in
- * this process, the tokenization of --text and --chat, and the exit status and stderr of
- * every kind of bad input.
- *
- * Tolerance vs the f64 reference: atol 3e-5 + rtol 1e-5, as transformer.test.ts argues
- * (f32 GPU rounding through two layers moves logprobs by a few 1e-6). Against scoreTokens
- * in this process the numbers must be equal: same code, same device type, and JSON
- * prints an f32 value's double exactly.
+ * The CLI's `score` as a child process on fixture models: the JSON on stdout, its logprobs
+ * against the f64 reference (atol 3e-5 + rtol 1e-5, as transformer.test.ts) and equal to
+ * scoreTokens in this process (same code and device; JSON prints f32 exactly), --text and
+ * --chat tokenization, and every kind of bad input's exit status and stderr.
  */
 import { sealCheckpoint } from '../../../src/lib/grpo/store/checkpoint-seal';
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';

@@ -1,18 +1,8 @@
 /**
- * `cli train` killed with SIGKILL at named points of its run store's saves (the
- * TABRL_PAUSE_AT hook, src/lib/grpo/pause-point.ts: the child stops at the point and says
- * so, the test kills it there), then run again on the same --out, as a crash leaves it:
- *
- * - killed between step 1's checkpoint rename and its history line: a second `train` on the
- *   folder meanwhile is refused ('run-locked', exit 1, naming the live pid); the next call
- *   takes the dead pid's lock over; killed again halfway through writing the restored line
- *   (a torn line), the call after reports the torn line by number and rewrites the file
- *   without it, restores step 1's line from the checkpoint (once), and continues SFT at
- *   step 2 (paused before it trains);
- * - killed before a checkpoint's rename: the next call removes the temp folder.
- *
- * Cost: one SFT step of the tiny llama fixture (tic-tac-toe demonstrations) in the first
- * child; every other child stops before training anything.
+ * `cli train` SIGKILLed at named points of its saves (TABRL_PAUSE_AT), then run again on the
+ * same --out: a second train meanwhile is 'run-locked'; the next takes the dead lock over,
+ * a torn history line is reported and rewritten away, step 1's line restored once, SFT
+ * continues at step 2; killed before a rename, the temp folder is removed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -1,13 +1,9 @@
 /**
- * `cli train`: the recipe its flags make (the preset, a saved run's recipe, each flag
- * replacing a field; no GPU), then the command run as a child process on the tiny llama
- * fixture (SwiftShader: 2 x 2 games, a step or two): a letters run ends 'done' with its JSON
- * line, history, checkpoint and run.json, and a second call continues it from the saved
- * step with the saved recipe (SFT resuming mid-way is the run loop's test:
- * tests/unit/run/run-loop.test.ts), started through `npm run` and stopped by SIGTERM to npm
- * alone ('stopped', its steps kept); tic-tac-toe from a random model with no warm start has no reward spread and
- * ends 'stuck' (exit 3); a warm start made for another base is refused
- * ('warm-start-mismatch', exit 1); bad flags exit 2 with the usage line.
+ * `cli train`: the recipe its flags make (no GPU), then the command as a child process on
+ * the tiny llama (SwiftShader): a letters run ends 'done' with its JSON line, history,
+ * checkpoint and run.json, a second call continues it, npm's SIGTERM stops it ('stopped');
+ * tic-tac-toe from a random model ends 'stuck' (exit 3); a foreign warm start is
+ * 'warm-start-mismatch' (exit 1); bad flags exit 2 with the usage line.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -1,12 +1,9 @@
 /**
- * The masked sampler (constrained decoding) against a plain CPU reference built from the
- * unmasked one (src/lib/gpu/reference/sampling.ts): the allowed tokens' logits go through
- * the same temperature / top-k / top-p sets, the draw is the same Gumbel-max with the same
- * Philox noise at each token's own index, and the logprob is log_softmax(x / T)[token] over
- * the FULL vocabulary. Tokens: exact (the runner-up accepted where the reference's best two
- * Gumbel keys are within 1e-4, as f32 may swap them). Logprobs: 1e-5 absolute + 1e-5
- * relative, the unmasked sampler's tolerance (an f32 sum of up to 151936 exponentials).
- * With every token allowed the masked kernel must give the unmasked kernel's bits.
+ * The masked sampler against a CPU reference built from the unmasked one: the allowed
+ * tokens through the same temperature / top-k / top-p sets and Gumbel-max draw, the logprob
+ * over the FULL vocabulary. Tokens exact (the runner-up accepted within 1e-4 Gumbel keys);
+ * logprobs 1e-5 absolute + relative. With every token allowed it must give the unmasked
+ * kernel's bits.
  */
 import { describe, expect, it } from 'vitest';
 import { run } from '../../../src/lib/gpu/kernel';

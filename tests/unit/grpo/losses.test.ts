@@ -1,15 +1,8 @@
 /**
- * The GRPO losses against hand computations, their gradients against central finite
- * differences of the loss in f64, the clip boundaries, masking, and gradient accumulation.
- *
- * Finite differences: h = 1e-6 on the f64 loss; truncation ~h^2 |L'''| ~ 1e-12, rounding
- * ~1e-16 |L| / h ~ 1e-10; the gradients come back as f32 (relative 6e-8). Tolerance:
- * atol 1e-8 + rtol 1e-6. A wrong term (a missed weight, a sign, the KL's derivative, a
- * gradient through the clipped branch) is off by far more.
- *
- * CISPO's weight is detached (stop-gradient): its loss is -w A l with w = clip(r) held
- * fixed. Its finite difference therefore moves l and the rollout logprob together, which
- * leaves r (and w) unchanged and moves only the l that the gradient flows through.
+ * The GRPO losses against hand computations, gradients against f64 central differences
+ * (h = 1e-6; atol 1e-8 + rtol 1e-6), clip boundaries, masking, accumulation. CISPO's weight
+ * is detached, so its finite difference moves l and the rollout logprob together, leaving
+ * r (and the weight) fixed.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';

@@ -1,14 +1,8 @@
 /**
- * One GRPO / SFT step on a tiny random Llama (2 layers, hidden 32, vocab 300) on the GPU
- * (SwiftShader here): the direction of the update, the no-signal skip, gradient
- * accumulation over micro-batches, and the KL term at step 0.
- *
- * Gradient comparisons run the step with lr 0 (AdamW then leaves every parameter as it is:
- * p * (1 - 0 * wd) - 0 * update) and read the accumulated LoRA gradients, which the
- * optimizer does not modify. Tolerance across micro-batch splits: the same sequences in
- * batches of other shapes go through f32 kernels with other reduction orders, ~1e-6
- * relative; atol 1e-5 of the largest gradient + rtol 1e-4. A wrong normaliser (a
- * micro-batch normalised by itself) is off by 10% or more.
+ * One GRPO / SFT step on a tiny random Llama on the GPU: the update's direction, the
+ * no-signal skip, accumulation over micro-batches, the KL term at step 0. Gradients are read
+ * after a step at lr 0 (AdamW changes nothing); across micro-batch splits atol 1e-5 of the
+ * largest gradient + rtol 1e-4, where a wrong normaliser is off by 10% or more.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../src/lib/util/random';

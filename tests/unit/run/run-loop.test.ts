@@ -1,27 +1,9 @@
 /**
- * The run loop (src/lib/run/run-loop.ts) over the Node LocalBackend, on Dawn (SwiftShader
- * here), on two tiny random Llamas (hidden 32, 2 layers): the fixture (fixtures.ts) for
- * letters, and the tic-tac-toe model at its smoke-test size (scripts/tictactoe-model.ts: a
- * tokenizer learned from the game's text, so a game is ~250 tokens, not ~550) for
- * tic-tac-toe. Kept to a few games so the file runs in minutes:
- * - auto games per step: each step plays the groups sizing.ts chose from the step before's
- *   time (read back from the history), also across a resume;
- * - letters, 2 GRPO steps of 2 x 2 games, evaluated every step on 2 games: ends 'done',
- *   events in order (eval, rollouts with their trajectories, train, step, ..., end), history
- *   with val/reward at every evaluated step, checkpoints pruned to the latest and the best;
- * - tic-tac-toe on the random model (every 1-token reply is illegal: no reward spread) ends
- *   'stuck' after maxNoSignal rounds, each on new scenarios, the step unchanged;
- * - Stop during rollouts ends 'stopped' at once, the round untrained (no new step), and no
- *   event follows 'end';
- * - an SFT phase (4 demonstrations, batches of 2, one step per chunk: 2 SFT steps) stopped
- *   after its first step resumes, with a new TrainableModel over the same run folder, at SFT
- *   step 1 (not skipping to GRPO);
- * - RULER, through a scripted judge on loopback HTTP: trained on its scores (the opposite of
- *   the letters reward, told apart), a judge answering garbage ends stuck, and a judge that
- *   reads how each tic-tac-toe game ended (the game-over message) trains exactly as the
- *   game's reward does, on a tic-tac-toe model whose moves are single tokens (their
- *   embeddings scaled so the random model answers with moves: a reward spread).
- * One backend serves the file (a new one would compile every kernel again: minutes here).
+ * The run loop over the Node LocalBackend on Dawn, two tiny Llamas (the letters fixture and
+ * the tic-tac-toe model at smoke size): auto-sized steps across a resume; letters ends
+ * 'done' with its events, evaluations and pruned checkpoints; tic-tac-toe on a random model
+ * ends 'stuck'; Stop mid-rollout; an SFT phase resumes mid-way; RULER scores via a scripted
+ * judge. One backend for the file (new ones recompile every kernel).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,12 +1,9 @@
 /**
- * Each shipped warm start fits its bundled model as generated on this machine: the models
- * (scripts/default-model.ts, written from their seeds into a temp folder) must come out
- * bit-identical everywhere, since each manifest (static/warm-starts/<model>/<env>/
- * warm-start.json) names its base by the tensors' hash and tokenizer.json's hash. Also: the
- * adapter file is the one the manifest hashed, all of them together small enough to ship
- * (< 20 MB), each reads as an adapter of its model, and a warm start on the wrong base is
- * refused (tabrl-tiny and tabrl-tiny-2048 share every tensor: only the tokenizer tells them
- * apart). Skipped only when a warm start is not in the checkout. No GPU.
+ * Each shipped warm start fits its bundled model as generated here: the models (written from
+ * their seeds) must be bit-identical everywhere, since each manifest names its base by the
+ * tensors' and tokenizer.json's hashes. Also: the adapter file is the one hashed, all ship
+ * under 20 MB, each reads as an adapter of its model, and a wrong base is refused
+ * (tabrl-tiny and tabrl-tiny-2048 differ only by tokenizer). No GPU.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';

@@ -1,13 +1,8 @@
 /**
- * openaiClient(): the official `openai` package served in process by the REAL generation
- * engine on a tiny random Llama (openai-setup.ts). Few new tokens per request: SwiftShader.
- *
- * What a random model cannot do is emit a tool call on purpose, so the tool-call round
- * trip is tested in its two halves: an assistant message with tool_calls and the tool's
- * result go through validation and the chat template into the prompt the engine reads
- * (checked token for token against Tokenizer.encodeChat), and the parser that turns the
- * model's <tool_call> text into OpenAI tool_calls is tested on text (openai-tool-calls and
- * openai-choice tests).
+ * openaiClient() served in process by the REAL engine on a tiny random Llama, few tokens
+ * each. A random model cannot call a tool on purpose, so the round trip is tested in halves:
+ * tool_calls and results through validation and the template into the engine's prompt
+ * (token for token against encodeChat), and the <tool_call> parser on text elsewhere.
  */
 import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';

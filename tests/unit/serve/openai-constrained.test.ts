@@ -1,11 +1,9 @@
 /**
- * Constrained decoding through openaiClient() on the REAL engine (a tiny random Llama,
- * openai-setup.ts; SwiftShader): a random model, which left alone writes noise, returns
- * JSON that parses and validates against the request's schema (several seeds: the n
- * choices of one request, each its own key), well-formed tool calls under tool_choice
- * 'required' or a named function, and any JSON object for json_object; a reply cut by
- * max_tokens ends 'length' with a prefix of valid JSON; the token records say the reply
- * was constrained; unsupported schema keywords are a 400 naming them.
+ * Constrained decoding through openaiClient() on the REAL engine (tiny random Llama,
+ * SwiftShader): a random model returns JSON valid against the request's schema (several
+ * seeds), well-formed tool calls under 'required' or a named function, any object for
+ * json_object; a reply cut by max_tokens ends 'length' with a valid JSON prefix; token
+ * records say constrained; unsupported keywords are a 400 naming them.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,13 +1,9 @@
 /**
- * The HTTP server's guards and limits (issue 17), on loopback over the REAL engine on the
- * tiny random Llama (openai-setup.ts): who may ask (Host, API key, JSON bodies only), body
- * size (a 413 the client receives, then a clean close), malformed URLs and prototype keys,
- * a long prompt that does not hold up other requests (many messages: tokenized with yields;
- * one huge word: on the tokenizer thread, as cli serve sets it up), caps on requests and
- * tokens in flight (429 + Retry-After), the per-request deadline (504, also stopping the
- * tokenizer thread's work), and a stream written no faster than its client reads. Almost
- * nothing is generated: the engine is gated (its calls wait until the test opens the gate)
- * so requests stay in flight as long as a check needs them.
+ * The HTTP server's guards and limits over the REAL engine (tiny random Llama): Host, API
+ * key, JSON only; a 413 the client receives; malformed URLs and prototype keys; long prompts
+ * not holding others up (yields, the tokenizer thread); 429 caps; the 504 deadline (stopping
+ * the thread's work); a stream no faster than its reader. The engine is gated, so requests
+ * stay in flight as long as a check needs.
  */
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http';

@@ -1,11 +1,8 @@
 /**
- * `POST /v1/responses` (responses-request.ts, responses-output.ts) on the HTTP server over
- * loopback, driven by the official `openai` client's `responses.create`, on the REAL engine
- * with a tiny random Llama (openai-setup.ts): text, whole and streamed (greedy, so both give
- * the same words; the events in OpenAI's order, sequence numbers from 0); a function tool
- * forced by a named tool_choice (constrained decoding) as a `function_call` item, whole and
- * streamed; the call and its output sent back as input items; and the fields that need
- * state on the server or built-in tools refused with a 400 naming them. Few tokens each.
+ * `POST /v1/responses` on the HTTP server over loopback, through the official client's
+ * `responses.create`, on the REAL engine (tiny random Llama): text whole and streamed (events
+ * in OpenAI's order), a function tool forced by tool_choice as a `function_call` item, the
+ * call and its output sent back as input, and server-state or built-in-tool fields refused.
  */
 import OpenAI from 'openai';
 import type {

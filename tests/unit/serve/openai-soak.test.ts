@@ -1,11 +1,8 @@
 /**
- * A bounded soak of the HTTP server on loopback over the REAL engine on the tiny random
- * Llama: for SOAK_MS, 32 clients (tools/bench/serve-load.ts: dropped and whole streams,
- * completions, malformed / text-plain / over-limit / prototype-key bodies) while a prober
- * times GET /v1/models and /health. Afterwards nothing is held, a valid request is answered,
- * and the heap is back near where it started (after a full GC). The probes' 99th percentile
- * must stay under PROBE_P99_MS: a gross regression (a route that waits behind decoding) fails
- * CI; the 5-minute figures are tools/bench/serve-soak.ts's (BENCHMARKS.md).
+ * A bounded soak of the HTTP server over the REAL engine: for SOAK_MS, 32 clients
+ * (serve-load.ts) while a prober times GET /v1/models and /health. Afterwards nothing is
+ * held, a request is answered, the heap is back near its start, and the probes' p99 is
+ * under PROBE_P99_MS (a route waiting behind decoding fails CI).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

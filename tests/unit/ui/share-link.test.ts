@@ -1,13 +1,8 @@
 /**
- * Share links (src/lib/ui/share-link.ts):
- * - a bare page holds nothing; a link of a preset's defaults is that preset alone;
- * - 2000 random settings (every field, valid values) survive writing and reading exactly, with
- *   nothing ignored, and each link carries only the fields that differ from its preset's;
- * - no key is ever written (a judge URL with credentials is dropped) nor read;
- * - a future, unreadable or missing version opens the defaults and says why (a missing one
- *   still reads the model, as links did before versions);
- * - fuzz: 3000 links made of random parameters and values, and 3000 valid links mangled one
- *   character at a time, never throw and always give settings whose recipe validates.
+ * Share links: a bare page holds nothing; 2000 random settings survive writing and reading
+ * exactly, each link carrying only fields that differ from its preset; no key is written or
+ * read; a future, unreadable or missing version opens the defaults and says why; 6000 fuzzed
+ * links never throw and always give a valid recipe.
  */
 import { describe, expect, it } from 'vitest';
 import {

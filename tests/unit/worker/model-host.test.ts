@@ -1,11 +1,9 @@
 /**
- * The backend's model API (loadModel, scoreText, unloadModel) in Node on Dawn, with Node's
- * real fetch against a local HTTP server (Range support, request log, a switch to cut a
- * body off halfway) and an in-memory cache in place of the browser's Cache API (the real
- * one is exercised by the e2e suite). Checks: the summary, logprobs against the f64
- * whole-model reference (1e-4), a second load from the cache with no request, the memory
- * budget refusing a model before any weight download, typed errors as plain data for bad
- * input, a call while another runs, and a cut-off download (not cached; a retry works).
+ * The backend's model API (loadModel, scoreText, unloadModel) on Dawn, with real fetch
+ * against a local HTTP server (Range, request log, cut-off bodies) and an in-memory cache:
+ * the summary, logprobs against the f64 reference (1e-4), a second load with no request,
+ * the memory budget refusing before any download, typed errors, 'busy', and a cut-off
+ * download not cached (a retry works).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

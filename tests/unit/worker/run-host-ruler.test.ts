@@ -1,15 +1,9 @@
 /**
- * The worker's runs side (worker/run-host.ts) with RULER, over the Node LocalBackend on Dawn
- * and a scripted OpenAI-compatible judge on loopback HTTP (scoring letters replies by the
- * game's own rule), the key handed to startRun apart from the recipe, as the page does:
- * - the run trains on the judge's scores; the judge got the key as the bearer token (its
- *   model listing first, then each group), and nowhere in a request body;
- * - the key is nowhere else: not in any event, not in any byte the store holds (summary,
- *   recipe, history, checkpoints), not in the listing, the history or the export; the
- *   recipe saved keeps the judge's URL and model;
- * - a recipe carrying a key is refused before anything is written, without echoing it;
- * - a judge with nothing listening is a typed error at once (before the model loads), and a
- *   judge that echoes the key in its error has it masked.
+ * The worker's runs side with RULER (a scripted judge on loopback, the key handed apart from
+ * the recipe, as the page does): the run trains on the judge's scores; the key reaches the
+ * judge only as the bearer token and is nowhere else (events, store, listing, export); a
+ * recipe carrying a key is refused unechoed; an absent judge fails before the model loads;
+ * a judge echoing the key has it masked.
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

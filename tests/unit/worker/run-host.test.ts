@@ -1,12 +1,8 @@
 /**
- * The worker's runs side (worker/run-host.ts) over the Node LocalBackend, on Dawn
- * (SwiftShader here), with runs kept as NodeRunStore folders (`root/<name>`, run.json as the
- * summary): a letters run started by name runs its recipe and is then listed with its step
- * and last reward and its recipe; one run at a time ('run-busy'), Stop ends it 'stopped';
- * names a store cannot keep are refused ('invalid-run-name'); a saved run's history and
- * zip (run-archive.ts) is read by a fresh host without registering it and imports as a new
- * run that trains on; step-through pauses between phases until told to go on; deleteRun
- * removes it; unknown runs are 'no-such-run'.
+ * The worker's runs side over the Node LocalBackend on Dawn, runs kept as NodeRunStore
+ * folders: a letters run started, listed with step, reward and recipe; one at a time
+ * ('run-busy'); Stop; bad names refused; a saved run's history and zip read by a fresh host
+ * and imported as a new run that trains on; step-through pauses; deleteRun; 'no-such-run'.
  */
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

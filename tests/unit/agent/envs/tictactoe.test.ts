@@ -1,14 +1,9 @@
 /**
- * The tic-tac-toe rollout (src/lib/agent/envs/tictactoe/rollout.ts) through the openai package and the
- * REAL ChatService (prompt building with the chat template, choice decoding, tabrl):
- *
- * - with the REAL engine on a tiny random Llama (openai-setup.ts): random weights reply
- *   with garbage, so the game ends on the first move with ART's illegal-move reward; the
- *   trajectory's shape, its choice's token data and its training sequence are checked;
- * - with a scripted player in place of the engine (a ChatEngine that "samples" the tokens
- *   of a chosen reply, since no model here plays legal moves on purpose): whole games, each
- *   board following from the last, rewards that match the final board, multi-turn
- *   trajectories that chain into one training sequence, and an illegal move mid-game.
+ * The tic-tac-toe rollout through the openai package and the REAL ChatService: on the real
+ * engine (tiny random Llama) the first move is garbage, ending with ART's illegal-move
+ * reward, its trajectory, token data and training sequence checked; with a scripted engine
+ * replying chosen moves, whole games, rewards matching the final board, multi-turn chaining
+ * into one sequence, and an illegal move mid-game.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,16 +1,8 @@
 /**
- * RULER's judge as the page's worker uses it, on a scripted judge over loopback HTTP:
- * - where it runs: `browserOrigin` finds a page (a `document`) or a worker (a
- *   WorkerGlobalScope) and its origin, and nothing in Node;
- * - a failed connection in Node says what it always said; in a browser (document and location
- *   stubbed on globalThis) it also says that a judge refusing cross-origin requests (CORS)
- *   looks the same, names the page's origin and how Ollama, vLLM, LM Studio or a proxy are
- *   told to allow it;
- * - `check()` (what a run asks before its first rollout): passes on a judge that lists its
- *   models, sending the key as the bearer token; a 404 listing passes; a 401 fails with the
- *   key advice; nothing listening fails fast as a connection error (2 attempts);
- * - the scripted judge with `cors` answers a preflight as a browser needs, and without it
- *   sends no CORS header.
+ * RULER's judge as the page's worker uses it, on a scripted judge over loopback:
+ * `browserOrigin` in a page, a worker and Node; a failed connection in a browser also names
+ * CORS, the page's origin and each judge's setting; `check()` passes on a listing (key as
+ * bearer) or a 404, fails on 401 and fast on nothing listening; the scripted judge's CORS.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JudgeRequestError } from '../../../../src/lib/agent/ruler/errors';

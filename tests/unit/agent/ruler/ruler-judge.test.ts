@@ -1,16 +1,8 @@
 /**
- * RULER against a judge on real HTTP on loopback: a scripted OpenAI-compatible server
- * (node:http, in this file) that scores by rule (the score written in each trajectory's
- * last message, e.g. "<<0.75>>") or misbehaves on purpose, called through the official
- * `openai` client exactly as a remote judge is (no mock of fetch or of the client).
- *
- * Shows: scores, metrics, logs and copies as ART's ruler_score_group makes them; the strict
- * json_schema request; scores matched by id when the judge answers out of order; identical
- * trajectories sent once; each kind of bad reply re-asked once with a message that names
- * the problem, then a typed error; 429 / 500 retried, a hang cut by the timeout;
- * swallowExceptions giving null, which gatherTrajectoryGroups drops and counts; the
- * concurrency limit of a shared judge; a judge given as a client; and `cli judge` run as a
- * child process against the same server.
+ * RULER against a scripted judge on real HTTP (node:http, in this file) through the official
+ * client, no mocks: ART's scores, metrics, logs and copies; the strict request; ids matched
+ * out of order; dedupe; bad replies re-asked once then typed errors; 429 / 500 retried, a
+ * hang cut; swallowExceptions; a shared judge's concurrency; a client judge; `cli judge`.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,12 +1,9 @@
 /**
- * RULER with TabRL's own engine as the judge, over real HTTP: a tiny random Llama
- * (openai-setup.ts) behind the OpenAI-compatible server (`serve`'s http-server.ts) on
- * loopback, asked through the official `openai` client exactly as a remote judge. Left
- * alone a random model writes noise; constrained to `exactResponseFormat` (one score per
- * trajectory sent, ids among those sent, scores in [0, 1]: model/constrain enforces it) its
- * every reply passes RULER's checks, so the group comes back scored, with no re-ask. With
- * ART's schema alone (ids any string) the same judge's ids are noise and the reply is
- * refused, re-asked once, then a typed JudgeReplyError.
+ * RULER with TabRL's own engine as the judge over real HTTP (tiny random Llama behind the
+ * OpenAI-compatible server, asked through the `openai` client): constrained to
+ * `exactResponseFormat`, a random model's every reply passes RULER's checks, with no
+ * re-ask; with ART's schema alone its ids are noise, refused, re-asked once, then a
+ * JudgeReplyError.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenChatServer, type ChatHttpServer } from '../../../../src/lib/serve/node/http-server';

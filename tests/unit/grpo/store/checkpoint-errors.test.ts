@@ -1,11 +1,8 @@
 /**
- * @file decodeTrainingCheckpoint (grpo/store/checkpoint.ts) on broken and foreign inputs: every
- * way a checkpoint folder can be wrong must end in a typed error of the right kind
- * ('checkpoint-corrupt' for damaged files, 'adapter-mismatch' for an adapter made for another
- * model, rank or targets) whose message names the problem, never in a half-read state.
- * Pure (no GPU): the checkpoints are built on the host for a tiny Llama config (hidden 32,
- * 2 layers), r 4 on q_proj and v_proj. The baseline cases show that the same files, intact,
- * decode exactly, so each error comes from the one thing the case breaks.
+ * @file decodeTrainingCheckpoint on broken and foreign inputs: every way a checkpoint folder
+ * can be wrong ends in a typed error ('checkpoint-corrupt', or 'adapter-mismatch' for
+ * another model, rank or targets) naming the problem, never a half-read state. No GPU; a
+ * tiny Llama config, r 4 on q and v. Baseline cases show the intact files decode exactly.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../../src/lib/util/random';

@@ -1,11 +1,8 @@
 /**
- * A run's folder on disk (src/lib/grpo/store/node/run-store.ts) when something goes wrong, with no
- * GPU: checkpoints sealed with their sha256 and checked on load (bytes flipped, a file cut
- * short, one added or missing: a typed error naming the file); the run continuing from its
- * newest intact checkpoint (newer corrupt ones set aside, their history lines dropped);
- * pruning that never leaves the run without an intact checkpoint; a torn history line
- * rewritten away at open; the lock of a zombie or of a reused pid taken over at once, and a
- * live holder named with what to do (never "delete the lock file").
+ * A run's folder on disk when something goes wrong (no GPU): sealed checkpoints checked on
+ * load (flipped, cut, added or missing files: a typed error naming the file); continuing
+ * from the newest intact checkpoint; pruning that keeps an intact one; a torn history line
+ * rewritten away; the lock of a zombie or reused pid taken over, a live holder named.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';

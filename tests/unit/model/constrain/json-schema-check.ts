@@ -103,7 +103,7 @@ export function schemaErrors(
 	return out;
 }
 
-/** ART's RULER response, as a strict schema (what item 1 of issue 15 sends). */
+/** ART's RULER response, as a strict schema (as RULER sends it). */
 export const RULER_SCHEMA = {
 	type: 'object',
 	properties: {

@@ -1,13 +1,8 @@
 /**
- * Constrained decoding in the Generator (GenerateOptions.constraints) on tiny random
- * models, against the f64 CPU reference (reference.ts, the whole prefix recomputed at every
- * step): each step samples only what the sequence's TokenConstraint allowed; greedy picks
- * the reference's argmax over the allowed tokens; every logprob is the reference's
- * log_softmax(logits / T) of the token over the FULL vocabulary (within 1e-4, the
- * unconstrained generation test's tolerance); unconstrained neighbours in the same call
- * get exactly what they get alone in an unconstrained call; a mask that allows nothing
- * ends the sequence ('stop'); stop tokens are allowed only where the constraint says the
- * text may end.
+ * Constrained decoding in the Generator against the f64 reference: each step samples only
+ * what the TokenConstraint allows; greedy picks the reference's argmax over them; logprobs
+ * are over the FULL vocabulary (1e-4); unconstrained neighbours get exactly what they get
+ * alone; an all-false mask ends the sequence 'stop'; stop tokens only where text may end.
  */
 import { describe, expect, it } from 'vitest';
 import { Generator } from '../../../../src/lib/model/generate/generator';

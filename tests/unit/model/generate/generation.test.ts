@@ -1,18 +1,8 @@
 /**
- * Batched generation (generate/) on tiny random models against the f64 CPU reference
- * (reference.ts, recomputing the whole prompt + generated prefix at every step, no cache)
- * and against the GPU's full forward (scoreTokens): greedy tokens are the reference's
- * argmax at every step, every returned logprob is the reference's log_softmax(logits / T)
- * of the token; batching, seeds, stop tokens, LoRA, a chunked vocabulary, the context and
- * memory checks, abort; the top logprobs of each step (OpenAI's top_logprobs).
- *
- * Tolerances: logprobs within 1e-4 of the f64 reference and of scoreTokens, as the brief
- * asks (seen: ~1e-6; the decode path rounds in another order than the prefill: split
- * attention, matmul over B rows instead of B * T). A wrong cache slot, position, mask or
- * missed LoRA term moves logprobs by 1e-2 or more. Greedy argmax is compared only where the
- * reference's top two logits are more than 1e-3 apart (a near-tie may fall either way in
- * f32); batched vs one-at-a-time compares ids exactly and logprobs within 1e-5 (only the
- * matmul's split choice for another row count differs: a few f32 ulps).
+ * Batched generation against the f64 reference (whole prefix recomputed each step) and the
+ * GPU's scoreTokens: greedy tokens are the argmax (where the top two differ by > 1e-3),
+ * logprobs within 1e-4 (seen ~1e-6); batching (ids exact, logprobs 1e-5), seeds, stop tokens,
+ * LoRA, chunked vocabulary, context and memory checks, abort, top_logprobs.
  */
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../../src/lib/gpu/errors';

@@ -1,16 +1,8 @@
 /**
- * Weights kept in f16 (weight-dtype.ts, weights.ts): the policy, the bf16 -> f16 accuracy
- * check, and tiny models written as F16 and BF16 safetensors (in memory) that load with f16
- * matrices under 'auto' and give the same logprobs, LoRA gradients and generated tokens
- * (decode path) as the same file widened to f32.
- *
- * Tolerances: an f16 weight holds exactly the value the f32-widened model holds, and every
- * kernel computes in f32 (matmul widens f16 operands as it loads them, here as u32 words:
- * SwiftShader has no shader-f16), so the two models differ only where a kernel variant sums
- * in another order. Logprobs: atol 1e-5; LoRA gradients: 1e-5 of each tensor's largest
- * gradient. Observed on SwiftShader: bit-identical, both (the f16 variants load, widen and
- * then sum in the f32 variants' order); the margin is for devices whose f16 path differs.
- * Against the f64 reference on the file's values, transformer.test.ts's logprob tolerance.
+ * Weights kept in f16: the policy, the bf16 -> f16 check, and F16 / BF16 models that load
+ * f16 under 'auto' and give the logprobs, LoRA gradients and decoded tokens of the same file
+ * widened to f32 (atol 1e-5; seen bit-identical on SwiftShader: every kernel computes in
+ * f32 from the same values).
  */
 import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundToF16 } from '../../../../src/lib/gpu/half';

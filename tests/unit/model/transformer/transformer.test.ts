@@ -1,13 +1,8 @@
 /**
- * Forward pass of the GPU model against the f64 CPU reference (reference.ts), padding,
- * the chunked vocabulary, LoRA's exact no-op at B = 0 and its on/off switch, bad input.
- *
- * Tolerance of logprobs (GPU f32 vs f64): atol 3e-5 + rtol 1e-5. Observed worst errors on
- * these models: 0.7e-6 to 1.6e-6 absolute (|logprob| 4..12). Each logprob is a difference
- * of a logit and a logsumexp of magnitude ~10; f32 rounding of the hidden state through two
- * layers (relative ~1e-6 after a few hundred f32 operations per value) moves it by a few
- * 1e-6; the bound leaves an order of magnitude for other devices' exp/log, while a wrong
- * op (a missed bias, norm or rotation) moves logprobs by 1e-2 or more.
+ * Forward pass of the GPU model against the f64 reference: padding, the chunked vocabulary,
+ * LoRA's no-op at B = 0 and its switch, bad input. Logprob tolerance atol 3e-5 + rtol 1e-5:
+ * seen 0.7e-6 to 1.6e-6 (f32 through two layers), an order of magnitude of margin for other
+ * devices, while a wrong op moves logprobs by 1e-2 or more.
  */
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../../src/lib/gpu/errors';
