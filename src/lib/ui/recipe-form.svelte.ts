@@ -16,6 +16,14 @@ import { ExpertExample } from './expert-example.svelte';
 import { RewardSettings } from './reward-settings.svelte';
 import { changesPreset, type ShareSettings } from './share-link';
 
+/** `${preset}-N` for the smallest N >= 1 no saved run is named. */
+export function freeRunName(presetName: string, taken: readonly string[]): string {
+	const names = new Set(taken);
+	let n = 1;
+	while (names.has(`${presetName}-${n}`)) n++;
+	return `${presetName}-${n}`;
+}
+
 export class RecipeForm {
 	preset = $state<PresetName>(DEFAULT_PRESET);
 	/** The base model's URL prefix; a path is taken relative to this site. */
@@ -40,11 +48,24 @@ export class RecipeForm {
 	readonly reward = new RewardSettings(() => this.recipe());
 	readonly example = new ExpertExample();
 
-	constructor() {
+	/** The run name the form chose itself (a typed or linked one is kept as it is). */
+	#chosenName = '';
+
+	/** `taken`: the saved runs' names, so a preset's run never silently continues one. */
+	constructor(private readonly taken: () => readonly string[] = () => []) {
 		this.choosePreset(DEFAULT_PRESET);
 	}
 
-	/** Fills the form with a preset's values (a fresh run name for it). */
+	/**
+	 * The saved runs were listed (the page's first listing): a name the form chose that a
+	 * saved run holds moves on to a free one, so Train starts a new run; Resume continues one.
+	 */
+	avoidSavedNames(): void {
+		if (this.run === this.#chosenName)
+			this.run = this.#chosenName = freeRunName(this.preset, this.taken());
+	}
+
+	/** Fills the form with a preset's values (a run name no saved run has). */
 	choosePreset(name: PresetName): void {
 		this.linked = false;
 		this.preset = name;
@@ -52,7 +73,7 @@ export class RecipeForm {
 		this.example.keepOnly(name);
 		const r = this.#scaled(preset(name));
 		this.url = r.baseModel;
-		this.run = `${name}-1`;
+		this.run = this.#chosenName = freeRunName(name, this.taken());
 		this.steps = r.grpo.steps;
 		this.groups = r.grpo.autoSize ? 'auto' : r.grpo.groups;
 		this.groupSize = r.grpo.groupSize;

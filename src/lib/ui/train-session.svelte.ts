@@ -18,7 +18,7 @@ export type TrainPhase = 'idle' | 'running' | 'stopping';
 export class TrainSession {
 	phase = $state<TrainPhase>('idle');
 	error = $state<BackendError | null>(null);
-	readonly form = new RecipeForm();
+	readonly form = new RecipeForm(() => this.runs?.list?.map((r) => r.name) ?? []);
 	readonly view = new RunView();
 	readonly link = new TrainLink(this.form, () => this.view.history);
 	readonly runs: SavedRuns;
