@@ -18,9 +18,8 @@ import { changesPreset, type ShareSettings } from './share-link';
 
 /** `${preset}-N` for the smallest N >= 1 no saved run is named. */
 export function freeRunName(presetName: string, taken: readonly string[]): string {
-	const names = new Set(taken);
 	let n = 1;
-	while (names.has(`${presetName}-${n}`)) n++;
+	while (taken.includes(`${presetName}-${n}`)) n++;
 	return `${presetName}-${n}`;
 }
 
