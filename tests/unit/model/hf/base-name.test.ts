@@ -41,7 +41,7 @@ describe('portableBaseName', () => {
 		for (const env of PRESET_NAMES.filter((p) => p !== 'letters')) {
 			const file = join(
 				import.meta.dirname,
-				'../../../static',
+				'../../../../static',
 				warmStartPath(env),
 				'adapter_config.json'
 			);
