@@ -88,25 +88,29 @@ export async function phoneLayout(
 ): Promise<{ scrollWidth: number; offscreen: string[]; small: string[] }> {
 	await page.setViewportSize({ width: 390, height: 844 });
 	await page.waitForTimeout(300);
+	// (no named functions inside: tsx's keepNames would call a __name the page lacks)
 	const report = await page.evaluate(() => {
-		const name = (e: Element) =>
-			`${e.tagName.toLowerCase()}[${e.getAttribute('data-testid') ?? e.textContent?.trim().slice(0, 24)}]`;
 		const visible = [...document.querySelectorAll('button, input, select, a, summary')].filter(
 			(e) => {
 				const r = e.getBoundingClientRect();
 				return r.width > 0 && r.height > 0 && (e as HTMLInputElement).type !== 'hidden';
 			}
 		);
-		const offscreen = visible
-			.filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
-			.map(name);
-		const small = visible
-			.filter((e) => {
-				const target = (e as HTMLInputElement).type === 'checkbox' ? (e.closest('label') ?? e) : e;
-				const r = target.getBoundingClientRect();
-				return r.height < 24 || r.width < 24;
+		const labelled = visible.map((e) => ({
+			e,
+			label: `${e.tagName.toLowerCase()}[${e.getAttribute('data-testid') ?? e.textContent?.trim().slice(0, 24)}]`
+		}));
+		const offscreen = labelled
+			.filter((x) => x.e.getBoundingClientRect().right > window.innerWidth + 1)
+			.map((x) => x.label);
+		const small = labelled
+			.filter((x) => {
+				const box = (
+					(x.e as HTMLInputElement).type === 'checkbox' ? (x.e.closest('label') ?? x.e) : x.e
+				).getBoundingClientRect();
+				return box.height < 24 || box.width < 24;
 			})
-			.map(name);
+			.map((x) => x.label);
 		return { scrollWidth: document.documentElement.scrollWidth, offscreen, small };
 	});
 	await page.screenshot({ path: screenshot, fullPage: true });
