@@ -1,3 +1,4 @@
+// Over 400 lines: one job, the recogniser (one class whose step and its state sharing belong together).
 /**
  * @file The byte-level recogniser of a grammar (grammar-nodes.ts), a pushdown automaton;
  * token-mask.ts turns its state into the tokens allowed next. A state is a set of stacks of

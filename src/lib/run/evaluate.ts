@@ -1,0 +1,48 @@
+/**
+ * @file An evaluation of the run loop (run-loop.ts): the fixed series of held-out games
+ * (EVAL_SEED + i), its size found on the device on the first (sizing.ts) and kept after.
+ */
+import type { TrainableModel } from '../agent/model';
+import type { Environment } from '../agent/envs/environment';
+import { EVAL_SEED } from '../agent/envs/seeds';
+import type { EvaluationReport } from './events';
+import { playGames } from './play';
+import type { Recipe } from './recipe';
+import { sizedEvaluation } from './sizing';
+
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
+
+/** One evaluation: greedy (or at `temperature`) games of the fixed series EVAL_SEED + i. */
+export async function evaluateOnce(
+	env: Environment,
+	client: ReturnType<TrainableModel['openaiClient']>,
+	name: string,
+	recipe: Recipe,
+	/** `games` null: as many of recipe.eval.games as the device plays in EVAL_SECONDS. */
+	{ temperature, games: count }: { temperature: number; games: number | null },
+	step: number,
+	signal?: AbortSignal
+): Promise<EvaluationReport> {
+	const t0 = performance.now();
+	const play = (from: number, games: number) =>
+		playGames(env, client, name, {
+			games,
+			from,
+			seed: EVAL_SEED,
+			temperature,
+			maxTokens: recipe.grpo.maxTokens,
+			seeded: true,
+			envOptions: recipe.envOptions,
+			signal
+		});
+	const games =
+		count === null ? await sizedEvaluation(play, recipe.eval.games) : await play(0, count);
+	return {
+		step,
+		temperature,
+		games: games.length,
+		reward: mean(games.map((t) => t.reward)),
+		metrics: env.evalMetrics(games),
+		seconds: (performance.now() - t0) / 1000
+	};
+}
