@@ -1,8 +1,8 @@
 /**
  * @file The ART-style data layer for agent code, browser and Node alike: trajectories,
  * gathering, validation, the training view, JSONL, TrainableModel and the backend contract,
- * environments and scripted players. The OpenAI client is ./openai; Node's LocalBackend is
- * ./backend/node, the browser's src/lib/worker/local-backend.ts.
+ * environments and scripted players. The OpenAI client is src/lib/serve; Node's LocalBackend is
+ * ./backend/node/backend.ts, the browser's src/lib/worker/local-backend.ts.
  */
 export * from './errors';
 export * from './trajectory';

@@ -2,7 +2,7 @@
  * @file The GRPO layer's public surface (what src/lib/agent builds on): advantages,
  * packing, losses, SFT, the optimizer and the train steps, checkpoints and their retention,
  * the run store contract, and the typed errors. The stores themselves are imported from
- * their files: node-run-store.ts (node:fs) and idb-run-store.ts (IndexedDB).
+ * their files: store/node/run-store.ts (node:fs) and idb-run-store.ts (IndexedDB).
  */
 export * from './advantages';
 export * from './errors';

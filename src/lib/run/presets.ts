@@ -70,7 +70,7 @@ export function rootBundled(recipe: Recipe, root: string): Recipe {
 
 /**
  * The preset's recipe with locations under `root`: the environment's defaults over the
- * page's tic-tac-toe setup, learn-tictactoe's measured one (BENCHMARKS.md: SFT-merged base,
+ * page's tic-tac-toe setup, the measured research one (BENCHMARKS.md: SFT-merged base,
  * a fresh r 64 adapter, KL 0.05 to the SFT policy, lr 2e-4, T 1, cispo), at a tab's size.
  */
 export function preset(name: PresetName, root = '/'): Recipe {

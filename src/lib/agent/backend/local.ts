@@ -2,7 +2,7 @@
  * @file The backend that owns the GPU, written once for every host: it holds the
  * registered models by name (model-run.ts) and answers the Backend contract (types.ts).
  * Where the device, the base models and the run stores come from is the host's: Node
- * (node.ts: Dawn, folders, disk) or the browser worker (src/lib/worker: navigator.gpu, URL
+ * (node/backend.ts: Dawn, folders, disk) or the browser worker (src/lib/worker: navigator.gpu, URL
  * prefixes, IndexedDB). The device is acquired on first use and shared by the models.
  */
 import type { Gpu } from '../../gpu/device';

@@ -1,5 +1,5 @@
 /**
- * @file A run in the browser's IndexedDB, the twin of node-run-store.ts: one database,
+ * @file A run in the browser's IndexedDB, the twin of node/run-store.ts: one database,
  * runs told apart by id; checkpoints keyed [run, step] (sealed, checked on load) and
  * history lines. A checkpoint and its step's line are one transaction: a tab closed
  * mid-save leaves the run as it was. A writer holds the Web Lock `tabrl-run:<run>` until

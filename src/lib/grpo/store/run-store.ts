@@ -62,7 +62,7 @@ export interface RunMeta {
 	updated: string;
 }
 
-/** A run's folder as `cli train --out` keeps it (node-run-store.ts) and a run's zip holds it
+/** A run's folder as `cli train --out` keeps it (node/run-store.ts) and a run's zip holds it
  * (run-archive.ts): the summary, the history, and a folder of checkpoints by step. */
 export const META_FILE = 'run.json';
 export const HISTORY_FILE = 'history.jsonl';

@@ -2,7 +2,7 @@
  * @file Tic-tac-toe as an Environment (environment.ts): the game (rules.ts, rollout.ts)
  * against a random opponent, seeded per group and game, its scripted player, the warm
  * start's demonstrations (legal random play), what an evaluation reports, and its preset:
- * learn-tictactoe's measured setup at a tab's size (BENCHMARKS.md).
+ * the measured research setup at a tab's size (BENCHMARKS.md).
  */
 import type { Environment } from '../environment';
 import { mean, sampling } from '../environment';

@@ -9,25 +9,25 @@ import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TrainableModel, type ModelSpec } from '../../../src/lib/agent';
-import { LocalBackend } from '../../../src/lib/agent/backend/node/backend';
-import type { TabrlChoice } from '../../../src/lib/serve/response';
-import { encodeTrainingCheckpoint } from '../../../src/lib/grpo/store/checkpoint';
-import { peftName, type LoraConfig } from '../../../src/lib/model/transformer/lora';
+import { TrainableModel, type ModelSpec } from '../../../../src/lib/agent';
+import { LocalBackend } from '../../../../src/lib/agent/backend/node/backend';
+import type { TabrlChoice } from '../../../../src/lib/serve/response';
+import { encodeTrainingCheckpoint } from '../../../../src/lib/grpo/store/checkpoint';
+import { peftName, type LoraConfig } from '../../../../src/lib/model/transformer/lora';
 import {
 	openCheckpointFromDirectory,
 	writeModelFiles
-} from '../../../src/lib/model/hf/node/checkpoint';
-import { ADAPTER_WEIGHTS_FILE } from '../../../src/lib/model/hf/peft-adapter';
+} from '../../../../src/lib/model/hf/node/checkpoint';
+import { ADAPTER_WEIGHTS_FILE } from '../../../../src/lib/model/hf/peft-adapter';
 import {
 	sha256Hex,
 	tensorsSha256,
 	WARM_START_MANIFEST,
 	type WarmStartManifest
-} from '../../../src/lib/model/hf/warm-start';
-import { projectionShape } from '../../../src/lib/model/hf/weight-spec';
-import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { Rng } from '../../../src/lib/util/random';
+} from '../../../../src/lib/model/hf/warm-start';
+import { projectionShape } from '../../../../src/lib/model/hf/weight-spec';
+import { makeFixture } from '../../../../src/lib/testing/fixtures';
+import { Rng } from '../../../../src/lib/util/random';
 
 const LORA: LoraConfig = {
 	rank: 4,
@@ -79,7 +79,7 @@ beforeAll(async () => {
 			tensorsSha256: await tensorsSha256((await openCheckpointFromDirectory(baseA)).weights)
 		},
 		adapterSha256: await sha256Hex(files.get(ADAPTER_WEIGHTS_FILE)!),
-		command: 'tests/unit/agent/warm-start-backend.test.ts',
+		command: 'tests/unit/agent/backend/warm-start-backend.test.ts',
 		seed: 3,
 		made: '2025-01-01'
 	};

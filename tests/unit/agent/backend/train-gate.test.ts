@@ -3,7 +3,7 @@
  * flight, runs alone, and holds back generations that arrive while it waits or runs.
  */
 import { describe, expect, it } from 'vitest';
-import { TrainGate } from '../../../src/lib/agent/backend/train-gate';
+import { TrainGate } from '../../../../src/lib/agent/backend/train-gate';
 
 function deferred() {
 	let resolve!: () => void;
