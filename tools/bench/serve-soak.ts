@@ -13,12 +13,8 @@ import { resolve } from 'node:path';
 import { ensureBundledModel } from '../../scripts/default-model';
 import { STATIC_ROOT } from '../../scripts/cli/static-root';
 import { bodyLimitFor } from '../../src/lib/serve/node/http-body';
+import { option } from './bench-support';
 import { probeLatency, quantile, runLoad, unexpectedStatuses } from './serve-load';
-
-function flag(name: string, fallback: string): string {
-	const i = process.argv.indexOf(`--${name}`);
-	return i >= 0 ? process.argv[i + 1] : fallback;
-}
 
 const rssMiB = async (pid: number) => {
 	const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -27,11 +23,11 @@ const rssMiB = async (pid: number) => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-	const model = resolve(flag('model', resolve(STATIC_ROOT, 'models/tabrl-tiny')));
-	const clients = Number(flag('clients', '32'));
-	const seconds = Number(flag('seconds', '300'));
-	const warmup = Number(flag('warmup', '30'));
-	const cli = flag('cli', 'scripts/cli.ts');
+	const model = resolve(option('model') ?? resolve(STATIC_ROOT, 'models/tabrl-tiny'));
+	const clients = Number(option('clients') ?? '32');
+	const seconds = Number(option('seconds') ?? '300');
+	const warmup = Number(option('warmup') ?? '30');
+	const cli = option('cli') ?? 'scripts/cli.ts';
 	const maxContext = 512;
 	await ensureBundledModel(model, STATIC_ROOT);
 	const child = spawn(
