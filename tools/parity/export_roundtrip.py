@@ -34,65 +34,32 @@ Runs offline.
     python3 tools/parity/export_roundtrip.py DIR [--device auto|cpu|cuda]
 """
 
-import dataclasses
 import json
 import math
 import os
-import platform
 import shutil
 import sys
-import traceback
-import warnings
 
-for _k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_k, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from parity_common import (  # noqa: E402 - sets the offline variables before transformers loads
+    F64,
+    compare,
+    error_entry,
+    make_log,
+    peft_against_tabrl,
+    score,
+    setup_torch,
+    unknown_lora_keys,
+    versions,
+    within,
+)
 import torch  # noqa: E402
 import transformers  # noqa: E402
-import peft  # noqa: E402
-import safetensors  # noqa: E402
-from peft import AutoPeftModelForCausalLM, PeftModel, get_peft_model_state_dict  # noqa: E402
+from peft import AutoPeftModelForCausalLM  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-F64 = torch.float64
-
-
-def log(*args):
-    print("[export_roundtrip]", *args, file=sys.stderr, flush=True)
-
-
-def score(model, sequences, device):
-    """Per sequence: log p(ids[t + 1] | ids[<= t]) for t = 0 .. n - 2, each sequence alone
-    (no padding), in float64; None where not finite."""
-    out = []
-    with torch.no_grad():
-        for seq in sequences:
-            ids = torch.tensor([seq], dtype=torch.long, device=device)
-            logits = model(input_ids=ids).logits[0, :-1].to(F64)
-            lp = torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None]).squeeze(-1)
-            out.append([v if math.isfinite(v) else None for v in lp.cpu().tolist()])
-    return out
-
-
-def compare(ours, theirs):
-    """max |a - b| over positions finite on both sides; `missing`: positions that are not."""
-    if len(ours) != len(theirs):
-        raise ValueError(f"{len(ours)} sequences against {len(theirs)}")
-    max_abs, count, missing = 0.0, 0, 0
-    for b, (row, other) in enumerate(zip(ours, theirs)):
-        if len(row) != len(other):
-            raise ValueError(f"sequence {b}: {len(row)} logprobs against {len(other)}")
-        for a, e in zip(row, other):
-            if a is None or e is None:
-                missing += 1
-                continue
-            max_abs = max(max_abs, abs(a - e))
-            count += 1
-    return {"max_abs": max_abs, "count": count, "missing": missing}
-
-
-def within(c, tolerance):
-    return c["max_abs"] <= tolerance and c["missing"] == 0 and c["count"] > 0
+log = make_log("export_roundtrip")
 
 
 def load_causal_lm(path, device):
@@ -127,42 +94,13 @@ def base_name_of(model):
 
 
 def peft_from_pretrained(root, plan, case, device, ours):
-    tol = plan["tolerance"]
     base_dir = os.path.join(root, case["paths"]["base"])
     adapter = os.path.join(root, case["paths"]["adapter"])
     merged_dir = os.path.join(root, case["paths"]["merged"])
     base = load_causal_lm(base_dir, device)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        pm = PeftModel.from_pretrained(base, adapter)
-    pm = pm.to(device=device, dtype=F64).eval()
-    loaded = pm.peft_config["default"]
-    want = case["lora"]
-    config_matches = (
-        loaded.r == want["rank"]
-        and loaded.lora_alpha == want["alpha"]
-        and sorted(loaded.target_modules) == sorted(want["targets"])
-        and not loaded.use_rslora
-        and not loaded.use_dora
-    )
-    in_file = load_file(os.path.join(adapter, "adapter_model.safetensors"))
-    in_model = get_peft_model_state_dict(pm)
-    missing = sorted(set(in_file) - set(in_model))
-    extra = sorted(set(in_model) - set(in_file))
-    weights_max_abs = max(
-        (
-            (in_model[k].cpu().double() - in_file[k].double()).abs().max().item()
-            for k in in_file
-            if k in in_model
-        ),
-        default=float("nan"),
-    )
-    lp = score(pm, case["sequences"], device)
-    with pm.disable_adapter():
-        lp_base = score(pm, case["sequences"], device)
-    lora = compare(ours["lora"], lp)
-    base_cmp = compare(ours["base"], lp_base)
-    effect = compare(lp, lp_base)["max_abs"]
+    got = peft_against_tabrl(base, adapter, case, ours, plan, device)
+    pm, fields = got["pm"], got["fields"]
+    fields["loaded"]["base_model_name_or_path"] = pm.peft_config["default"].base_model_name_or_path
 
     # peft's own merge against cli export's
     rtol, atol = plan["mergeRtol"], plan["mergeAtol"]
@@ -178,33 +116,10 @@ def peft_from_pretrained(root, plan, case, device, ours):
         worst = max(worst, ratio if math.isfinite(ratio) else float("inf"))
     merge = {"worst_ratio": worst, "tensors": len(file), "not_in_peft": not_in_peft[:4]}
     return {
-        "config_matches": config_matches,
-        "loaded": {
-            "r": loaded.r,
-            "lora_alpha": loaded.lora_alpha,
-            "targets": sorted(loaded.target_modules),
-            "base_model_name_or_path": loaded.base_model_name_or_path,
-        },
-        "tensors": len(in_file),
-        "missing_in_peft": missing[:4],
-        "extra_in_peft": extra[:4],
-        "weights_max_abs": weights_max_abs,
-        "load_warnings": [str(w.message)[:300] for w in caught][:5],
-        "lora": lora,
-        "base": base_cmp,
-        "adapter_effect_max_abs": effect,
+        **fields,
+        "adapter_effect_max_abs": got["effect"],
         "merge_and_unload_vs_cli_export": merge,
-        "pass": bool(
-            config_matches
-            and not missing
-            and not extra
-            and weights_max_abs == 0
-            and within(lora, tol)
-            and within(base_cmp, tol)
-            and effect >= plan["minAdapterEffect"]
-            and worst <= 1
-            and not not_in_peft
-        ),
+        "pass": bool(got["ok"] and worst <= 1 and not not_in_peft),
     }
 
 
@@ -248,8 +163,7 @@ def attempt(name, fn):
     try:
         r = fn()
     except Exception as e:  # noqa: BLE001 - report and go on
-        traceback.print_exc(file=sys.stderr)
-        r = {"error": f"{type(e).__name__}: {e}", "pass": False}
+        r = {**error_entry(e), "pass": False}
     log(f"  {name}: {'pass' if r.get('pass') else 'FAIL'}"
         + (f" ({r['error']})" if "error" in r else ""))
     return r
@@ -261,8 +175,7 @@ def run_case(root, plan, case, device):
     adapter = os.path.join(root, case["paths"]["adapter"])
     ours = json.load(open(os.path.join(root, case["paths"]["logprobs"])))
     config_json = json.load(open(os.path.join(adapter, "adapter_config.json")))
-    lora_fields = {f.name for f in dataclasses.fields(peft.LoraConfig)}
-    unknown = sorted(set(config_json) - lora_fields)
+    unknown = unknown_lora_keys(config_json)
     name = config_json.get("base_model_name_or_path")
     adapter_config = {
         "unknown_keys": unknown,
@@ -311,20 +224,13 @@ def main():
         sys.exit("usage: export_roundtrip.py DIR [--device auto|cpu|cuda]"
                  "   (DIR from `export-roundtrip export DIR`)")
     root = os.path.abspath(args[0])
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    transformers.logging.set_verbosity_error()
+    setup_torch()
     plan = json.load(open(os.path.join(root, "plan.json")))
     device = pick_device(device_arg, plan, root)
     log(f"device {device}, tolerance {plan['tolerance']}, min adapter effect {plan['minAdapterEffect']}")
     report = {
         "tool": "tabrl export round trip, PyTorch half (tools/parity/export_roundtrip.py)",
-        "versions": {
-            "peft": peft.__version__,
-            "transformers": transformers.__version__,
-            "torch": torch.__version__,
-            "safetensors": safetensors.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": versions(),
         "device": str(device) + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else ""),
         "tolerance": {
             "logprob_max_abs": plan["tolerance"],
@@ -339,8 +245,7 @@ def main():
         try:
             report["cases"].append(run_case(root, plan, case, device))
         except Exception as e:  # noqa: BLE001 - report and go on
-            traceback.print_exc(file=sys.stderr)
-            report["cases"].append({"name": case["name"], "error": f"{type(e).__name__}: {e}", "pass": False})
+            report["cases"].append({**error_entry(e, name=case["name"]), "pass": False})
     report["pass"] = bool(report["cases"]) and all(c["pass"] for c in report["cases"])
     with open(os.path.join(root, "export-report.json"), "w") as f:
         json.dump(report, f, indent=1)

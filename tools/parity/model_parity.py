@@ -45,10 +45,10 @@ import shutil
 import sys
 import time
 
-for _k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_k, "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from parity_common import error_entry, make_log, random_lora, setup_torch  # noqa: E402 - offline first
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
@@ -101,8 +101,7 @@ CASES = [
 ]
 
 
-def log(*args):
-    print("[model_parity]", *args, file=sys.stderr, flush=True)
+log = make_log("model_parity")
 
 
 def major_version(v):
@@ -272,20 +271,7 @@ def run_case(case, out_root, seed):
     # LoRA: built on the f32 model so the adapter is saved as F32, then all in f64.
     torch.manual_seed(seed + 2)  # lora_A's kaiming init
     base = load(model_cls, model_dir, attn).to(torch.float32)
-    lcfg = peft.LoraConfig(
-        r=LORA_R,
-        lora_alpha=LORA_ALPHA,
-        lora_dropout=0.0,
-        target_modules=list(TARGETS),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
-    pm = peft.get_peft_model(base, lcfg)
-    g = torch.Generator().manual_seed(seed + 3)
-    with torch.no_grad():
-        for n, p in pm.named_parameters():
-            if "lora_B" in n:
-                p.copy_(LORA_B_STD * torch.randn(tuple(p.shape), generator=g, dtype=torch.float64))
+    pm = random_lora(base, LORA_R, LORA_ALPHA, 0.0, list(TARGETS), LORA_B_STD, seed + 3)
     pm.save_pretrained(adapter_dir)
     saved = load_file(os.path.join(adapter_dir, "adapter_model.safetensors"))
     pm = pm.to(torch.float64)
@@ -365,8 +351,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
 
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    transformers.logging.set_verbosity_error()
+    setup_torch()
     os.makedirs(args.out, exist_ok=True)
     cases = [c for c in CASES if not args.only or c["name"] in args.only]
     if args.only and len(cases) != len(args.only):
@@ -382,10 +367,7 @@ def main():
         try:
             entries.append(run_case(case, args.out, args.seed + 100 * i))
         except Exception as e:  # noqa: BLE001 - record and go on with the other cases
-            import traceback
-
-            traceback.print_exc(file=sys.stderr)
-            failures.append({"name": case["name"], "error": f"{type(e).__name__}: {e}"})
+            failures.append(error_entry(e, name=case["name"]))
     manifest = {
         "generated_by": {
             "script": "tools/parity/model_parity.py",

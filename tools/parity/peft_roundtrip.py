@@ -25,29 +25,28 @@ Runs offline, deterministic (fixed seeds).
     python3 tools/parity/peft_roundtrip.py /tmp/rt
 """
 
-import dataclasses
 import json
-import math
 import os
-import platform
 import sys
-import warnings
 
-for _k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(_k, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from parity_common import (  # noqa: E402 - sets the offline variables before transformers loads
+    error_entry,
+    make_log,
+    peft_against_tabrl,
+    random_lora,
+    score_with_and_without,
+    setup_torch,
+    unknown_lora_keys,
+    versions,
+)
 import torch  # noqa: E402
 import transformers  # noqa: E402
-import peft  # noqa: E402
-import safetensors  # noqa: E402
-from peft import get_peft_model_state_dict  # noqa: E402
-from safetensors.torch import load_file  # noqa: E402
 
 LORA_B_STD = 0.1
 
-
-def log(*args):
-    print("[peft_roundtrip]", *args, file=sys.stderr, flush=True)
+log = make_log("peft_roundtrip")
 
 
 def load_base(model_dir, dtype):
@@ -69,107 +68,26 @@ def load_base(model_dir, dtype):
     raise last
 
 
-def score(model, sequences):
-    """Per sequence: log p(ids[t + 1] | ids[<= t]) for t = 0 .. n - 2, each sequence alone
-    (no padding), in float64; None where not finite."""
-    out = []
-    with torch.no_grad():
-        for seq in sequences:
-            ids = torch.tensor([seq], dtype=torch.long)
-            logits = model(input_ids=ids).logits[0, :-1].to(torch.float64)
-            lp = torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None]).squeeze(-1)
-            out.append([v if math.isfinite(v) else None for v in lp.tolist()])
-    return out
-
-
-def compare(ours, theirs):
-    """max |a - b| over positions finite on both sides; `missing`: positions that are not."""
-    if len(ours) != len(theirs):
-        raise ValueError(f"{len(ours)} sequences against {len(theirs)}")
-    max_abs, count, missing = 0.0, 0, 0
-    for b, (row, other) in enumerate(zip(ours, theirs)):
-        if len(row) != len(other):
-            raise ValueError(f"sequence {b}: {len(row)} logprobs against {len(other)}")
-        for a, e in zip(row, other):
-            if a is None or e is None:
-                missing += 1
-                continue
-            max_abs = max(max_abs, abs(a - e))
-            count += 1
-    return {"max_abs": max_abs, "count": count, "missing": missing}
-
-
-def within(c, tolerance):
-    return c["max_abs"] <= tolerance and c["missing"] == 0 and c["count"] > 0
-
-
 def tabrl_to_peft(root, plan, case):
-    tol = plan["tolerance"]
     case_dir = os.path.join(root, case["name"])
     ours = json.load(open(os.path.join(case_dir, "tabrl-logprobs.json")))
     ckpt = os.path.join(root, ours["checkpoint"])
     config_json = json.load(open(os.path.join(ckpt, "adapter_config.json")))
-    lora_fields = {f.name for f in dataclasses.fields(peft.LoraConfig)}
-    unknown_keys = sorted(set(config_json) - lora_fields)
+    unknown_keys = unknown_lora_keys(config_json)
 
     base = load_base(os.path.join(case_dir, "model"), torch.float64)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        pm = peft.PeftModel.from_pretrained(base, ckpt)
-    pm = pm.to(torch.float64).eval()
-    loaded = pm.peft_config["default"]
-    want = case["lora"]
-    config_matches = (
-        loaded.r == want["rank"]
-        and loaded.lora_alpha == want["alpha"]
-        and sorted(loaded.target_modules) == sorted(want["targets"])
-        and not loaded.use_rslora
-        and not loaded.use_dora
-    )
-
-    # Every tensor of the file, and nothing else, in peft's model, unchanged (f32 -> f64 is exact).
-    in_file = load_file(os.path.join(ckpt, "adapter_model.safetensors"))
-    in_model = get_peft_model_state_dict(pm)
-    missing = sorted(set(in_file) - set(in_model))
-    extra = sorted(set(in_model) - set(in_file))
-    weight_max_abs = max(
-        ((in_model[k].double() - in_file[k].double()).abs().max().item() for k in in_file if k in in_model),
-        default=float("nan"),
-    )
-
-    lp_lora = score(pm, case["sequences"])
-    with pm.disable_adapter():
-        lp_base = score(pm, case["sequences"])
-    lora = compare(ours["lora"], lp_lora)
-    base_cmp = compare(ours["base"], lp_base)
-    effect = compare(lp_lora, lp_base)["max_abs"]
+    got = peft_against_tabrl(base, ckpt, case, ours, plan)
+    fields = got["fields"]
     return {
         "name": case["name"],
         "checkpoint": ours["checkpoint"],
         "architecture": type(base).__name__,
         "unknown_config_keys": unknown_keys,
-        "config_matches": config_matches,
-        "loaded": {"r": loaded.r, "lora_alpha": loaded.lora_alpha, "targets": sorted(loaded.target_modules)},
-        "tensors": len(in_file),
-        "missing_in_peft": missing[:4],
-        "extra_in_peft": extra[:4],
-        "weights_max_abs": weight_max_abs,
-        "load_warnings": [str(w.message)[:300] for w in caught][:5],
-        "lora": lora,
-        "base": base_cmp,
-        "lora_max_abs": lora["max_abs"],
-        "base_max_abs": base_cmp["max_abs"],
-        "adapter_effect_max_abs": effect,
-        "pass": bool(
-            not unknown_keys
-            and config_matches
-            and not missing
-            and not extra
-            and weight_max_abs == 0
-            and within(lora, tol)
-            and within(base_cmp, tol)
-            and effect >= plan["minAdapterEffect"]
-        ),
+        **fields,
+        "lora_max_abs": fields["lora"]["max_abs"],
+        "base_max_abs": fields["base"]["max_abs"],
+        "adapter_effect_max_abs": got["effect"],
+        "pass": bool(not unknown_keys and got["ok"]),
     }
 
 
@@ -180,26 +98,13 @@ def make_peft_adapter(root, plan, case, spec, seed):
     out_dir = os.path.join(root, rel)
     torch.manual_seed(seed)  # lora_A's kaiming init
     base = load_base(os.path.join(case_dir, "model"), torch.float32)
-    lcfg = peft.LoraConfig(
-        r=spec["r"],
-        lora_alpha=spec["lora_alpha"],
-        lora_dropout=spec["lora_dropout"],
-        target_modules=spec["target_modules"],
-        bias="none",
-        task_type="CAUSAL_LM",
+    pm = random_lora(
+        base, spec["r"], spec["lora_alpha"], spec["lora_dropout"], spec["target_modules"], LORA_B_STD, seed + 1
     )
-    pm = peft.get_peft_model(base, lcfg)
-    g = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():
-        for n, p in pm.named_parameters():
-            if "lora_B" in n:
-                p.copy_(LORA_B_STD * torch.randn(tuple(p.shape), generator=g, dtype=torch.float64))
     pm.save_pretrained(out_dir)
     saved = json.load(open(os.path.join(out_dir, "adapter_config.json")))
     pm = pm.to(torch.float64).eval()  # dropout off
-    lp = score(pm, case["sequences"])
-    with pm.disable_adapter():
-        lp_base = score(pm, case["sequences"])
+    lp, lp_base = score_with_and_without(pm, case["sequences"])
     targets = saved["target_modules"]
     return {
         "case": case["name"],
@@ -218,18 +123,10 @@ def main():
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit("usage: peft_roundtrip.py DIR   (DIR from `peft-roundtrip export DIR`)")
     root = sys.argv[1]
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    transformers.logging.set_verbosity_error()
+    setup_torch()
     plan = json.load(open(os.path.join(root, "plan.json")))
     report = {
-        "versions": {
-            "script": "tools/parity/peft_roundtrip.py",
-            "peft": peft.__version__,
-            "transformers": transformers.__version__,
-            "torch": torch.__version__,
-            "safetensors": safetensors.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": {"script": "tools/parity/peft_roundtrip.py", **versions()},
         "tabrlToPeft": [],
         "peftAdapters": [],
         "peftErrors": [],
@@ -241,10 +138,7 @@ def main():
             log(f"  TabRL -> peft: {'pass' if r['pass'] else 'FAIL'} lora {r['lora_max_abs']:.2e} "
                 f"base {r['base_max_abs']:.2e} effect {r['adapter_effect_max_abs']:.3f}")
         except Exception as e:  # noqa: BLE001 - report and go on
-            import traceback
-
-            traceback.print_exc(file=sys.stderr)
-            r = {"name": case["name"], "error": f"{type(e).__name__}: {e}", "pass": False}
+            r = {**error_entry(e, name=case["name"]), "pass": False}
         report["tabrlToPeft"].append(r)
         for j, spec in enumerate(plan["peftAdapters"]):
             try:
@@ -252,12 +146,7 @@ def main():
                 report["peftAdapters"].append(a)
                 log(f"  peft adapter {spec['name']}: r={a['r']} alpha={a['lora_alpha']} {a['target_modules']}")
             except Exception as e:  # noqa: BLE001 - the TS side counts the missing adapter
-                import traceback
-
-                traceback.print_exc(file=sys.stderr)
-                report["peftErrors"].append(
-                    {"case": case["name"], "name": spec["name"], "error": f"{type(e).__name__}: {e}"}
-                )
+                report["peftErrors"].append(error_entry(e, case=case["name"], name=spec["name"]))
     report["pass"] = bool(report["tabrlToPeft"]) and all(r["pass"] for r in report["tabrlToPeft"])
     with open(os.path.join(root, "python-report.json"), "w") as f:
         json.dump(report, f, indent=1)
