@@ -30,44 +30,26 @@ Prints ONE JSON object on stdout, progress on stderr. No network.
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
-import time
 
-for _k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-    os.environ.setdefault(_k, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# offline, TF32 off; SHAPES: the published config.json values of each model
+from bench_torch_common import (  # noqa: E402
+    DTYPES,
+    SHAPES,
+    build,
+    environment,
+    error_text,
+    make_log,
+    sampling,
+    timed,
+)
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.set_float32_matmul_precision("highest")
-
-TF5 = int(transformers.__version__.split(".")[0]) >= 5
-
-# The published config.json values of each model (as bench_model_torch.py).
-SHAPES = {
-    "smollm2-135m": dict(
-        cls="llama", vocab_size=49152, hidden_size=576, intermediate_size=1536,
-        num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-        rms_norm_eps=1e-5, theta=100000.0, tie_word_embeddings=True,
-        max_position_embeddings=8192,
-    ),
-    "qwen2.5-0.5b": dict(
-        cls="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864,
-        num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
-        rms_norm_eps=1e-6, theta=1000000.0, tie_word_embeddings=True,
-        max_position_embeddings=32768,
-    ),
-}
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def log(*a):
-    print("[bench_generate_torch]", *a, file=sys.stderr, flush=True)
-
+log = make_log("bench_generate_torch")
 
 CONFIGS = {
     "eager": dict(attn="eager", cache=None),
@@ -76,56 +58,12 @@ CONFIGS = {
 }
 
 
-def build(shape, dtype, attn="eager"):
-    kw = dict(shape)
-    cls = kw.pop("cls")
-    theta = kw.pop("theta")
-    if TF5:
-        kw["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
-    else:
-        kw["rope_theta"] = theta
-    if cls == "llama":
-        config = transformers.LlamaConfig(**kw)
-        model_cls = transformers.LlamaForCausalLM
-    else:
-        config = transformers.Qwen2Config(**kw)
-        model_cls = transformers.Qwen2ForCausalLM
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = model_cls._from_config(config, attn_implementation=attn)
-    return model.to(dtype).eval()
-
-
-def timed(fn, reps, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
-
-
 def bench_batch(model, B, prompt, new, reps, warmup, cache=None):
     V = model.config.vocab_size
     g = torch.Generator(device="cuda").manual_seed(B)
     ids = torch.randint(0, V, (B, prompt), generator=g, device="cuda")
     mask = torch.ones_like(ids)
-    kwargs = dict(
-        attention_mask=mask,
-        do_sample=True,
-        temperature=1.0,
-        top_k=0,
-        top_p=1.0,
-        max_new_tokens=new,
-        min_new_tokens=new,
-        pad_token_id=0,
-        use_cache=True,
-    )
+    kwargs = dict(attention_mask=mask, **sampling(new))
     if cache:
         kwargs["cache_implementation"] = cache
 
@@ -156,7 +94,7 @@ def bench_batch(model, B, prompt, new, reps, warmup, cache=None):
     try:
         prefill_ms = statistics.median(timed(prefill, reps, warmup))
     except Exception as e:  # noqa: BLE001 - a compiled forward may refuse the plain call
-        r["prefillError"] = f"{type(e).__name__}: {e}"
+        r["prefillError"] = error_text(e)
         log(f"  B={B}: the prefill alone failed ({e}); total only")
         return r
     decode_ms = max(total_ms - prefill_ms, 1e-6)
@@ -206,21 +144,18 @@ def main():
                                         max(args.warmup, 2) if conf.get("compile") else args.warmup,
                                         conf["cache"]))
                     except Exception as e:  # noqa: BLE001 - report and go on
-                        entry["batches"].append({"B": B, "error": f"{type(e).__name__}: {e}"})
+                        entry["batches"].append({"B": B, "error": error_text(e)})
                         log(f"  B={B} failed: {e}")
                         torch.cuda.empty_cache()
                 del model
             except Exception as e:  # noqa: BLE001
-                entry["error"] = f"{type(e).__name__}: {e}"
+                entry["error"] = error_text(e)
                 log(f"  failed: {e}")
             torch.cuda.empty_cache()
             results.append(entry)
     out = {
         "bench": "generation: transformers generate() with KV cache (eager, sdpa, sdpa + static cache)",
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
+        **environment(python=True),
         "work": f"B prompts of {args.prompt} random tokens, {args.new} new tokens each "
                 "(min_new_tokens = max_new_tokens), do_sample, temperature 1, top-k/top-p off",
         "timing": f"CUDA-synchronised wall time per generate() call, median of {args.reps} "

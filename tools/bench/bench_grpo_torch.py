@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One full GRPO step, PyTorch's side of tools/bench/bench-grpo.ts: SmolLM2-135M's shape with
-random weights (bench_generate_torch.build: eager attention, TF32 off), peft LoRA r 8 /
+random weights (bench_torch_common.build: eager attention, TF32 off), peft LoRA r 8 /
 alpha 16 / dropout 0 on q/k/v/o/gate/up/down, 8 groups x 8 rollouts of one 128-token random
 prompt per group, 256 new tokens each (do_sample, temperature 1, top-k/top-p off,
 min_new_tokens = max_new_tokens), rollout logprobs from generate's scores, seeded random
@@ -29,17 +29,22 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# offline, TF32 off; build(): the same shapes and settings as the other benchmarks
+from bench_torch_common import (  # noqa: E402
+    DTYPES,
+    SHAPES,
+    build,
+    environment,
+    error_text,
+    lora,
+    make_log,
+    sampling,
+)
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 
-import bench_generate_torch as bg  # noqa: E402  (build(): the same shapes and settings)
-
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def log(*a):
-    print("[bench_grpo_torch]", *a, file=sys.stderr, flush=True)
+log = make_log("bench_grpo_torch")
 
 
 def sync_ms(t0):
@@ -59,14 +64,7 @@ def grpo_step(pm, opt, prompts, args, seed):
         out = pm.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),
-            do_sample=True,
-            temperature=1.0,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=new,
-            min_new_tokens=new,
-            pad_token_id=0,
-            use_cache=True,
+            **sampling(new),
             output_scores=True,
             return_dict_in_generate=True,
         )
@@ -161,7 +159,7 @@ def ratios(tabrl, results, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="smollm2-135m", choices=list(bg.SHAPES))
+    ap.add_argument("--shape", default="smollm2-135m", choices=list(SHAPES))
     ap.add_argument("--dtypes", default="fp32", help="fp32 and/or bf16, comma-separated")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--group-size", type=int, default=8)
@@ -181,17 +179,13 @@ def main():
         log(f"{args.shape} {dname}")
         entry = {"dtype": dname}
         try:
-            model = bg.build(bg.SHAPES[args.shape], bg.DTYPES[dname])
-            lcfg = peft.LoraConfig(
-                r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS,
-                bias="none", task_type="CAUSAL_LM",
-            )
-            pm = peft.get_peft_model(model, lcfg)
+            model = build(SHAPES[args.shape], DTYPES[dname])
+            pm = lora(model)
             opt = torch.optim.AdamW(
                 [p for p in pm.parameters() if p.requires_grad],
                 lr=5e-6, betas=(0.9, 0.99), weight_decay=0.1, eps=1e-8,
             )
-            V = bg.SHAPES[args.shape]["vocab_size"]
+            V = SHAPES[args.shape]["vocab_size"]
             g = torch.Generator(device="cuda").manual_seed(2024)
             prompts = torch.randint(0, V, (args.groups, args.prompt), generator=g, device="cuda")
             grpo_step(pm, opt, prompts, args, 1)  # warm-up
@@ -209,17 +203,14 @@ def main():
             log(f"  rollout {med['rolloutMs']:.0f} ms, train {med['trainMs']:.0f} ms")
             del pm, model, opt
         except Exception as e:  # noqa: BLE001 - report and go on
-            entry["error"] = f"{type(e).__name__}: {e}"
+            entry["error"] = error_text(e)
             log(f"  failed: {e}")
         torch.cuda.empty_cache()
         results.append(entry)
     report = {
         "bench": "one GRPO step: transformers generate + peft + cispo/dapo + AdamW",
         "tool": "tools/bench/bench_grpo_torch.py",
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "peft": peft.__version__,
+        **environment(peft),
         "shape": args.shape,
         "work": vars(args),
         "results": results,

@@ -21,78 +21,22 @@ Prints ONE JSON object on stdout, progress on stderr. No network.
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
-import time
 
-for _k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-    os.environ.setdefault(_k, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# offline, TF32 off; SHAPES: the published config.json values of each model
+from bench_torch_common import SHAPES, build, environment, error_text, lora, make_log, timed  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.set_float32_matmul_precision("highest")
-
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-TF5 = int(transformers.__version__.split(".")[0]) >= 5
-
-# The published config.json values of each model.
-SHAPES = {
-    "smollm2-135m": dict(
-        cls="llama", vocab_size=49152, hidden_size=576, intermediate_size=1536,
-        num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-        rms_norm_eps=1e-5, theta=100000.0, tie_word_embeddings=True,
-        max_position_embeddings=8192,
-    ),
-    "qwen2.5-0.5b": dict(
-        cls="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864,
-        num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
-        rms_norm_eps=1e-6, theta=1000000.0, tie_word_embeddings=True,
-        max_position_embeddings=32768,
-    ),
-}
-
-
-def log(*a):
-    print("[bench_model_torch]", *a, file=sys.stderr, flush=True)
-
-
-def build(shape):
-    kw = dict(shape)
-    cls = kw.pop("cls")
-    theta = kw.pop("theta")
-    if TF5:
-        kw["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
-    else:
-        kw["rope_theta"] = theta
-    if cls == "llama":
-        config = transformers.LlamaConfig(**kw)
-        model_cls = transformers.LlamaForCausalLM
-    else:
-        config = transformers.Qwen2Config(**kw)
-        model_cls = transformers.Qwen2ForCausalLM
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = model_cls._from_config(config, attn_implementation="eager")
-    return model.to(torch.float32)
+log = make_log("bench_model_torch")
 
 
 def time_calls(fn, reps, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1000)
+    times = timed(fn, reps, warmup, reset_peak=True)
     return {
         "medianMs": round(statistics.median(times), 2),
         "minMs": round(min(times), 2),
@@ -104,9 +48,7 @@ def time_calls(fn, reps, warmup):
 def bench(name, shape, B, T, reps, warmup):
     log(f"{name}: building")
     model = build(shape)
-    lcfg = peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS,
-                           bias="none", task_type="CAUSAL_LM")
-    pm = peft.get_peft_model(model, lcfg)
+    pm = lora(model)
     g = torch.Generator(device="cuda").manual_seed(1)
     with torch.no_grad():
         for n, p in pm.named_parameters():
@@ -147,14 +89,14 @@ def bench(name, shape, B, T, reps, warmup):
             out[variant] = r
             log(f"  {variant}: median {r['medianMs']} ms, peak {r['peakAllocatedBytes'] / 2**30:.2f} GiB")
         except Exception as e:  # noqa: BLE001 - report and go on
-            out[variant] = {"error": f"{type(e).__name__}: {e}"}
+            out[variant] = {"error": error_text(e)}
             log(f"  {variant} failed: {e}")
             torch.cuda.empty_cache()
     try:
         pm.base_model.model.gradient_checkpointing_disable()
         out["forward"] = time_calls(forward, reps, warmup)
     except Exception as e:  # noqa: BLE001
-        out["forward"] = {"error": f"{type(e).__name__}: {e}"}
+        out["forward"] = {"error": error_text(e)}
     del pm, model, params
     torch.cuda.empty_cache()
     return out
@@ -176,15 +118,11 @@ def main():
         try:
             results.append(bench(name, shape, B, T, args.reps, args.warmup))
         except Exception as e:  # noqa: BLE001
-            results.append({"name": name, "error": f"{type(e).__name__}: {e}"})
+            results.append({"name": name, "error": error_text(e)})
             torch.cuda.empty_cache()
     out = {
         "bench": "model LoRA forward+backward (transformers + peft, fp32 eager, TF32 off)",
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "peft": peft.__version__,
-        "python": platform.python_version(),
+        **environment(peft, python=True),
         "timing": f"CUDA-synchronised wall time per call, median of {args.reps} after {args.warmup} warmup",
         "results": results,
     }

@@ -99,7 +99,8 @@ def make_peft_adapter(root, plan, case, spec, seed):
     torch.manual_seed(seed)  # lora_A's kaiming init
     base = load_base(os.path.join(case_dir, "model"), torch.float32)
     pm = random_lora(
-        base, spec["r"], spec["lora_alpha"], spec["lora_dropout"], spec["target_modules"], LORA_B_STD, seed + 1
+        base, spec["r"], spec["lora_alpha"], spec["lora_dropout"], spec["target_modules"],
+        LORA_B_STD, seed + 1,
     )
     pm.save_pretrained(out_dir)
     saved = json.load(open(os.path.join(out_dir, "adapter_config.json")))
