@@ -22,10 +22,10 @@ import { compareArrays } from '../../src/lib/gpu/reference/allclose';
 import { Rng } from '../../src/lib/util/random';
 import { attentionCases, type AttentionCaseShape } from '../../src/lib/gpu/selftest/attention';
 import { createTensor, uploadTensor, type Tensor } from '../../src/lib/gpu/tensor';
-import { flag, median, option } from './bench-support';
+import { errorText, makeLog, printJson, runMain } from '../tool-entry';
+import { benchHeader, flag, option, timeCalls, TINY } from './bench-support';
 
-const log = (...x: unknown[]) => console.error('[bench-attention]', ...x);
-const TINY = flag('tiny');
+const log = makeLog('bench-attention');
 const WARMUP = Number(option('warmup') ?? 2);
 const REPS = Number(option('reps') ?? 5);
 const CHECK = !flag('no-check');
@@ -131,20 +131,8 @@ async function benchShape(gpu: Gpu, s: Shape, tuning: AttentionTuning, timeWall:
 			await rec.submit();
 		};
 		await once(forward); // out and lse for the backward
-		const wall = async (record: (rec: Recorder) => void) => {
-			for (let i = 0; i < WARMUP; i++) await once(record);
-			const times: number[] = [];
-			for (let i = 0; i < REPS; i++) {
-				const t0 = performance.now();
-				await once(record);
-				times.push(performance.now() - t0);
-			}
-			return {
-				medianMs: +median(times).toFixed(3),
-				minMs: +Math.min(...times).toFixed(3),
-				timesMs: times.map((t) => +t.toFixed(3))
-			};
-		};
+		const wall = (record: (rec: Recorder) => void) =>
+			timeCalls(REPS, WARMUP, () => once(record), 3);
 		const wallMs = timeWall
 			? { forward: await wall(forward), backward: await wall(backward) }
 			: undefined;
@@ -206,7 +194,7 @@ async function benchShape(gpu: Gpu, s: Shape, tuning: AttentionTuning, timeWall:
 		};
 	} catch (error) {
 		log(`  ${s.name} failed: ${String(error)}`);
-		return { ...s, error: String((error as Error)?.stack ?? error) };
+		return { ...s, error: errorText(error) };
 	} finally {
 		for (const t of owned) t.release();
 	}
@@ -237,11 +225,7 @@ async function main() {
 		}
 	}
 	const out = {
-		bench: 'attention kernels (TabRL)',
-		date: new Date().toISOString(),
-		node: process.version,
-		device: gpu.adapter,
-		features: gpu.features,
+		...benchHeader('attention kernels (TabRL)', gpu),
 		limits: {
 			maxComputeWorkgroupStorageSize: gpu.limits.maxComputeWorkgroupStorageSize,
 			maxComputeInvocationsPerWorkgroup: gpu.limits.maxComputeInvocationsPerWorkgroup
@@ -255,13 +239,7 @@ async function main() {
 		...(SWEEP ? { sweep } : {})
 	};
 	gpu.destroy();
-	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+	printJson(out);
 }
 
-main().then(
-	() => process.exit(0),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

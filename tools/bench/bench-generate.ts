@@ -13,18 +13,21 @@ import { parseDecodeMatmul } from '../../src/lib/model/transformer/decode-layer'
 import { Generator } from '../../src/lib/model/generate/generator';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
+import { errorText, makeLog, printJson, runMain } from '../tool-entry';
 import {
+	benchHeader,
 	flag,
+	lcg,
 	median,
 	option,
-	SHAPES,
+	randomizeLoraB,
+	selectedShapes,
 	SyntheticWeights,
-	TINY_SHAPES,
+	TINY,
 	trackMemory
 } from './bench-support';
 
-const log = (...x: unknown[]) => console.error('[bench-generate]', ...x);
-const TINY = flag('tiny');
+const log = makeLog('bench-generate');
 const WARMUP = Number(option('warmup') ?? 1);
 const REPS = Number(option('reps') ?? (TINY ? 2 : 3));
 const BATCHES = (option('batches') ?? (TINY ? '1,2' : '1,8,32')).split(',').map(Number);
@@ -63,8 +66,7 @@ async function benchBatch(gpu: Gpu, model: TransformerModel, B: number, matmul?:
 	const decodeMatmul = matmul ? parseDecodeMatmul(matmul) : undefined;
 	const gen = new Generator(model, { maxBatch: B, decodeMatmul });
 	try {
-		let x = 12345 + B;
-		const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+		const rand = lcg(12345 + B);
 		const prompts = Array.from({ length: B }, () =>
 			Array.from({ length: PROMPT }, () => Math.floor(rand() * model.config.vocabSize))
 		);
@@ -111,19 +113,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 		});
 		await gpu.device.queue.onSubmittedWorkDone();
 		const loadSeconds = (performance.now() - t0) / 1000;
-		if (lora) {
-			// B random, so the adapters are not a no-op.
-			const params = await model.lora!.read();
-			let x = 7;
-			const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
-			for (const [k, v] of params)
-				if (k.includes('lora_B'))
-					params.set(
-						k,
-						v.map(() => 0.02 * (rand() - 0.5))
-					);
-			model.lora!.write(params);
-		}
+		if (lora) await randomizeLoraB(model, lcg(7));
 		const afterLoad = mem.state.live;
 		const batches = [];
 		for (const B of BATCHES)
@@ -137,7 +127,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 					batches.push({
 						B,
 						decodeMatmul: matmul,
-						error: String((error as Error)?.stack ?? error)
+						error: errorText(error)
 					});
 				}
 			}
@@ -152,7 +142,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 		};
 	} catch (error) {
 		log(`  ${name} failed: ${String(error)}`);
-		return { name, error: String((error as Error)?.stack ?? error) };
+		return { name, error: errorText(error) };
 	} finally {
 		model?.release();
 		mem.restore();
@@ -161,35 +151,20 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 
 async function main() {
 	const gpu = await acquireGpu();
-	const shapes = TINY ? TINY_SHAPES : SHAPES;
-	const only = option('shape');
-	if (only && !shapes[only])
-		throw new Error(`unknown --shape ${only}; known: ${Object.keys(shapes)}`);
 	const results = [];
-	for (const [name, config] of Object.entries(shapes)) {
-		if (only && only !== name) continue;
+	for (const [name, config] of selectedShapes()) {
 		results.push(await benchShape(gpu, name, config, false));
 		if (LORA) results.push(await benchShape(gpu, name, config, true));
 	}
 	const out = {
-		bench: 'generation: decode throughput with a KV cache (TabRL Generator)',
-		date: new Date().toISOString(),
-		node: process.version,
-		device: gpu.adapter,
-		features: gpu.features,
+		...benchHeader('generation: decode throughput with a KV cache (TabRL Generator)', gpu),
 		maxStorageBuffersPerShaderStage: gpu.limits.maxStorageBuffersPerShaderStage,
 		work: `B prompts of ${PROMPT} random tokens, ${NEW} new tokens each (ignoreEos), temperature 1, top-k/top-p off, f32`,
 		timing: `wall time of await generate; decode = first to last onStep; median of ${REPS} after ${WARMUP} warmup`,
 		results
 	};
 	gpu.destroy();
-	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+	printJson(out);
 }
 
-main().then(
-	() => process.exit(0),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

@@ -15,18 +15,19 @@ import type { TrainSequence } from '../../src/lib/grpo/pack';
 import { grpoStep } from '../../src/lib/grpo/train-step';
 import { Generator } from '../../src/lib/model/generate/generator';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import { makeLog, printJson, runMain } from '../tool-entry';
 import {
-	flag,
+	lcg,
 	median,
 	option,
 	SHAPES,
 	SyntheticWeights,
+	TINY,
 	TINY_SHAPES,
 	trackMemory
 } from './bench-support';
 
-const log = (...x: unknown[]) => console.error('[bench-grpo]', ...x);
-const TINY = flag('tiny');
+const log = makeLog('bench-grpo');
 const SHAPE = option('shape') ?? (TINY ? 'tiny-llama' : 'smollm2-135m');
 const GROUPS = Number(option('groups') ?? (TINY ? 2 : 8));
 const GROUP_SIZE = Number(option('group-size') ?? (TINY ? 2 : 8));
@@ -34,12 +35,6 @@ const PROMPT = Number(option('prompt') ?? (TINY ? 8 : 128));
 const NEW = Number(option('new') ?? (TINY ? 8 : 256));
 const MICRO = Number(option('micro') ?? (TINY ? 2 : 16));
 const REPS = Number(option('reps') ?? (TINY ? 1 : 3));
-
-/** xorshift-ish LCG in [0, 1). */
-function lcg(seed: number) {
-	let x = seed >>> 0 || 1;
-	return () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
-}
 
 async function main() {
 	const config = (TINY ? TINY_SHAPES : SHAPES)[SHAPE];
@@ -149,13 +144,7 @@ async function main() {
 	optimizer.release();
 	model.release();
 	gpu.destroy();
-	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+	printJson(out);
 }
 
-main().then(
-	() => process.exit(0),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

@@ -12,18 +12,21 @@ import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
 import { KernelProfiler } from '../../src/lib/gpu/profiler';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
+import { errorText, makeLog, printJson, runMain } from '../tool-entry';
 import {
+	benchHeader,
 	flag,
-	median,
+	lcg,
 	option,
-	SHAPES,
+	randomizeLoraB,
+	selectedShapes,
 	SyntheticWeights,
-	TINY_SHAPES,
+	timeCalls,
+	TINY,
 	trackMemory
 } from './bench-support';
 
-const log = (...x: unknown[]) => console.error('[bench-model]', ...x);
-const TINY = flag('tiny');
+const log = makeLog('bench-model');
 const WARMUP = Number(option('warmup') ?? (TINY ? 1 : 2));
 const REPS = Number(option('reps') ?? (TINY ? 2 : 5));
 /** --profile: also GPU time per kernel for one call of each kind (needs timestamp-query). */
@@ -38,21 +41,6 @@ function batchShape(): { B: number; T: number } {
 	return { B: +m[1], T: +m[2] };
 }
 const BATCH = batchShape();
-
-async function timeIt(reps: number, warmup: number, fn: () => Promise<unknown>) {
-	for (let i = 0; i < warmup; i++) await fn();
-	const times: number[] = [];
-	for (let i = 0; i < reps; i++) {
-		const t0 = performance.now();
-		await fn();
-		times.push(performance.now() - t0);
-	}
-	return {
-		medianMs: +median(times).toFixed(2),
-		minMs: +Math.min(...times).toFixed(2),
-		timesMs: times.map((t) => +t.toFixed(2))
-	};
-}
 
 type Round = ReturnType<typeof roundReport>;
 function roundReport(r: ReturnType<KernelProfiler['report']>) {
@@ -112,19 +100,11 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 		);
 
 		// Random ids, full-length rows; LoRA B random so dA is not trivially zero.
-		let x = 12345;
-		const rand = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+		const rand = lcg(12345);
 		const ids = Uint32Array.from({ length: B * T }, () => Math.floor(rand() * config.vocabSize));
 		const batch = { ids, lengths: new Uint32Array(B).fill(T), seqLen: T };
 		const w = Float32Array.from({ length: B * (T - 1) }, () => rand() - 0.5);
-		const params = await model.lora!.read();
-		for (const [k, v] of params)
-			if (k.includes('lora_B'))
-				params.set(
-					k,
-					v.map(() => 0.02 * (rand() - 0.5))
-				);
-		model.lora!.write(params);
+		await randomizeLoraB(model, rand);
 
 		const m = model;
 		// 'keep' is what PyTorch's eager mode does (every activation kept); 'recompute' what
@@ -132,7 +112,9 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 		const policies = {} as Record<'keep' | 'recompute', unknown>;
 		for (const activations of ['keep', 'recompute'] as const) {
 			mem.resetPeak();
-			const train = await timeIt(REPS, WARMUP, () => m.forwardBackward(batch, w, { activations }));
+			const train = await timeCalls(REPS, WARMUP, () =>
+				m.forwardBackward(batch, w, { activations })
+			);
 			const peak = mem.state.peak;
 			log(
 				`  forward+backward (${activations}): median ${train.medianMs} ms (${train.timesMs.join(', ')})`
@@ -152,7 +134,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 			await gpu.device.queue.onSubmittedWorkDone();
 			m.trimPool();
 		}
-		const score = await timeIt(REPS, WARMUP, () => m.scoreTokens(batch));
+		const score = await timeCalls(REPS, WARMUP, () => m.scoreTokens(batch));
 		log(`  forward (score): median ${score.medianMs} ms`);
 		const scoreProfile = PROFILE ? await profileScore(gpu, m, batch) : undefined;
 		const errors = gpu.validationErrors.splice(0);
@@ -169,7 +151,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 		};
 	} catch (error) {
 		log(`  ${name} failed: ${String(error)}`);
-		return { name, error: String((error as Error)?.stack ?? error) };
+		return { name, error: errorText(error) };
 	} finally {
 		model?.release();
 		mem.restore();
@@ -178,32 +160,17 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 
 async function main() {
 	const gpu = await acquireGpu();
-	const shapes = TINY ? TINY_SHAPES : SHAPES;
-	const only = option('shape');
-	if (only && !shapes[only])
-		throw new Error(`unknown --shape ${only}; known: ${Object.keys(shapes)}`);
 	const results = [];
-	for (const [name, config] of Object.entries(shapes))
-		if (!only || only === name) results.push(await benchShape(gpu, name, config));
+	for (const [name, config] of selectedShapes()) results.push(await benchShape(gpu, name, config));
 	const out = {
-		bench: 'model LoRA forward+backward (TabRL)',
-		date: new Date().toISOString(),
-		node: process.version,
-		device: gpu.adapter,
-		features: gpu.features,
+		...benchHeader('model LoRA forward+backward (TabRL)', gpu),
 		timing: `wall time of await forwardBackward / scoreTokens, median of ${REPS} after ${WARMUP} warmup`,
 		memory:
 			'peakLiveBytes: most bytes of GPU buffers alive at once during the timed calls (weights, LoRA state, activations, pool, staging)',
 		results
 	};
 	gpu.destroy();
-	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+	printJson(out);
 }
 
-main().then(
-	() => process.exit(0),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

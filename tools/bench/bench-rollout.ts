@@ -15,7 +15,7 @@ import { Generator } from '../../src/lib/model/generate/generator';
 import type { GeneratorOptions } from '../../src/lib/model/generate/options';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
-import { flag, option, SHAPES, SyntheticWeights } from './bench-support';
+import { flag, lcg, option, SHAPES, SyntheticWeights } from './bench-support';
 
 const log = (...x: unknown[]) => console.error('[bench-rollout]', ...x);
 const TINY = flag('tiny');
@@ -38,11 +38,6 @@ const CONFIG: ModelConfig = {
 	headDim: TINY ? 16 : 64,
 	maxPositionEmbeddings: 1024
 };
-
-function lcg(seed: number) {
-	let x = seed >>> 0 || 1;
-	return () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

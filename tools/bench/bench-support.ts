@@ -1,11 +1,14 @@
 /**
  * @file What the benchmark scripts share: their command-line flags, the model shapes they
  * time (the published configs of SmolLM2-135M and Qwen2.5-0.5B, and tiny stand-ins that
- * check a script on a CPU driver), random weights made on request, GPU memory tracking,
- * and the median. Bundled into each script by pack.sh (esbuild), so it is plain TS.
+ * check a script on a CPU driver) and the --tiny / --shape choice among them, random
+ * weights made on request, a seeded LCG and random LoRA B, GPU memory tracking, the median,
+ * timed calls and a report's header. Bundled into each script by pack.sh (esbuild), so it
+ * is plain TS.
  */
 import type { Gpu } from '../../src/lib/gpu/device';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from '../../src/lib/model/types';
+import type { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { weightSpecs } from '../../src/lib/model/hf/weight-spec';
 
 const args = process.argv.slice(2);
@@ -14,6 +17,8 @@ export const option = (name: string): string | undefined => {
 	const i = args.indexOf(`--${name}`);
 	return i >= 0 ? args[i + 1] : undefined;
 };
+/** --tiny: tiny shapes and sizes, to check a script on a CPU driver. */
+export const TINY = flag('tiny');
 
 const COMMON = {
 	maxPositionEmbeddings: 32768,
@@ -153,3 +158,60 @@ export function median(xs: number[]): number {
 	const m = s.length >> 1;
 	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
+
+/** A seeded LCG in [0, 1) (seed 0 counts as 1). */
+export function lcg(seed: number): () => number {
+	let x = seed >>> 0 || 1;
+	return () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 4294967296;
+}
+
+/** The shapes a model benchmark runs: TINY_SHAPES with --tiny, else SHAPES; --shape keeps one. */
+export function selectedShapes(): [string, ModelConfig][] {
+	const shapes = TINY ? TINY_SHAPES : SHAPES;
+	const only = option('shape');
+	if (only && !shapes[only])
+		throw new Error(`unknown --shape ${only}; known: ${Object.keys(shapes)}`);
+	return Object.entries(shapes).filter(([name]) => !only || only === name);
+}
+
+/** Every lora_B of the model set U(-0.01, 0.01) from `rand`, so the adapters are no no-op. */
+export async function randomizeLoraB(model: TransformerModel, rand: () => number) {
+	const params = await model.lora!.read();
+	for (const [k, v] of params)
+		if (k.includes('lora_B'))
+			params.set(
+				k,
+				v.map(() => 0.02 * (rand() - 0.5))
+			);
+	model.lora!.write(params);
+}
+
+/** Wall ms of `reps` awaited calls after `warmup` calls: median, min and each, to `digits`. */
+export async function timeCalls(
+	reps: number,
+	warmup: number,
+	fn: () => Promise<unknown>,
+	digits = 2
+) {
+	for (let i = 0; i < warmup; i++) await fn();
+	const times: number[] = [];
+	for (let i = 0; i < reps; i++) {
+		const t0 = performance.now();
+		await fn();
+		times.push(performance.now() - t0);
+	}
+	return {
+		medianMs: +median(times).toFixed(digits),
+		minMs: +Math.min(...times).toFixed(digits),
+		timesMs: times.map((t) => +t.toFixed(digits))
+	};
+}
+
+/** A benchmark report's first fields: what it times, when, on which node and device. */
+export const benchHeader = (bench: string, gpu: Gpu) => ({
+	bench,
+	date: new Date().toISOString(),
+	node: process.version,
+	device: gpu.adapter,
+	features: gpu.features
+});
