@@ -67,7 +67,8 @@ export interface GrpoStepMetrics extends LossMetrics, StepCounts {
 	times: StepTimes;
 }
 
-export type GrpoStepResult =
+/** A step's outcome: skipped (no signal, or a non-finite gradient left unapplied) or applied. */
+export type StepResult<Metrics> =
 	| { skipped: 'no-signal'; counts: StepCounts; warnings: string[] }
 	| {
 			skipped: 'non-finite-grad';
@@ -75,7 +76,9 @@ export type GrpoStepResult =
 			warnings: string[];
 			optimizer: OptimizerStepResult;
 	  }
-	| { skipped?: undefined; metrics: GrpoStepMetrics; warnings: string[] };
+	| { skipped?: undefined; metrics: Metrics; warnings: string[] };
+
+export type GrpoStepResult = StepResult<GrpoStepMetrics>;
 
 const now = () => performance.now();
 
@@ -179,15 +182,7 @@ export interface SftStepMetrics extends StepCounts {
 	times: Omit<StepTimes, 'referenceMs'>;
 }
 
-export type SftStepResult =
-	| { skipped: 'no-signal'; counts: StepCounts; warnings: string[] }
-	| {
-			skipped: 'non-finite-grad';
-			counts: StepCounts;
-			warnings: string[];
-			optimizer: OptimizerStepResult;
-	  }
-	| { skipped?: undefined; metrics: SftStepMetrics; warnings: string[] };
+export type SftStepResult = StepResult<SftStepMetrics>;
 
 /** One SFT step: the mean negative logprob of the trained tokens of all sequences
  * (their advantages and rollout logprobs are ignored). */

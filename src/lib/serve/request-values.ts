@@ -16,6 +16,16 @@ export function describe(x: unknown): string {
 	return typeof x === 'object' ? 'an object' : `${typeof x} ${JSON.stringify(x)}`;
 }
 
+/** The parsed body as an object, or the error OpenAI gives for any other JSON value. */
+export function requireObjectBody(body: unknown): Record<string, unknown> {
+	if (isRecord(body)) return body;
+	throw invalidRequest(
+		`The request body must be a JSON object, got ${describe(body)}.`,
+		null,
+		'invalid_type'
+	);
+}
+
 export const invalidType = (param: string, want: string, got: unknown) =>
 	invalidRequest(
 		`Invalid type for '${param}': expected ${want}, but got ${describe(got)}.`,
@@ -25,31 +35,32 @@ export const invalidType = (param: string, want: string, got: unknown) =>
 export const invalidValue = (param: string, message: string) =>
 	invalidRequest(`Invalid value for '${param}': ${message}`, param, 'invalid_value');
 
-export function optionalNumber(
+/** A number at `param` that passes `isKind` (else a type error) and `check` (else a value error). */
+function optionalNumeric(
 	body: Record<string, unknown>,
 	param: string,
+	kind: { is: (v: number) => boolean; want: string },
 	check: (v: number) => string | null
 ): number | undefined {
 	const v = body[param];
 	if (v === undefined || v === null) return undefined;
-	if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidType(param, 'a number', v);
+	if (typeof v !== 'number' || !kind.is(v)) throw invalidType(param, kind.want, v);
 	const problem = check(v);
 	if (problem) throw invalidValue(param, problem);
 	return v;
 }
 
-export function optionalInteger(
+export const optionalNumber = (
 	body: Record<string, unknown>,
 	param: string,
 	check: (v: number) => string | null
-): number | undefined {
-	const v = body[param];
-	if (v === undefined || v === null) return undefined;
-	if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidType(param, 'an integer', v);
-	const problem = check(v);
-	if (problem) throw invalidValue(param, problem);
-	return v;
-}
+) => optionalNumeric(body, param, { is: Number.isFinite, want: 'a number' }, check);
+
+export const optionalInteger = (
+	body: Record<string, unknown>,
+	param: string,
+	check: (v: number) => string | null
+) => optionalNumeric(body, param, { is: Number.isSafeInteger, want: 'an integer' }, check);
 
 export function optionalBoolean(body: Record<string, unknown>, param: string): boolean | undefined {
 	const v = body[param];

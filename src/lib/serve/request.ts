@@ -10,13 +10,13 @@ import { invalidRequest } from './errors';
 import { parseResponseFormat, parseStop } from './request-format';
 import { normalizeMessages, normalizeTools, parseToolChoice } from './request-messages';
 import {
-	describe,
 	invalidType,
 	invalidValue,
 	isRecord,
 	optionalBoolean,
 	optionalInteger,
-	optionalNumber
+	optionalNumber,
+	requireObjectBody
 } from './request-values';
 
 /** Which tool calls the caller asks for: 'none' hides the tools from the template and
@@ -125,15 +125,10 @@ const UNSUPPORTED: Record<string, string> = {
 };
 /** Validates a chat completion request body (already parsed from JSON). */
 export function parseChatCompletionRequest(
-	body: unknown,
+	raw: unknown,
 	limits: RequestLimits = DEFAULT_LIMITS
 ): ChatRequest {
-	if (!isRecord(body))
-		throw invalidRequest(
-			`The request body must be a JSON object, got ${describe(body)}.`,
-			null,
-			'invalid_type'
-		);
+	const body = requireObjectBody(raw);
 	for (const key of Object.keys(body)) {
 		// Own keys only: `key in UNSUPPORTED` is true for 'constructor', 'toString' and
 		// '__proto__' (the prototype's), which must be plain unknown fields like any other.

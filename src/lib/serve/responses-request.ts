@@ -6,7 +6,7 @@
  * (previous_response_id, store: true, background), built-in tools, non-text parts, reasoning.
  */
 import { invalidRequest, OpenAIApiError } from './errors';
-import { describe, invalidType, isRecord } from './request-values';
+import { describe, invalidType, isRecord, requireObjectBody } from './request-values';
 
 /** What the Responses body asks beyond the chat request (the answer's echo fields). */
 export interface ResponsesExtras {
@@ -241,18 +241,13 @@ function chatResponseFormat(text: unknown): unknown {
  * the answer echoes. Throws OpenAI-shaped 400s naming the Responses field.
  */
 export function translateResponsesRequest(
-	body: unknown,
+	raw: unknown,
 	lookup: ItemLookup = () => undefined
 ): {
 	chat: Record<string, unknown>;
 	extras: ResponsesExtras;
 } {
-	if (!isRecord(body))
-		throw invalidRequest(
-			`The request body must be a JSON object, got ${describe(body)}.`,
-			null,
-			'invalid_type'
-		);
+	const body = requireObjectBody(raw);
 	for (const key of Object.keys(body)) {
 		if (Object.hasOwn(UNSUPPORTED, key)) {
 			if (present(body[key])) throw unsupported(key, UNSUPPORTED[key]);

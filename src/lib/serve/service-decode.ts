@@ -282,8 +282,18 @@ export class ChatDecoding {
 		const assembler = new ResponseAssembler(this.model, p.request, extras);
 		const decoders = this.decoders(p);
 		const [r] = await this.decode(p, decoders, signal, (_, delta) => assembler.push(delta));
+		return this.finishResponse(assembler, decoders[0], r, p);
+	}
+
+	/** Closes a Responses answer (its usage and token records) and remembers its items. */
+	private finishResponse(
+		assembler: ResponseAssembler,
+		decoder: ChoiceDecoder,
+		r: EngineSequence,
+		p: Prepared
+	): TabrlResponse {
 		const response = assembler.finish(
-			this.finishReason(decoders[0], r),
+			this.finishReason(decoder, r),
 			responsesUsage(p.promptIds.length, r.ids.length),
 			this.options.tokenRecords === false ? undefined : ChatDecoding.tokens(r, p)
 		);
@@ -304,12 +314,7 @@ export class ChatDecoding {
 		const decoders = this.decoders(p);
 		this.decode(p, decoders, signal, (_, delta) => assembler.push(delta)).then(
 			([r]) => {
-				const response = assembler.finish(
-					this.finishReason(decoders[0], r),
-					responsesUsage(p.promptIds.length, r.ids.length),
-					this.options.tokenRecords === false ? undefined : ChatDecoding.tokens(r, p)
-				);
-				this.items.remember(response.output);
+				this.finishResponse(assembler, decoders[0], r, p);
 				queue.close();
 				ended();
 			},

@@ -5,7 +5,7 @@
  * vary; WGSL has no float atomics), ADAMW_UPDATE (skips all when flagged). Non-finite is
  * read from exponent bits: WGSL may fold `x != x` away.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 /** Invocations per workgroup: 256 is the default maxComputeInvocationsPerWorkgroup. */
 export const ADAMW_WG = 256;
@@ -36,9 +36,7 @@ struct Params { n: u32, offset: u32, slots: u32 }
 @group(0) @binding(2) var<uniform> p: Params;
 ${REDUCE}
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let w = linear_workgroup(wid, nwg);
   if (w >= p.slots) { return; }
   var s = 0.0;
@@ -101,9 +99,7 @@ struct Params {
 @group(0) @binding(5) var<uniform> p: Params;
 const WG: u32 = ${ADAMW_WG}u;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let i = linear_workgroup(wid, nwg) * WG + lid;
   if (i >= p.n || stats[2] != 0.0) { return; }
   let g = grad[i] * stats[1];

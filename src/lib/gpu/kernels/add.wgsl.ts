@@ -3,7 +3,7 @@
  * gradients reaching a tensor twice) and add_bias (y[r, c] += bias[c], nn.Linear's bias).
  * With alpha = 1 it is torch's one f32 addition. One scalar per invocation, 256 per group.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const ADD_WG = 256;
 
@@ -18,9 +18,7 @@ export const ADD = /* wgsl */ `
 struct Params { n: u32, alpha: f32 }
 @group(0) @binding(2) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.n) { return; }
   y[k] = y[k] + p.alpha * x[k];
@@ -33,9 +31,7 @@ export const ADD_BIAS = /* wgsl */ `
 struct Params { rows: u32, cols: u32 }
 @group(0) @binding(2) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.rows * p.cols) { return; }
   y[k] = y[k] + bias[k % p.cols];

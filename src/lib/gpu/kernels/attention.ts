@@ -7,6 +7,7 @@
  */
 import { OverLimitError, assertShape } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
+import type { AttentionDims, AttentionOptions } from '../reference/attention';
 import { checkBindable, type Tensor } from '../tensor';
 import {
 	MAX_HEAD_DIM,
@@ -48,16 +49,7 @@ export interface AttentionBackwardArgs extends Omit<AttentionForwardArgs, 'out' 
 	dv: Tensor;
 }
 
-interface Dims {
-	B: number;
-	T: number;
-	Tk: number;
-	Hq: number;
-	Hkv: number;
-	D: number;
-	qOffset: number;
-	scale: number;
-}
+interface Dims extends AttentionDims, Required<AttentionOptions> {}
 
 /** Workgroup memory every WebGPU device grants (the default maxComputeWorkgroupStorageSize);
  * the last candidate of every stage fits in it. */

@@ -4,7 +4,7 @@
  * rows s_g.. for a list of spans: prompts' keys and values into their cache rows in one
  * dispatch, where copyBufferToBuffer needed a command per row or per prompt and layer).
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const COPY_WG = 256;
 
@@ -15,9 +15,7 @@ struct Params { rows: u32, n: u32, m: u32, offset: u32 }
 @group(0) @binding(2) var<uniform> p: Params;
 const WG: u32 = ${COPY_WG}u;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let i = linear_workgroup(wid, nwg) * WG + lid;
   if (i >= p.rows * p.n) { return; }
   dst[(i / p.n) * p.m + p.offset + i % p.n] = src[i];
@@ -32,9 +30,7 @@ struct Params { G: u32, R: u32, W: u32 }                         // R: the most 
 @group(0) @binding(3) var<uniform> p: Params;
 const WG: u32 = ${COPY_WG}u;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let i = linear_workgroup(wid, nwg) * WG + lid;
   if (i >= p.G * p.R * p.W) { return; }
   let g = i / (p.R * p.W);

@@ -6,7 +6,7 @@
  * 0..positions[b]; an empty split writes m = NEG_BIG, l = 0. q, out [B, Hq, D]; k, v
  * [B, S, Hkv, D]. Private arrays are set before use (SwiftShader kept one across a loop).
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 /** Invocations per workgroup, and keys per tile of the split pass. 64: two NVIDIA warps
  * or one AMD wave. */
@@ -51,9 +51,7 @@ var<workgroup> qs: array<f32, G * D>;   // the G query rows, times scale
 var<workgroup> sc: array<f32, G * WG>;  // a tile's scores, then its exp(s - m)
 var<workgroup> n_shared: u32;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let wg = linear_workgroup(wid, nwg);
   if (wg >= p.B * p.Hkv * p.splits) { return; }
   let split = wg % p.splits;
@@ -138,9 +136,7 @@ export const DECODE_COMBINE = /* wgsl */ `
 struct Params { rows: u32, splits: u32, D: u32 }
 @group(0) @binding(3) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.splits;

@@ -6,7 +6,7 @@
  * only each id's first token sums its chain in token order (one writer per row). f16 W for
  * the lookup only. Initialise private arrays: SwiftShader did not re-zero one in a loop.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const EMBEDDING_WG = 256;
 
@@ -47,9 +47,7 @@ ${PARAMS}
 const WG: u32 = ${EMBEDDING_WG}u;
 ${LINEAR_WORKGROUP_WGSL}
 ${w.load}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.n * p.cols) { return; }
   let t = k / p.cols;
@@ -85,9 +83,7 @@ struct Params { n: u32, vocab: u32 }
 const WG: u32 = ${EMBEDDING_WG}u;
 const END: u32 = ${END}u;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let t = linear_workgroup(wid, nwg) * WG + lid;
   if (t >= p.n) { return; }
   let id = ids[t];
@@ -114,9 +110,7 @@ ${PARAMS}
 const WG: u32 = ${EMBEDDING_WG}u;
 const END: u32 = ${END}u;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.n * p.cols) { return; }
   let t = k / p.cols;

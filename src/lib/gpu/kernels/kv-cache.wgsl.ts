@@ -4,7 +4,7 @@
  * finished sequence riding along, is skipped) and advance (positions[b] += 1). Positions
  * live on the GPU, so a recorded decode step is the same commands every step.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const KV_WG = 256;
 
@@ -22,9 +22,7 @@ export const KV_APPEND = /* wgsl */ `
 struct Params { B: u32, S: u32, W: u32 }
 @group(0) @binding(5) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let i = linear_workgroup(wid, nwg) * WG + lid;
   if (i >= p.B * p.W) { return; }
   let b = i / p.W;
@@ -41,9 +39,7 @@ export const KV_ADVANCE = /* wgsl */ `
 struct Params { B: u32 }
 @group(0) @binding(1) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let b = linear_workgroup(wid, nwg) * WG + lid;
   if (b >= p.B) { return; }
   positions[b] = positions[b] + 1u;

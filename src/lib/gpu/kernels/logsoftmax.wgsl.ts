@@ -6,7 +6,7 @@
  * log s - q / s (q relative to m: no f32 cancellation). One workgroup of 256 per token and
  * chunk, a tree merge; the last chunk's dispatch writes the outputs.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 const WG_COMMON = /* wgsl */ `
 // 256: the default maxComputeInvocationsPerWorkgroup, supported everywhere.
@@ -53,9 +53,7 @@ fn merge(a: Acc, b: Acc) -> Acc {
 
 var<workgroup> part: array<Acc, WG>;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.n) { return; }
   let base = row * p.rows;
@@ -99,9 +97,7 @@ struct Params { n: u32, rows: u32, row_offset: u32 }
 @group(0) @binding(4) var<uniform> p: Params;
 ${WG_COMMON}
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let i = linear_workgroup(wid, nwg) * WG + lid;
   if (i >= p.n * p.rows) { return; }
   let row = i / p.rows;

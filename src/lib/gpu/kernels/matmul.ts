@@ -308,6 +308,23 @@ export function chooseSplits(gpu: Gpu, p: MatmulProblem, tile: TileShape): numbe
 	return Math.max(1, splits);
 }
 
+/** The K slices `matmul` would split an unbatched f32 c [m, n] = op(a) [m, k] op(b) [k, n] into
+ * (1: none); memory estimates size the partial sums, splits * m * n floats, from it. */
+export function splitKCount(gpu: Gpu, m: number, n: number, k: number): number {
+	if (m === 0 || n === 0) return 1;
+	const p: MatmulProblem = {
+		m,
+		n,
+		k,
+		batch: 1,
+		strideA: 0,
+		strideB: 0,
+		aType: 'f32',
+		bType: 'f32'
+	};
+	return chooseSplits(gpu, p, chooseTile(gpu, p));
+}
+
 const REDUCE: KernelSource = { name: 'matmul.splitk.reduce', code: MATMUL_SPLITK_REDUCE };
 
 /** The tiled kernel with a given tile shape (benchmarks sweep these; `matmul` chooses).

@@ -4,7 +4,7 @@
  * (every device's limit) for rows of 576..2048, 32..128 for narrow rows (rmsnorm.ts
  * chooses), since a CPU driver pays for every idle invocation and barrier.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 /** The shared part for workgroups of `wg` invocations (a power of 2, 32..256). */
 const common = (wg: number) => /* wgsl */ `
@@ -28,9 +28,7 @@ export const rmsNormForwardWgsl = (wg: number) => /* wgsl */ `
 struct Params { rows: u32, cols: u32, eps: f32 }
 @group(0) @binding(4) var<uniform> p: Params;
 ${common(wg)}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.cols;
@@ -54,9 +52,7 @@ export const rmsNormBackwardWgsl = (wg: number) => /* wgsl */ `
 struct Params { rows: u32, cols: u32 }
 @group(0) @binding(5) var<uniform> p: Params;
 ${common(wg)}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.cols;

@@ -6,7 +6,7 @@
  * since WGSL bounds its own only on [-pi, pi] (SwiftShader: 3.1e-3 off near 40000 rad).
  * Relies on f32 arithmetic not being reassociated.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const ROPE_WG = 256;
 
@@ -81,9 +81,7 @@ ${LINEAR_WORKGROUP_WGSL}
 ${SINCOS_WGSL}
 // rows = B * T; pos_len = B * T (a position per token) or T (shared by the batch);
 // sign = 1 forward, -1 backward (rotation by -a); scaling = attention_scaling.
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.rows * p.heads * p.half) { return; }
   let i = k % p.half;

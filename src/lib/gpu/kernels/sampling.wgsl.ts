@@ -7,7 +7,7 @@
  * batch. U has 23 bits (U and 1 - U exact); -log(U) uses a series near 1, where GPU log is
  * only absolutely accurate. Ties pick the lowest index; equal logits are kept together.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 /**
  * Invocations per workgroup, by vocabulary size. 256 (the default
@@ -192,9 +192,7 @@ fn gumbel(word: u32) -> f32 {
   return -log(e);
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.vocab;

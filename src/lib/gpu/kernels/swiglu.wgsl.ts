@@ -5,7 +5,7 @@
  * accurate for large |g|. Layouts: gate and up apart, or fused gate_up [N, 2I] (gate first,
  * as Phi-3), bound once since a buffer may not be bound twice when one binding writes.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
 export const SWIGLU_WG = 256;
 
@@ -46,9 +46,7 @@ ${inputs(layout)}
 struct Params { rows: u32, inter: u32 }
 @group(0) @binding(${h + 1}) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.rows * p.inter) { return; }
   let n = k / p.inter;
@@ -84,9 +82,7 @@ ${outputs}
 struct Params { rows: u32, inter: u32 }
 @group(0) @binding(${paramsBinding}) var<uniform> p: Params;
 ${COMMON}
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let k = linear_workgroup(wid, nwg) * WG + lid;
   if (k >= p.rows * p.inter) { return; }
   let n = k / p.inter;

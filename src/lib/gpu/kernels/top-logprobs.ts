@@ -5,7 +5,7 @@
  * the last (logit descending, index ascending: a total order); k log2(WG) barriers.
  */
 import { assertShape } from '../errors';
-import { LINEAR_WORKGROUP_WGSL, Params, type Recorder } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, Params, type Recorder, WORKGROUP_MAIN_WGSL } from '../kernel';
 import type { Tensor } from '../tensor';
 
 /** OpenAI's cap on top_logprobs. */
@@ -36,9 +36,7 @@ fn before(av: f32, ai: u32, bv: f32, bi: u32) -> bool {
   return av > bv || (av == bv && ai < bi);
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${WORKGROUP_MAIN_WGSL}
   let row = linear_workgroup(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.vocab;

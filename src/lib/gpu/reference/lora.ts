@@ -4,54 +4,25 @@
  * scale = alpha / r. Matrices are row-major.
  */
 
-/** out [rows, cols] = a [rows, k] @ b^T, b [cols, k]. */
-function matmulNT(
+/**
+ * out [rows, cols] = op(a) @ op(b), op(a) [rows, k], op(b) [k, cols]; `aT` means a is stored
+ * as [k, rows], `bT` that b is stored as [cols, k].
+ */
+function matmul(
 	a: ArrayLike<number>,
 	b: ArrayLike<number>,
 	rows: number,
 	k: number,
-	cols: number
+	cols: number,
+	{ aT = false, bT = false } = {}
 ) {
 	const out = new Float64Array(rows * cols);
 	for (let i = 0; i < rows; i++)
 		for (let j = 0; j < cols; j++) {
 			let s = 0;
-			for (let t = 0; t < k; t++) s += a[i * k + t] * b[j * k + t];
+			for (let t = 0; t < k; t++)
+				s += (aT ? a[t * rows + i] : a[i * k + t]) * (bT ? b[j * k + t] : b[t * cols + j]);
 			out[i * cols + j] = s;
-		}
-	return out;
-}
-
-/** out [rows, cols] = a [rows, k] @ b, b [k, cols]. */
-function matmulNN(
-	a: ArrayLike<number>,
-	b: ArrayLike<number>,
-	rows: number,
-	k: number,
-	cols: number
-) {
-	const out = new Float64Array(rows * cols);
-	for (let i = 0; i < rows; i++)
-		for (let t = 0; t < k; t++) {
-			const av = a[i * k + t];
-			for (let j = 0; j < cols; j++) out[i * cols + j] += av * b[t * cols + j];
-		}
-	return out;
-}
-
-/** out [rows, cols] = a^T @ b, a [k, rows], b [k, cols]. */
-function matmulTN(
-	a: ArrayLike<number>,
-	b: ArrayLike<number>,
-	k: number,
-	rows: number,
-	cols: number
-) {
-	const out = new Float64Array(rows * cols);
-	for (let t = 0; t < k; t++)
-		for (let i = 0; i < rows; i++) {
-			const av = a[t * rows + i];
-			for (let j = 0; j < cols; j++) out[i * cols + j] += av * b[t * cols + j];
 		}
 	return out;
 }
@@ -72,8 +43,8 @@ export function loraForwardRef(
 	scale: number,
 	{ n, inFeatures, outFeatures, rank }: LoraDims
 ) {
-	const xa = matmulNT(x, a, n, inFeatures, rank);
-	const delta = matmulNT(xa, b, n, rank, outFeatures).map((v) => scale * v);
+	const xa = matmul(x, a, n, inFeatures, rank, { bT: true });
+	const delta = matmul(xa, b, n, rank, outFeatures, { bT: true }).map((v) => scale * v);
 	return { xa, delta };
 }
 
@@ -88,9 +59,9 @@ export function loraBackwardRef(
 ) {
 	const { n, inFeatures, outFeatures, rank } = dims;
 	const { xa } = loraForwardRef(x, a, b, scale, dims);
-	const dB = matmulTN(dy, xa, n, outFeatures, rank).map((v) => scale * v); // [out, r]
-	const dxa = matmulNN(dy, b, n, outFeatures, rank).map((v) => scale * v); // [N, r]
-	const dA = matmulTN(dxa, x, n, rank, inFeatures); // [r, in]
-	const dx = matmulNN(dxa, a, n, rank, inFeatures); // [N, in]
+	const dB = matmul(dy, xa, outFeatures, n, rank, { aT: true }).map((v) => scale * v); // [out, r]
+	const dxa = matmul(dy, b, n, outFeatures, rank).map((v) => scale * v); // [N, r]
+	const dA = matmul(dxa, x, rank, n, inFeatures, { aT: true }); // [r, in]
+	const dx = matmul(dxa, a, n, rank, inFeatures); // [N, in]
 	return { dA, dB, dx };
 }

@@ -6,7 +6,7 @@
  */
 import type { Gpu } from '../../gpu/device';
 import { decodeSplitPlan } from '../../gpu/kernels/decode-attention';
-import { chooseSplits, chooseTile, type MatmulProblem } from '../../gpu/kernels/matmul';
+import { splitKCount } from '../../gpu/kernels/matmul';
 import { sizeClass } from '../../gpu/pool';
 import { decodeActSpecs } from '../transformer/decode-layer';
 import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
@@ -33,18 +33,7 @@ export interface GenerationMemoryOptions {
 
 /** Split-K partial sums of c [m, n] = a [m, k] b^T, as matmul would make them. */
 function splitKBytes(gpu: Gpu, m: number, n: number, k: number): number {
-	const p: MatmulProblem = {
-		m,
-		n,
-		k,
-		batch: 1,
-		strideA: 0,
-		strideB: 0,
-		aType: 'f32',
-		bType: 'f32'
-	};
-	if (m === 0 || n === 0) return 0;
-	const s = chooseSplits(gpu, p, chooseTile(gpu, p));
+	const s = splitKCount(gpu, m, n, k);
 	return s > 1 ? sizeClass(s * m * n * 4) : 0;
 }
 

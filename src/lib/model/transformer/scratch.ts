@@ -6,11 +6,11 @@
  * before its final recount, so an upper bound.
  */
 import type { Gpu } from '../../gpu/device';
-import { chooseSplits, chooseTile, type MatmulProblem } from '../../gpu/kernels/matmul';
+import { splitKCount } from '../../gpu/kernels/matmul';
 import { sizeClass } from '../../gpu/pool';
 import type { LoraConfig } from './lora';
 import type { ModelConfig } from '../types';
-import { projectionShape, type ProjectionName } from '../hf/weight-spec';
+import { projectionShape, PROJECTIONS } from '../hf/weight-spec';
 
 /** The device limits the kernels' choices depend on; missing ones take WebGPU's defaults. */
 export interface ScratchLimits {
@@ -35,16 +35,6 @@ const UNIFORM_PAGE_BYTES = 65536;
  * rounded up. */
 const OTHER_DISPATCHES_PER_LAYER = 16;
 
-const PROJECTIONS: ProjectionName[] = [
-	'q_proj',
-	'k_proj',
-	'v_proj',
-	'o_proj',
-	'gate_proj',
-	'up_proj',
-	'down_proj'
-];
-
 /** Counts the scratch buffers (by size class) and dispatches of one recorder. */
 class Tally {
 	readonly classes = new Map<number, number>();
@@ -56,19 +46,9 @@ class Tally {
 	}
 	/** Split-K partial sums of c [m, n] = op(a) [m, k] op(b) [k, n]. */
 	matmul(m: number, n: number, k: number): void {
-		const p: MatmulProblem = {
-			m,
-			n,
-			k,
-			batch: 1,
-			strideA: 0,
-			strideB: 0,
-			aType: 'f32',
-			bType: 'f32'
-		};
 		if (m === 0 || n === 0) return;
 		this.uniforms(1);
-		const s = chooseSplits(this.gpu, p, chooseTile(this.gpu, p));
+		const s = splitKCount(this.gpu, m, n, k);
 		if (s > 1) {
 			this.add(s * m * n * 4);
 			this.uniforms(1); // the reduce pass
