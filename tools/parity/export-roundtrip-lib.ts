@@ -30,7 +30,7 @@ import {
 } from '../../src/lib/model/hf/node/checkpoint';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { preset } from '../../src/lib/run';
-import { compare, perSequence, type SequenceLogprobs } from './peft-roundtrip-lib';
+import { compare, perSequence, sameValues, type SequenceLogprobs } from './peft-roundtrip-lib';
 import {
 	baseFixture,
 	TRAINED_STEP,
@@ -40,15 +40,6 @@ import {
 
 /** AdamW's rate (large, so two steps from B = 0 move the logprobs well past the tolerance). */
 const LR = 1e-2;
-
-function sameValues(a: ReadonlyMap<string, Float32Array>, b: ReadonlyMap<string, Float32Array>) {
-	if (a.size !== b.size) return false;
-	for (const [name, x] of a) {
-		const y = b.get(name);
-		if (!y || y.length !== x.length || x.some((v, i) => !Object.is(v, y[i]))) return false;
-	}
-	return true;
-}
 
 /** A step's metrics as the run's history line and the checkpoint's trainer_state carry them. */
 function stepLine(step: number, metrics: Record<string, number>) {

@@ -9,33 +9,28 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
+import type { Gpu } from '../../src/lib/gpu/device';
+import { makeLog, printJson, runMain } from '../tool-entry';
 import { exportCase } from './export-roundtrip-lib';
 import { makeExportPlan, writeExportPlan, type ExportPlan } from './export-roundtrip-plan';
 import { checkStandIn } from './export-roundtrip-standin';
+import { exportEach, parseRoundTripArgs, withGpu } from './roundtrip-entry';
 
 const USAGE =
 	'usage: export-roundtrip (export|selftest) DIR [--tiny] [--layers N] [--cases llama,qwen2]';
-const log = (line: string) => console.error(`[export-roundtrip] ${line}`);
-const errorText = (error: unknown) => String((error as Error)?.stack ?? error);
+const log = makeLog('export-roundtrip');
 
 async function runExportCases(gpu: Gpu, root: string, plan: ExportPlan) {
 	await writeExportPlan(root, plan);
-	const cases: (Awaited<ReturnType<typeof exportCase>> | { name: string; error: string })[] = [];
-	for (const c of plan.cases) {
-		try {
-			const r = await exportCase(gpu, root, c);
-			cases.push(r);
-			log(
-				`export ${c.name}: steps ${r.steps.map((s) => s.step).join(',')}, exact ${r.exportedExact}, ` +
-					`merged ${r.merge.merged} tensors, effect ${r.effect.toFixed(3)}, ` +
-					`merged vs lora ${r.mergedVsLora.toExponential(2)}`
-			);
-		} catch (error) {
-			cases.push({ name: c.name, error: errorText(error) });
-			log(`export ${c.name}: FAILED ${errorText(error).split('\n')[0]}`);
-		}
-	}
+	const cases = await exportEach(
+		plan.cases,
+		(c) => exportCase(gpu, root, c),
+		(r) =>
+			`steps ${r.steps.map((s) => s.step).join(',')}, exact ${r.exportedExact}, ` +
+			`merged ${r.merge.merged} tensors, effect ${r.effect.toFixed(3)}, ` +
+			`merged vs lora ${r.mergedVsLora.toExponential(2)}`,
+		log
+	);
 	return {
 		tool: 'tabrl export round trip, TabRL half (tools/parity/export-roundtrip.ts)',
 		date: new Date().toISOString(),
@@ -46,34 +41,19 @@ async function runExportCases(gpu: Gpu, root: string, plan: ExportPlan) {
 }
 
 async function main(): Promise<number> {
-	const args = process.argv.slice(2);
-	const [mode, root] = args;
-	if (!['export', 'selftest'].includes(mode) || !root || root.startsWith('-')) {
-		console.error(USAGE);
-		return 2;
-	}
-	const flag = (name: string) => {
-		const i = args.indexOf(name);
-		return i >= 0 ? args[i + 1] : undefined;
-	};
-	const layers = flag('--layers');
-	const numLayers = layers === undefined ? undefined : Number(layers);
-	if (numLayers !== undefined && !(Number.isInteger(numLayers) && numLayers >= 1)) {
-		console.error(`--layers needs an integer >= 1\n${USAGE}`);
-		return 2;
-	}
-	const only = flag('--cases')?.split(',');
-	const plan = makeExportPlan({ tiny: args.includes('--tiny'), numLayers, only });
+	const args = parseRoundTripArgs(process.argv.slice(2), ['export', 'selftest'], USAGE);
+	if (args === 2) return 2;
+	const { mode, root } = args;
+	const only = args.option('cases')?.split(',');
+	const plan = makeExportPlan({ tiny: args.tiny, numLayers: args.numLayers, only });
 	if (plan.cases.length === 0) {
 		console.error(`--cases names no case\n${USAGE}`);
 		return 2;
 	}
-	const gpu = await acquireGpu();
-	log(`device: ${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`);
-	try {
+	return withGpu(log, async (gpu) => {
 		const exported = await runExportCases(gpu, root, plan);
 		if (mode === 'export') {
-			process.stdout.write(JSON.stringify(exported, null, 1) + '\n');
+			printJson(exported);
 			return exported.pass ? 0 : 1;
 		}
 		const standIn = exported.pass
@@ -86,18 +66,10 @@ async function main(): Promise<number> {
 			pass: exported.pass && standIn.pass
 		};
 		await writeFile(join(root, 'selftest-report.json'), JSON.stringify(report, null, 1) + '\n');
-		process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+		printJson(report);
 		log(report.pass ? 'PASS' : 'FAIL');
 		return report.pass ? 0 : 1;
-	} finally {
-		gpu.destroy();
-	}
+	});
 }
 
-main().then(
-	(code) => process.exit(code),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: errorText(error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

@@ -5,8 +5,11 @@
  *
  *   python3 tools/parity/model_parity.py /tmp/parity && npx tsx tools/parity/model-parity.ts /tmp/parity [--only NAME ...]
  */
-import { acquireGpu } from '../../src/lib/gpu/device';
+import { makeLog, printJson, runMain } from '../tool-entry';
 import { runParity } from './parity-runner';
+import { withGpu } from './roundtrip-entry';
+
+const log = makeLog('model-parity');
 
 async function main(): Promise<number> {
 	const args = process.argv.slice(2);
@@ -17,28 +20,19 @@ async function main(): Promise<number> {
 	}
 	const onlyAt = args.indexOf('--only');
 	const only = onlyAt >= 0 ? args.slice(onlyAt + 1) : undefined;
-	const gpu = await acquireGpu();
-	const log = (line: string) => console.error(`[model-parity] ${line}`);
-	log(`device: ${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`);
-	const report = await runParity(gpu, dir, { only, log });
-	const out = {
-		tool: 'tabrl model parity (tools/parity/model-parity.ts)',
-		date: new Date().toISOString(),
-		node: process.version,
-		device: gpu.adapter,
-		features: gpu.features,
-		...report
-	};
-	gpu.destroy();
-	process.stdout.write(JSON.stringify(out, null, 1) + '\n');
-	log(`${report.pass ? 'PASS' : 'FAIL'}: ${JSON.stringify(report.worstByArchitecture)}`);
-	return report.pass ? 0 : 1;
+	return withGpu(log, async (gpu) => {
+		const report = await runParity(gpu, dir, { only, log });
+		printJson({
+			tool: 'tabrl model parity (tools/parity/model-parity.ts)',
+			date: new Date().toISOString(),
+			node: process.version,
+			device: gpu.adapter,
+			features: gpu.features,
+			...report
+		});
+		log(`${report.pass ? 'PASS' : 'FAIL'}: ${JSON.stringify(report.worstByArchitecture)}`);
+		return report.pass ? 0 : 1;
+	});
 }
 
-main().then(
-	(code) => process.exit(code),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: String(error?.stack ?? error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);

@@ -208,7 +208,11 @@ async function readFolder(dir: string): Promise<Map<string, Uint8Array>> {
 	return files;
 }
 
-function sameValues(a: Map<string, Float32Array>, b: Map<string, Float32Array>): boolean {
+/** Same tensor names, and every value the same bit for bit (Object.is: NaN, -0). */
+export function sameValues(
+	a: ReadonlyMap<string, Float32Array>,
+	b: ReadonlyMap<string, Float32Array>
+): boolean {
 	if (a.size !== b.size) return false;
 	for (const [name, x] of a) {
 		const y = b.get(name);

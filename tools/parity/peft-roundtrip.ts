@@ -8,7 +8,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
+import type { Gpu } from '../../src/lib/gpu/device';
+import { errorText, makeLog, printJson, runMain } from '../tool-entry';
 import {
 	exportCase,
 	importAdapter,
@@ -21,11 +22,11 @@ import {
 	type PythonReport
 } from './peft-roundtrip-lib';
 import { writeStandIn } from './peft-roundtrip-standin';
+import { exportEach, parseRoundTripArgs, withGpu } from './roundtrip-entry';
 
 const USAGE =
 	'usage: peft-roundtrip (export DIR [--tiny] [--layers N] | import DIR | selftest DIR [--tiny])';
-const log = (line: string) => console.error(`[peft-roundtrip] ${line}`);
-const errorText = (error: unknown) => String((error as Error)?.stack ?? error);
+const log = makeLog('peft-roundtrip');
 
 interface ExportReport {
 	cases: (Awaited<ReturnType<typeof exportCase>> | { name: string; error: string })[];
@@ -34,19 +35,12 @@ interface ExportReport {
 
 async function runExport(gpu: Gpu, root: string, plan: Plan): Promise<ExportReport> {
 	await writePlan(root, plan);
-	const cases: ExportReport['cases'] = [];
-	for (const c of plan.cases) {
-		try {
-			const r = await exportCase(gpu, root, c);
-			cases.push(r);
-			log(
-				`export ${c.name}: step ${r.step}, files ${r.files.join(', ')}, exact ${r.readBackExact}`
-			);
-		} catch (error) {
-			cases.push({ name: c.name, error: errorText(error) });
-			log(`export ${c.name}: FAILED ${errorText(error).split('\n')[0]}`);
-		}
-	}
+	const cases: ExportReport['cases'] = await exportEach(
+		plan.cases,
+		(c) => exportCase(gpu, root, c),
+		(r) => `step ${r.step}, files ${r.files.join(', ')}, exact ${r.readBackExact}`,
+		log
+	);
 	const report = { cases, pass: cases.every((c) => 'readBackExact' in c && c.readBackExact) };
 	await writeFile(join(root, 'export-report.json'), JSON.stringify(report, null, 1) + '\n');
 	return report;
@@ -98,25 +92,14 @@ async function runImport(gpu: Gpu, root: string) {
 }
 
 async function main(): Promise<number> {
-	const args = process.argv.slice(2);
-	const [mode, root] = args;
-	if (!['export', 'import', 'selftest'].includes(mode) || !root || root.startsWith('-')) {
-		console.error(USAGE);
-		return 2;
-	}
-	const layersAt = args.indexOf('--layers');
-	const numLayers = layersAt >= 0 ? Number(args[layersAt + 1]) : undefined;
-	if (numLayers !== undefined && !(Number.isInteger(numLayers) && numLayers >= 1)) {
-		console.error(`--layers needs an integer >= 1\n${USAGE}`);
-		return 2;
-	}
-	const plan = () => makePlan({ tiny: args.includes('--tiny'), numLayers });
-	const gpu = await acquireGpu();
-	log(`device: ${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`);
-	try {
+	const args = parseRoundTripArgs(process.argv.slice(2), ['export', 'import', 'selftest'], USAGE);
+	if (args === 2) return 2;
+	const { mode, root } = args;
+	const plan = () => makePlan({ tiny: args.tiny, numLayers: args.numLayers });
+	return withGpu(log, async (gpu) => {
 		if (mode === 'export') {
 			const report = await runExport(gpu, root, plan());
-			process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+			printJson(report);
 			return report.pass ? 0 : 1;
 		}
 		if (mode === 'selftest') {
@@ -125,18 +108,10 @@ async function main(): Promise<number> {
 			log('python stand-in written (CPU f64 reference, not peft)');
 		}
 		const report = await runImport(gpu, root);
-		process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+		printJson(report);
 		log(report.pass ? 'PASS' : 'FAIL');
 		return report.pass ? 0 : 1;
-	} finally {
-		gpu.destroy();
-	}
+	});
 }
 
-main().then(
-	(code) => process.exit(code),
-	(error) => {
-		process.stdout.write(JSON.stringify({ error: errorText(error) }) + '\n');
-		process.exit(1);
-	}
-);
+runMain(main);
