@@ -22,9 +22,8 @@ import {
 	option,
 	randomizeLoraB,
 	selectedShapes,
-	SyntheticWeights,
 	TINY,
-	trackMemory
+	withSyntheticModel
 } from './bench-support';
 
 const log = makeLog('bench-generate');
@@ -99,20 +98,14 @@ async function benchBatch(gpu: Gpu, model: TransformerModel, B: number, matmul?:
 	}
 }
 
+const LORA_SHAPE = { rank: 8, alpha: 16 };
+
 async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boolean) {
 	log(
 		`${name}${lora ? ' + LoRA r=8' : ''}: ${config.numLayers} layers, hidden ${config.hiddenSize}`
 	);
-	const mem = trackMemory(gpu);
-	let model: TransformerModel | undefined;
-	try {
-		const t0 = performance.now();
-		model = await TransformerModel.create(gpu, config, new SyntheticWeights(config), {
-			...(lora ? { lora: { rank: 8, alpha: 16 } } : {}),
-			seed: 1
-		});
-		await gpu.device.queue.onSubmittedWorkDone();
-		const loadSeconds = (performance.now() - t0) / 1000;
+	const adapter = lora ? LORA_SHAPE : undefined;
+	return withSyntheticModel(gpu, name, config, adapter, log, async (model, loadSeconds, mem) => {
 		if (lora) await randomizeLoraB(model, lcg(7));
 		const afterLoad = mem.state.live;
 		const batches = [];
@@ -133,20 +126,14 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig, lora: boo
 			}
 		return {
 			name,
-			lora: lora ? { rank: 8, alpha: 16 } : null,
+			lora: adapter ?? null,
 			config,
 			loadSeconds: round(loadSeconds),
 			afterLoadBytes: afterLoad,
 			batches,
 			validationErrors: gpu.validationErrors.splice(0).slice(0, 5)
 		};
-	} catch (error) {
-		log(`  ${name} failed: ${String(error)}`);
-		return { name, error: errorText(error) };
-	} finally {
-		model?.release();
-		mem.restore();
-	}
+	});
 }
 
 async function main() {

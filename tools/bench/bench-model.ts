@@ -12,7 +12,7 @@ import { acquireGpu, type Gpu } from '../../src/lib/gpu/device';
 import { KernelProfiler } from '../../src/lib/gpu/profiler';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../src/lib/model/types';
-import { errorText, makeLog, printJson, runMain } from '../tool-entry';
+import { makeLog, printJson, runMain } from '../tool-entry';
 import {
 	benchHeader,
 	flag,
@@ -20,10 +20,9 @@ import {
 	option,
 	randomizeLoraB,
 	selectedShapes,
-	SyntheticWeights,
 	timeCalls,
 	TINY,
-	trackMemory
+	withSyntheticModel
 } from './bench-support';
 
 const log = makeLog('bench-model');
@@ -84,16 +83,8 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 	log(
 		`${name}: ${config.numLayers} layers, hidden ${config.hiddenSize}, vocab ${config.vocabSize}`
 	);
-	const mem = trackMemory(gpu);
-	let model: TransformerModel | undefined;
-	try {
-		const t0 = performance.now();
-		model = await TransformerModel.create(gpu, config, new SyntheticWeights(config), {
-			lora: { rank: 8, alpha: 16 },
-			seed: 1
-		});
-		await gpu.device.queue.onSubmittedWorkDone();
-		const loadSeconds = (performance.now() - t0) / 1000;
+	const lora = { rank: 8, alpha: 16 };
+	return withSyntheticModel(gpu, name, config, lora, log, async (model, loadSeconds, mem) => {
 		const afterLoad = mem.state.live;
 		log(
 			`  loaded in ${loadSeconds.toFixed(1)} s; ${(afterLoad / 2 ** 30).toFixed(2)} GiB of buffers`
@@ -149,13 +140,7 @@ async function benchShape(gpu: Gpu, name: string, config: ModelConfig) {
 			memory: { afterLoadBytes: afterLoad },
 			validationErrors: errors.slice(0, 5)
 		};
-	} catch (error) {
-		log(`  ${name} failed: ${String(error)}`);
-		return { name, error: errorText(error) };
-	} finally {
-		model?.release();
-		mem.restore();
-	}
+	});
 }
 
 async function main() {

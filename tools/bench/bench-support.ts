@@ -2,14 +2,15 @@
  * @file What the benchmark scripts share: their command-line flags, the model shapes they
  * time (the published configs of SmolLM2-135M and Qwen2.5-0.5B, and tiny stand-ins that
  * check a script on a CPU driver) and the --tiny / --shape choice among them, random
- * weights made on request, a seeded LCG and random LoRA B, GPU memory tracking, the median,
- * timed calls and a report's header. Bundled into each script by pack.sh (esbuild), so it
+ * weights made on request and a model built on them, a seeded LCG and random LoRA B, GPU
+ * memory tracking, the median, timed calls and a report's header. Bundled into each script by pack.sh (esbuild), so it
  * is plain TS.
  */
 import type { Gpu } from '../../src/lib/gpu/device';
 import type { ModelConfig, StoredTensorInfo, WeightSource } from '../../src/lib/model/types';
-import type { TransformerModel } from '../../src/lib/model/transformer/transformer';
+import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { weightSpecs } from '../../src/lib/model/hf/weight-spec';
+import { errorText } from '../tool-entry';
 
 const args = process.argv.slice(2);
 export const flag = (name: string): boolean => args.includes(`--${name}`);
@@ -157,6 +158,42 @@ export function median(xs: number[]): number {
 	const s = [...xs].sort((a, b) => a - b);
 	const m = s.length >> 1;
 	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * fn on a model of `config` with SyntheticWeights (seed 1; LoRA when `lora` is given), its
+ * load timed to the GPU's idle and every buffer counted from before it (`mem`). A throw is
+ * logged and returned as {name, error}; the model is released and the counting ends after.
+ */
+export async function withSyntheticModel<R>(
+	gpu: Gpu,
+	name: string,
+	config: ModelConfig,
+	lora: { rank: number; alpha: number } | undefined,
+	log: (...x: unknown[]) => void,
+	fn: (
+		model: TransformerModel,
+		loadSeconds: number,
+		mem: ReturnType<typeof trackMemory>
+	) => Promise<R>
+): Promise<R | { name: string; error: string }> {
+	const mem = trackMemory(gpu);
+	let model: TransformerModel | undefined;
+	try {
+		const t0 = performance.now();
+		model = await TransformerModel.create(gpu, config, new SyntheticWeights(config), {
+			...(lora ? { lora } : {}),
+			seed: 1
+		});
+		await gpu.device.queue.onSubmittedWorkDone();
+		return await fn(model, (performance.now() - t0) / 1000, mem);
+	} catch (error) {
+		log(`  ${name} failed: ${String(error)}`);
+		return { name, error: errorText(error) };
+	} finally {
+		model?.release();
+		mem.restore();
+	}
 }
 
 /** A seeded LCG in [0, 1) (seed 0 counts as 1). */

@@ -29,22 +29,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# offline, TF32 off; build(): the same shapes and settings as the other benchmarks
-from bench_torch_common import (  # noqa: E402
-    DTYPES,
-    SHAPES,
-    build,
-    environment,
-    error_text,
-    lora,
-    make_log,
-    sampling,
-)
+import bench_torch_common as bt  # noqa: E402  (offline, TF32 off; the same shapes and settings)
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 
-log = make_log("bench_grpo_torch")
+log = bt.make_log("bench_grpo_torch")
 
 
 def sync_ms(t0):
@@ -64,7 +54,7 @@ def grpo_step(pm, opt, prompts, args, seed):
         out = pm.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),
-            **sampling(new),
+            **bt.sampling(new),
             output_scores=True,
             return_dict_in_generate=True,
         )
@@ -159,7 +149,7 @@ def ratios(tabrl, results, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="smollm2-135m", choices=list(SHAPES))
+    ap.add_argument("--shape", default="smollm2-135m", choices=list(bt.SHAPES))
     ap.add_argument("--dtypes", default="fp32", help="fp32 and/or bf16, comma-separated")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--group-size", type=int, default=8)
@@ -179,13 +169,13 @@ def main():
         log(f"{args.shape} {dname}")
         entry = {"dtype": dname}
         try:
-            model = build(SHAPES[args.shape], DTYPES[dname])
-            pm = lora(model)
+            model = bt.build(bt.SHAPES[args.shape], bt.DTYPES[dname])
+            pm = bt.lora(model)
             opt = torch.optim.AdamW(
                 [p for p in pm.parameters() if p.requires_grad],
                 lr=5e-6, betas=(0.9, 0.99), weight_decay=0.1, eps=1e-8,
             )
-            V = SHAPES[args.shape]["vocab_size"]
+            V = bt.SHAPES[args.shape]["vocab_size"]
             g = torch.Generator(device="cuda").manual_seed(2024)
             prompts = torch.randint(0, V, (args.groups, args.prompt), generator=g, device="cuda")
             grpo_step(pm, opt, prompts, args, 1)  # warm-up
@@ -203,14 +193,14 @@ def main():
             log(f"  rollout {med['rolloutMs']:.0f} ms, train {med['trainMs']:.0f} ms")
             del pm, model, opt
         except Exception as e:  # noqa: BLE001 - report and go on
-            entry["error"] = error_text(e)
+            entry["error"] = bt.error_text(e)
             log(f"  failed: {e}")
         torch.cuda.empty_cache()
         results.append(entry)
     report = {
         "bench": "one GRPO step: transformers generate + peft + cispo/dapo + AdamW",
         "tool": "tools/bench/bench_grpo_torch.py",
-        **environment(peft),
+        **bt.environment(peft),
         "shape": args.shape,
         "work": vars(args),
         "results": results,
