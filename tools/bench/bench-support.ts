@@ -11,6 +11,7 @@ import type { ModelConfig, StoredTensorInfo, WeightSource } from '../../src/lib/
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { weightSpecs } from '../../src/lib/model/hf/weight-spec';
 import { errorText } from '../tool-entry';
+import { hubModel, hubModelConfig } from '../../src/lib/model/hf/hub-models';
 
 const args = process.argv.slice(2);
 export const flag = (name: string): boolean => args.includes(`--${name}`);
@@ -29,40 +30,15 @@ const COMMON = {
 } as const;
 const NO_EOS: number[] = [];
 
-/** The published configs' shapes (config.json of each model on the hub). */
+/** The published configs' shapes (hub-models.ts), in f32, with no stop token. */
+const published = (key: string): ModelConfig => ({
+	...hubModelConfig(hubModel(key)!),
+	...COMMON,
+	eosTokenIds: NO_EOS
+});
 export const SHAPES: Record<string, ModelConfig> = {
-	'smollm2-135m': {
-		...COMMON,
-		eosTokenIds: NO_EOS,
-		architecture: 'LlamaForCausalLM',
-		vocabSize: 49152,
-		hiddenSize: 576,
-		intermediateSize: 1536,
-		numLayers: 30,
-		numHeads: 9,
-		numKvHeads: 3,
-		headDim: 64,
-		rmsNormEps: 1e-5,
-		rope: { theta: 100000, type: 'default' },
-		tieWordEmbeddings: true,
-		attentionBias: false
-	},
-	'qwen2.5-0.5b': {
-		...COMMON,
-		eosTokenIds: NO_EOS,
-		architecture: 'Qwen2ForCausalLM',
-		vocabSize: 151936,
-		hiddenSize: 896,
-		intermediateSize: 4864,
-		numLayers: 24,
-		numHeads: 14,
-		numKvHeads: 2,
-		headDim: 64,
-		rmsNormEps: 1e-6,
-		rope: { theta: 1000000, type: 'default' },
-		tieWordEmbeddings: true,
-		attentionBias: true
-	}
+	'smollm2-135m': published('smollm2-135m'),
+	'qwen2.5-0.5b': published('qwen2.5-0.5b')
 };
 export const TINY_SHAPES: Record<string, ModelConfig> = {
 	'tiny-llama': {

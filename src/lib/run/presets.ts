@@ -44,6 +44,13 @@ export const DEFAULT_PRESET: PresetName = 'tictactoe';
 
 export const PRESET_TITLES: Record<PresetName, string> = byName((env) => defaults(env).title);
 
+/** Whether `location` is `path` below some root (trailing slashes aside). */
+function endsWithPath(location: string, path: string): boolean {
+	const bare = (s: string) => s.replace(/\/+$/, '');
+	const [l, p] = [bare(location), bare(path)];
+	return l === p || l.endsWith(`/${p}`);
+}
+
 const join = (root: string, path: string) => (root.endsWith('/') ? root : `${root}/`) + path;
 
 /**
@@ -52,11 +59,8 @@ const join = (root: string, path: string) => (root.endsWith('/') ? root : `${roo
  * `root`, so a run made elsewhere (an imported run) opens here. Other locations stay.
  */
 export function rootBundled(recipe: Recipe, root: string): Recipe {
-	const move = (location: string, path: string) => {
-		const bare = (s: string) => s.replace(/\/+$/, '');
-		const [l, p] = [bare(location), bare(path)];
-		return l === p || l.endsWith(`/${p}`) ? join(root, path) : location;
-	};
+	const move = (location: string, path: string) =>
+		endsWithPath(location, path) ? join(root, path) : location;
 	const env = recipe.environment;
 	return {
 		...recipe,
@@ -100,6 +104,34 @@ export function preset(name: PresetName, root = '/'): Recipe {
 	};
 	// (a copy: a caller may change its recipe, never the environment's defaults)
 	return structuredClone(recipe);
+}
+
+/** LoRA and learning rate for a pretrained base: a small adapter, a gentle rate. */
+export const PRETRAINED_SETUP = { lora: { rank: 8, alpha: 16 }, learningRate: 5e-5 } as const;
+
+/** Whether `baseModel` is the preset's bundled model (under any root). */
+export const isBundledModel = (name: PresetName, baseModel: string): boolean =>
+	endsWithPath(baseModel.trim(), bundledModelPath(name));
+
+/**
+ * The preset on another base model: its bundled model keeps the preset as it is; any other
+ * (a Hub instruct model) starts with no warm start (the shipped ones fit the bundled model
+ * only), the environment's ART-style system prompt and the model's own chat template, a
+ * small LoRA (PRETRAINED_SETUP) and room for a general tokenizer's longer replies.
+ */
+export function presetOn(name: PresetName, baseModel: string, root = '/'): Recipe {
+	const recipe = preset(name, root);
+	if (isBundledModel(name, baseModel)) return recipe;
+	const { maxTokens, maxContext } = defaults(name).pretrained;
+	return {
+		...recipe,
+		baseModel,
+		warmStart: null,
+		sft: null,
+		lora: { ...PRETRAINED_SETUP.lora },
+		grpo: { ...recipe.grpo, learningRate: PRETRAINED_SETUP.learningRate, maxTokens },
+		maxContext
+	};
 }
 
 /**

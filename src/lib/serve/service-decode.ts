@@ -84,7 +84,11 @@ export class ChatDecoding {
 	/** Validation, model check, prompt: everything that can fail before decoding; `signal`
 	 * (the request's, with its deadline) stops tokenizing. */
 	protected async prepare(body: unknown, signal?: AbortSignal): Promise<Prepared> {
-		const request = parseChatCompletionRequest(body, this.options.limits ?? DEFAULT_LIMITS);
+		const parsed = parseChatCompletionRequest(body, this.options.limits ?? DEFAULT_LIMITS);
+		const defaults = this.options.templateDefaults;
+		const request = defaults
+			? { ...parsed, chatTemplateKwargs: { ...defaults, ...parsed.chatTemplateKwargs } }
+			: parsed;
 		if (request.model !== this.model)
 			throw new OpenAIApiError(
 				404,

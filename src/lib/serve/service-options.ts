@@ -35,6 +35,11 @@ export interface ChatServiceOptions {
 	 * `return_token_ids` instead.
 	 */
 	tokenRecords?: boolean;
+	/**
+	 * Chat-template variables of every request unless it sets them itself (vLLM's
+	 * --default-chat-template-kwargs), e.g. Qwen3's `{ enable_thinking: false }`.
+	 */
+	templateDefaults?: Record<string, unknown>;
 }
 
 /** A transport-free request: method, path (e.g. '/v1/models'), body text. */

@@ -128,7 +128,9 @@ export class ModelRun {
 				tokenizer,
 				model: spec.name,
 				contextLength: generator.contextLength,
-				scheduler: { stopTokenIds: config.eosTokenIds }
+				scheduler: { stopTokenIds: config.eosTokenIds },
+				// a game's reply is a move, not a think block that max_tokens cuts off
+				...(tokenizer.hasThinkingSwitch ? { templateDefaults: { enable_thinking: false } } : {})
 			});
 			run = new ModelRun(
 				spec,

@@ -104,6 +104,12 @@ export interface RecipeDefaults {
 	 */
 	warmStartSft?: { games?: number; batchSize?: number; explore?: number };
 	/**
+	 * A pretrained instruct model (from the Hub) in place of the bundled one: no warm start,
+	 * the system prompt and the model's own chat template do the rest (as ART). Replies and
+	 * prompts in a general tokenizer's tokens are longer than in the bundled model's.
+	 */
+	pretrained: { maxTokens: number; maxContext: number };
+	/**
 	 * How a software (CPU-emulated) GPU shrinks the preset, where a step must take minutes,
 	 * not hours: games per step set exactly or capped, a smaller LoRA, easier settings.
 	 */

@@ -1,13 +1,12 @@
 /**
  * @file How many sequences decode together by default: all of a call's, up to as many as
- * the KV cache takes within AUTO_KV_BYTES (64 to 1024), so hundreds of short games decode in
- * one batch, not in rounds (each round is a prefill and a decode loop with their GPU waits).
+ * the KV cache takes within AUTO_KV_BYTES (at most 1024), so hundreds of short games decode
+ * in one batch, not in rounds (each round is a prefill and a decode loop with their GPU
+ * waits), and a pretrained model's long contexts decode a few at a time rather than not at all.
  */
 import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
 
-/** The default batch's bounds (autoBatch). */
-export const MIN_AUTO_BATCH = 64;
 const AUTO_MAX_BATCH = 1024;
 /** The KV cache a default batch may take (f32 k and v of every layer). */
 const AUTO_KV_BYTES = 1 << 30;
@@ -18,8 +17,7 @@ export const SLOT_GRANULE = 256;
 /**
  * The default batch for prompts needing `slots` cache slots each: all of them up to
  * AUTO_MAX_BATCH, while the KV cache stays within AUTO_KV_BYTES and its buffers within the
- * device's binding limit; never under MIN_AUTO_BATCH (the memory check then says what does
- * not fit).
+ * device's binding limit; at least one (the memory check then says whether one fits).
  */
 export function autoBatch(
 	config: ModelConfig,
@@ -32,5 +30,5 @@ export function autoBatch(
 	const byBytes = Math.floor(AUTO_KV_BYTES / kvCacheBytes(config, 1, S));
 	const byBuffer = Math.floor(perBuffer / kvCacheBufferBytes(config, 1, S));
 	const fit = Math.min(byBytes, byBuffer, AUTO_MAX_BATCH);
-	return Math.max(MIN_AUTO_BATCH, Math.min(prompts, fit));
+	return Math.max(1, Math.min(prompts, fit));
 }

@@ -16,7 +16,7 @@ import { estimateGenerationMemory } from './memory';
 import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
 import { StepMasks } from './step-masks';
 import type { TransformerModel } from '../transformer/transformer';
-import { autoBatch, MIN_AUTO_BATCH, SLOT_GRANULE } from './batch-size';
+import { autoBatch, SLOT_GRANULE } from './batch-size';
 import { DecodeSession } from './decode-session';
 import {
 	resolveOptions,
@@ -326,7 +326,7 @@ export class Generator {
 
 	/**
 	 * The default batch (autoBatch) for these prompts and up to `maxTokens` new tokens each,
-	 * halved (not below MIN_AUTO_BATCH) while a batch of it would not fit the model's memory
+	 * halved (not below one) while a batch of it would not fit the model's memory
 	 * budget or the device's buffers, then evened out over the batches it makes (512
 	 * prompts by at most 341: two of 256, not 341 + 171).
 	 */
@@ -338,10 +338,10 @@ export class Generator {
 		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
 		let B = autoBatch(config, gpu.limits, prompts.length, slots);
 		while (
-			B > MIN_AUTO_BATCH &&
+			B > 1 &&
 			!fitsModelMemory(this.#estimate(B, S, longest.slice(0, B)), gpu.limits, memoryBudgetBytes)
 		)
-			B = Math.max(MIN_AUTO_BATCH, Math.ceil(B / 2));
+			B = Math.ceil(B / 2);
 		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
 	}
 

@@ -185,6 +185,11 @@ export class Tokenizer {
 		return this.templates !== null && this.templates.byName.size > 0;
 	}
 
+	/** Whether a chat template reads `enable_thinking` (Qwen3's switch for its think block). */
+	get hasThinkingSwitch(): boolean {
+		return [...(this.templates?.byName.values() ?? [])].some((t) => t.includes('enable_thinking'));
+	}
+
 	/** Token ids of `text`. Special-token strings in the text map to their single ids. */
 	encode(text: string, { addSpecialTokens = false }: EncodeOptions = {}): number[] {
 		if (typeof text !== 'string')

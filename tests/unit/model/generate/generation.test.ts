@@ -211,8 +211,9 @@ describe('generation', () => {
 		// a binding limit of 32 MiB: one layer's k of 128 sequences
 		const strict = { maxStorageBufferBindingSize: 2 ** 25, maxBufferSize: 2 ** 28 };
 		expect(autoBatch(small, strict, 512, 200)).toBe(128);
-		// never under 64 (the memory check then says what does not fit), never over 1024
-		expect(autoBatch(small, { ...roomy, maxStorageBufferBindingSize: 2 ** 20 }, 512, 200)).toBe(64);
+		// a binding limit of 1 MiB: 4 sequences' k of a layer; never under 1, never over 1024
+		expect(autoBatch(small, { ...roomy, maxStorageBufferBindingSize: 2 ** 20 }, 512, 200)).toBe(4);
+		expect(autoBatch(small, { ...roomy, maxStorageBufferBindingSize: 2 ** 16 }, 512, 200)).toBe(1);
 		expect(autoBatch({ ...small, numLayers: 1 }, roomy, 5000, 10)).toBe(1024);
 		// Qwen2.5-0.5B's width keeps 4096 padded tokens a group; narrower models more, to 32768
 		expect(prefillTokenLimit({ ...small, intermediateSize: 4864 })).toBe(4096);
@@ -393,12 +394,12 @@ describe('generation', () => {
 		model.release();
 	});
 
-	it('refuses a batch x context whose KV cache will not fit the budget, before allocating', async () => {
+	it('refuses a batch x context whose KV cache will not fit the budget, before allocating; the default batch shrinks to fit', async () => {
 		const config = TINY.llama;
 		const weightsOnly = estimateModelMemory(config).totalBytes;
 		const budget = weightsOnly + 4 * 2 ** 20;
 		const { model } = await modelFor(config, { memoryBudgetBytes: budget });
-		const gen = new Generator(model);
+		const gen = new Generator(model, { maxBatch: 64 });
 		// 64 x 2048 slots x 2 layers x k, v x 2 x 8 f32: 8 MiB of cache alone.
 		const prompts = Array.from({ length: 64 }, () => [1, 2, 3]);
 		let error: unknown;
@@ -414,6 +415,12 @@ describe('generation', () => {
 		const small = await gen.generate([[1, 2, 3]], { maxTokens: 2 });
 		expect(small[0].ids).toHaveLength(2);
 		gen.release();
+		// The default batch halves until a batch fits: 64 x 256 slots (4 MiB of cache) do not.
+		const auto = new Generator(model);
+		const out = await auto.generate(prompts, { maxTokens: 8 });
+		expect(out.map((o) => o.ids.length)).toEqual(prompts.map(() => 8));
+		expect(auto.stats.batches).toBeGreaterThan(1);
+		auto.release();
 		model.release();
 	});
 

@@ -1,6 +1,6 @@
 /**
  * config.json parsing for the published models (their config.json / generation_config.json
- * as on the Hub, written inline), the transformers 5.x spelling of each, every refusal,
+ * as on the Hub: the catalog's, hub-models.ts, and Llama 3.2's inline), the transformers 5.x spelling of each, every refusal,
  * and RoPE inv_freq for default / linear / llama3 against the formula evaluated in f64.
  */
 import { describe, expect, it } from 'vitest';
@@ -11,117 +11,16 @@ import {
 	UnsupportedArchitectureError,
 	UnsupportedConfigError
 } from '../../../../src/lib/model/errors';
+import { hubModel } from '../../../../src/lib/model/hf/hub-models';
 import type { ModelConfig } from '../../../../src/lib/model/types';
 
-// HuggingFaceTB/SmolLM2-135M-Instruct (transformers 4.42.3).
-const SMOLLM2 = {
-	architectures: ['LlamaForCausalLM'],
-	attention_bias: false,
-	attention_dropout: 0.0,
-	bos_token_id: 1,
-	eos_token_id: 2,
-	hidden_act: 'silu',
-	hidden_size: 576,
-	initializer_range: 0.041666666666666664,
-	intermediate_size: 1536,
-	is_llama_config: true,
-	max_position_embeddings: 8192,
-	mlp_bias: false,
-	model_type: 'llama',
-	num_attention_heads: 9,
-	num_hidden_layers: 30,
-	num_key_value_heads: 3,
-	pad_token_id: 2,
-	pretraining_tp: 1,
-	rms_norm_eps: 1e-5,
-	rope_interleaved: false,
-	rope_scaling: null,
-	rope_theta: 100000,
-	tie_word_embeddings: true,
-	torch_dtype: 'bfloat16',
-	transformers_version: '4.42.3',
-	use_cache: true,
-	vocab_size: 49152
+const published = (key: string) => {
+	const m = hubModel(key)!;
+	return [m.config, m.generationConfig] as const;
 };
-const SMOLLM2_GEN = { bos_token_id: 1, eos_token_id: 2, pad_token_id: 2 };
-
-// Qwen/Qwen2.5-0.5B-Instruct (transformers 4.43.1).
-const QWEN25 = {
-	architectures: ['Qwen2ForCausalLM'],
-	attention_dropout: 0.0,
-	bos_token_id: 151643,
-	eos_token_id: 151645,
-	hidden_act: 'silu',
-	hidden_size: 896,
-	initializer_range: 0.02,
-	intermediate_size: 4864,
-	max_position_embeddings: 32768,
-	max_window_layers: 21,
-	model_type: 'qwen2',
-	num_attention_heads: 14,
-	num_hidden_layers: 24,
-	num_key_value_heads: 2,
-	rms_norm_eps: 1e-6,
-	rope_theta: 1000000.0,
-	sliding_window: 32768,
-	tie_word_embeddings: true,
-	torch_dtype: 'bfloat16',
-	transformers_version: '4.43.1',
-	use_cache: true,
-	use_sliding_window: false,
-	vocab_size: 151936
-};
-const QWEN25_GEN = {
-	bos_token_id: 151643,
-	pad_token_id: 151643,
-	do_sample: true,
-	eos_token_id: [151645, 151643],
-	repetition_penalty: 1.1,
-	temperature: 0.7,
-	top_p: 0.8,
-	top_k: 20,
-	transformers_version: '4.37.0'
-};
-
-// Qwen/Qwen3-0.6B (transformers 4.51.0).
-const QWEN3 = {
-	architectures: ['Qwen3ForCausalLM'],
-	attention_bias: false,
-	attention_dropout: 0.0,
-	bos_token_id: 151643,
-	eos_token_id: 151645,
-	head_dim: 128,
-	hidden_act: 'silu',
-	hidden_size: 1024,
-	initializer_range: 0.02,
-	intermediate_size: 3072,
-	max_position_embeddings: 40960,
-	max_window_layers: 28,
-	model_type: 'qwen3',
-	num_attention_heads: 16,
-	num_hidden_layers: 28,
-	num_key_value_heads: 8,
-	rms_norm_eps: 1e-6,
-	rope_scaling: null,
-	rope_theta: 1000000,
-	sliding_window: null,
-	tie_word_embeddings: true,
-	torch_dtype: 'bfloat16',
-	transformers_version: '4.51.0',
-	use_cache: true,
-	use_sliding_window: false,
-	vocab_size: 151936
-};
-const QWEN3_GEN = {
-	bos_token_id: 151643,
-	do_sample: true,
-	eos_token_id: [151645, 151643],
-	pad_token_id: 151643,
-	temperature: 0.6,
-	top_k: 20,
-	top_p: 0.95,
-	transformers_version: '4.51.0'
-};
+const [SMOLLM2, SMOLLM2_GEN] = published('smollm2-135m');
+const [QWEN25, QWEN25_GEN] = published('qwen2.5-0.5b');
+const [QWEN3, QWEN3_GEN] = published('qwen3-0.6b');
 
 // meta-llama/Llama-3.2-1B-Instruct (transformers 4.45.0.dev0).
 const LLAMA32 = {

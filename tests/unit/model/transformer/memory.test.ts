@@ -8,23 +8,14 @@ import {
 import { MemoryWeightSource, randomWeights } from '../../../../src/lib/testing/random-weights';
 import { TransformerModel } from '../../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../../src/lib/model/types';
+import { hubModel, hubModelConfig } from '../../../../src/lib/model/hf/hub-models';
 import { planWeightDtypes } from '../../../../src/lib/model/hf/weight-dtype';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY } from '../tiny-models';
 import { trackBuffers } from './track-buffers';
 
-/** Qwen2.5-0.5B's shapes (config.json of Qwen/Qwen2.5-0.5B-Instruct). */
-const QWEN25_05B: ModelConfig = {
-	...TINY.qwen2,
-	vocabSize: 151936,
-	hiddenSize: 896,
-	intermediateSize: 4864,
-	numLayers: 24,
-	numHeads: 14,
-	numKvHeads: 2,
-	headDim: 64,
-	tieWordEmbeddings: true
-};
+/** Qwen2.5-0.5B as published (hub-models.ts), counted in f32. */
+const QWEN25_05B: ModelConfig = { ...hubModelConfig(hubModel('qwen2.5-0.5b')!), dtype: 'float32' };
 
 const GIB = 2 ** 30;
 

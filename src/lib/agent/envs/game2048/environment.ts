@@ -62,6 +62,7 @@ export const game2048Environment: Environment<'2048'> = {
 		// batches of 64 (BENCHMARKS.md, "Environments ...")
 		warmStartSft: { games: 131072, batchSize: 128, explore: 0.25 },
 		// on a software GPU: one group of 4, played to 16 (a game of ~10 moves, not ~85)
+		pretrained: { maxTokens: 128, maxContext: 2048 },
 		softwareGpu: {
 			games: { exactly: { groups: 1, groupSize: 4 } },
 			lora: { rank: 8, alpha: 16 },

@@ -49,6 +49,7 @@ export const lettersEnvironment: Environment<'letters'> = {
 		lora: { rank: 8, alpha: 16 },
 		eval: { every: 5, games: 8, temperatures: [0] },
 		// one 4-token reply, so a group of 8 costs little there and keeps a spread
+		pretrained: { maxTokens: 16, maxContext: 256 },
 		softwareGpu: { games: { atMost: { groups: 2, groupSize: 8 } } }
 	}
 };

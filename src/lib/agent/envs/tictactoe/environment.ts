@@ -64,6 +64,8 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 		// the shipped adapter's SFT: the default phase, kept as it was
 		warmStartSft: {},
 		// a turn costs seconds per sequence on a software GPU: one group of 4
+		// ART's rollout allows 128 reply tokens a move
+		pretrained: { maxTokens: 128, maxContext: 1024 },
 		softwareGpu: { games: { exactly: { groups: 1, groupSize: 4 } }, lora: { rank: 8, alpha: 16 } }
 	}
 };
