@@ -22,3 +22,4 @@ export {
 } from '../agent/envs';
 export { playGames, summarizeGames, type PlaySummary, type PlayOptions } from './play';
 export { runRecipe, type RunOptions } from './run-loop';
+export { planRunMemory, type RunMemoryPlan } from './memory-plan';

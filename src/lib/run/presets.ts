@@ -107,7 +107,13 @@ export function preset(name: PresetName, root = '/'): Recipe {
 }
 
 /** LoRA and learning rate for a pretrained base: a small adapter, a gentle rate. */
-export const PRETRAINED_SETUP = { lora: { rank: 8, alpha: 16 }, learningRate: 5e-5 } as const;
+export const PRETRAINED_SETUP = {
+	lora: { rank: 8, alpha: 16 },
+	learningRate: 5e-5,
+	// the update's micro-batches: 4 x 1024 tokens recomputed take 0.9-2.4 GiB for the listed
+	// models (run/memory-plan.ts), where the bundled model's 32768 would take tens
+	tokenBudget: 4096
+} as const;
 
 /** Whether `baseModel` is the preset's bundled model (under any root). */
 export const isBundledModel = (name: PresetName, baseModel: string): boolean =>
@@ -129,7 +135,12 @@ export function presetOn(name: PresetName, baseModel: string, root = '/'): Recip
 		warmStart: null,
 		sft: null,
 		lora: { ...PRETRAINED_SETUP.lora },
-		grpo: { ...recipe.grpo, learningRate: PRETRAINED_SETUP.learningRate, maxTokens },
+		grpo: {
+			...recipe.grpo,
+			learningRate: PRETRAINED_SETUP.learningRate,
+			tokenBudget: PRETRAINED_SETUP.tokenBudget,
+			maxTokens
+		},
 		maxContext
 	};
 }

@@ -183,7 +183,7 @@ export function describeEstimate(e: MemoryEstimate): string {
 }
 
 /** The device's per-buffer limit, and the estimate's lines with a buffer over it. */
-function overBuffer(estimate: MemoryEstimate, limits: DeviceLimits) {
+export function overBuffer(estimate: MemoryEstimate, limits: DeviceLimits) {
 	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
 	return { perBuffer, over: estimate.lines.filter((l) => l.largestBuffer > perBuffer) };
 }
