@@ -13,7 +13,7 @@ import {
 import { numberFlag, parseFlags, UsageError } from './args';
 
 export const TRAIN_USAGE =
-	`usage: npm run -s cli -- train --out DIR [--env ${ENVIRONMENT_NAMES.join('|')}] [--model DIR] ` +
+	`usage: npm run -s cli -- train --out DIR [--env ${ENVIRONMENT_NAMES.join('|')}] [--model DIR|KEY|URL] ` +
 	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups auto|G] ' +
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +

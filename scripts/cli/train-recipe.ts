@@ -12,6 +12,7 @@ import {
 	ENVIRONMENTS,
 	PRESET_NAMES,
 	preset,
+	presetOn,
 	rootBundled,
 	sizedGrpo,
 	validateRecipe,
@@ -41,8 +42,9 @@ export function trainRecipe(
 			`--env: ${args.out} holds a ${saved.environment} run; give another --out for ${args.env}`
 		);
 	const env = args.env ?? saved?.environment ?? DEFAULT_PRESET;
-	const base = saved ?? preset(env, staticRoot);
-	const baseModel = resolve(args.model ?? base.baseModel);
+	const baseModel = resolve(args.model ?? saved?.baseModel ?? preset(env, staticRoot).baseModel);
+	// another base than the bundled one: no shipped warm start, a pretrained model's setup
+	const base = saved ?? presetOn(env, baseModel, staticRoot);
 	const bundled = resolve(staticRoot, bundledModelPath(env));
 	const shipped = (name: PresetName) => resolve(staticRoot, warmStartPath(name));
 

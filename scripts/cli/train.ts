@@ -27,6 +27,8 @@ import { openModelFolder } from './model-folder';
 import { STATIC_ROOT } from './static-root';
 import { EXIT_STUCK, type TrainArgs } from './train-args';
 import { savedRecipe, trainRecipe } from './train-recipe';
+import { downloadProgress } from './download-progress';
+import { modelFolder } from '../../src/lib/model/hf/node/hub-folder';
 
 // What cli.ts reads of every subcommand: its usage line and its flags' parser.
 export { TRAIN_USAGE, parseTrainArgs } from './train-args';
@@ -142,7 +144,9 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 		throw new CliInputError(
 			`--judge-api-key-env: the environment variable ${args.judgeApiKeyEnv} is not set (or empty)`
 		);
-	const recipe = trainRecipe(args, STATIC_ROOT, await savedRecipe(out));
+	// a catalog key or model URL: downloaded once into the cache, then a folder like any other
+	const model = args.model && (await modelFolder(args.model, { onProgress: downloadProgress() }));
+	const recipe = trainRecipe({ ...args, model }, STATIC_ROOT, await savedRecipe(out));
 	// Every file problem before the GPU is touched.
 	await ensureBundledModel(recipe.baseModel, STATIC_ROOT);
 	await openModelFolder(recipe.baseModel);

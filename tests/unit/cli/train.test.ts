@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
-import { DEFAULT_SFT, preset, sftSteps, type Recipe } from '../../../src/lib/run';
+import { DEFAULT_SFT, preset, presetOn, sftSteps, type Recipe } from '../../../src/lib/run';
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
 import { EXIT_STUCK, parseTrainArgs } from '../../../scripts/cli/train-args';
 import { savedRecipe, trainRecipe } from '../../../scripts/cli/train-recipe';
@@ -36,7 +36,9 @@ describe('cli train: the recipe from flags', () => {
 			...preset('letters', '/s'),
 			baseModel: '/s/models/tabrl-tiny'
 		});
-		// another model: no warm start unless asked for (then the backend checks it)
+		// another model: a pretrained model's setup, no warm start unless asked for (then the
+		// backend checks it)
+		expect(recipe(['--model', '/m'])).toEqual(presetOn('tictactoe', '/m', '/s'));
 		expect(recipe(['--model', '/m']).warmStart).toBeNull();
 		expect(recipe(['--model', '/m', '--warm-start', 'preset']).warmStart).toEqual({
 			adapter: '/s/warm-starts/tabrl-tiny/tictactoe',
@@ -84,10 +86,9 @@ describe('cli train: the recipe from flags', () => {
 			'--max-no-signal',
 			'1'
 		]);
-		const p = preset('letters', '/s');
+		const p = presetOn('letters', '/m', '/s');
 		expect(r).toEqual({
 			...p,
-			baseModel: '/m',
 			grpo: {
 				...p.grpo,
 				steps: 7,
@@ -221,6 +222,8 @@ function trainArgs(over: Record<string, string>): string[] {
 		groups: '2',
 		'group-size': '2',
 		'eval-every': '0',
+		// (a model other than the bundled one gets a pretrained model's longer replies)
+		'max-tokens': '4',
 		out: join(root, 'run'),
 		...over
 	};
