@@ -103,12 +103,14 @@ fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 }`;
 
 /**
- * The opening of a kernel's entry point: WG invocations a group (the module defines WG), the
- * group's id `wid` on a grid of `nwg` (see linear_workgroup) and the invocation's `lid`.
+ * The opening of a kernel's entry point: `size` invocations a group (WORKGROUP_MAIN_WGSL: the
+ * module's WG), the group's id `wid` on a grid of `nwg` (see linear_workgroup) and the
+ * invocation's `lid`.
  */
-export const WORKGROUP_MAIN_WGSL = /* wgsl */ `@compute @workgroup_size(WG)
+export const workgroupMainWgsl = (size: string) => /* wgsl */ `@compute @workgroup_size(${size})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {`;
+export const WORKGROUP_MAIN_WGSL = workgroupMainWgsl('WG');
 
 /**
  * Records dispatches and copies into one command buffer. Nothing runs until `submit()`.

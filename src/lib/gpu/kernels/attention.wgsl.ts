@@ -13,7 +13,7 @@
  * to an odd stride (no bank conflicts); P / dS go through workgroup memory column-major;
  * accumulators are named registers, never arrays (no spills). Heaviest workgroups first.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, workgroupMainWgsl } from '../kernel';
 
 /** Largest head size. The second phase keeps 4 rows x D / ct accumulators per output
  * per invocation (dkdv: two outputs): 128 f32 in dkdv at 256 with ct = 16, which may
@@ -261,9 +261,7 @@ ${loader('k', D)}
 ${loader('v', D)}
 ${storer('out', D)}
 
-@compute @workgroup_size(NT)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl('NT')}
   let ty = lid / CT;
   let tx = lid % CT;
   let tiles = (p.T + ROWS - 1u) / ROWS;
@@ -391,9 +389,7 @@ ${header(D)}
 ${loader('out', D)}
 ${loader('dout', D)}
 
-@compute @workgroup_size(${ROWSTATS_WORKGROUP})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl(String(ROWSTATS_WORKGROUP))}
   let row = linear_workgroup(wid, nwg) * ${ROWSTATS_WORKGROUP}u + lid; // (b, t, h)
   if (row >= p.B * p.T * p.Hq) { return; }
   let h = row % p.Hq;
@@ -436,9 +432,7 @@ ${loader('v', D)}
 ${loader('dout', D)}
 ${storer('dq', D)}
 
-@compute @workgroup_size(NT)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl('NT')}
   let ty = lid / CT;
   let tx = lid % CT;
   let tiles = (p.T + ROWS - 1u) / ROWS;
@@ -558,9 +552,7 @@ ${loader('dout', D)}
 ${storer('dk', D)}
 ${storer('dv', D)}
 
-@compute @workgroup_size(NT)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl('NT')}
   let ty = lid / CT;
   let tx = lid % CT;
   let tiles = (p.Tk + ROWS - 1u) / ROWS;

@@ -8,7 +8,7 @@
  * so neighbours read neighbouring vec4s; double buffering loads the next tile during the
  * current one's arithmetic. Tiles are chosen in matmul.ts.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, workgroupMainWgsl } from '../kernel';
 
 export type OperandType = 'f32' | 'f16';
 
@@ -293,9 +293,7 @@ struct Params { m: u32, n: u32, k: u32, strideA: u32, strideB: u32, alpha: f32, 
 var<workgroup> As: array<vec4<f32>, ${nbuf * v.bk * qa}>;
 var<workgroup> Bs: array<vec4<f32>, ${nbuf * v.bk * qb}>;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(${threads})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl(String(threads))}
   // Workgroups: x*y folded over the output tiles (n fastest), z = batch.
   let tile = linear_workgroup(wid, nwg);
   let tilesM = (p.m + ${v.bm - 1}u) / ${v.bm}u;
@@ -468,9 +466,7 @@ alias R = subgroup_matrix_right<${T}, ${v.fn}, ${v.fk}>;
 alias Acc = subgroup_matrix_result<f32, ${v.fn}, ${v.fm}>;
 ${v.staged ? `var<workgroup> As: array<${T}, ${aShared}>;\nvar<workgroup> Bs: array<${T}, ${bShared}>;` : ''}
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(${threads})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl(String(threads))}
   let tile = linear_workgroup(wid, nwg);
   if (tile >= (p.m / ${bm}u) * p.tilesN) { return; }
   let m0 = (tile / p.tilesN) * ${bm}u;
@@ -496,9 +492,7 @@ export const MATMUL_SPLITK_REDUCE = /* wgsl */ `
 struct Params { mn: u32, total: u32, splits: u32, alpha: f32, beta: f32 }
 @group(0) @binding(2) var<uniform> p: Params;
 ${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl('256')}
   let i = linear_workgroup(wid, nwg) * 256u + lid;
   if (i >= p.total) { return; }
   let batch = i / p.mn;

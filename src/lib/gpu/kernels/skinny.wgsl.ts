@@ -6,7 +6,7 @@
  * ("segments") share a dispatch, one per workgroup. Epilogue: bias, LoRA's up projection,
  * beta y, strided output, or SwiGLU of two segments; `norm` fuses the input RMSNorm.
  */
-import { LINEAR_WORKGROUP_WGSL } from '../kernel';
+import { LINEAR_WORKGROUP_WGSL, workgroupMainWgsl } from '../kernel';
 
 export type SkinnyWeightType = 'f32' | 'f16';
 
@@ -334,9 +334,7 @@ export function skinnyWgsl(v: SkinnyVariant): string {
 	return /* wgsl */ `${S ? 'enable subgroups;\n' : ''}// ${skinnyName(v)}: y = x W^T (+ bias) (+ LoRA) (+ beta y), ${RB} rows per pass,
 // ${C} columns per group of ${L} lanes, ${G} groups per workgroup (skinny.ts says why).
 ${decl}${LINEAR_WORKGROUP_WGSL}
-@compute @workgroup_size(${WGT})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+${workgroupMainWgsl(String(WGT))}
   let wg = linear_workgroup(wid, nwg);
   let gl = lid / ${L}u;   // lane group in the workgroup
   let lane = lid % ${L}u;
