@@ -4,6 +4,7 @@
  * asks for). Pure, so the game cards and their tests read the same thing.
  */
 import type { TrajectoryJson } from '../agent/jsonl';
+import { shownText } from '../util/utf8';
 
 export interface ReplyToken {
 	text: string;
@@ -22,7 +23,8 @@ export function replyTokens(trajectory: TrajectoryJson): ReplyToken[][] {
 			if (!content?.length) continue;
 			out.push(
 				content.map((t) => ({
-					text: t.token,
+					// a token holding part of a character shows its bytes (\xE2), not U+FFFD
+					text: shownText(t.token, t.bytes),
 					p: Number.isFinite(t.logprob) ? Math.min(1, Math.max(0, Math.exp(t.logprob))) : 0
 				}))
 			);

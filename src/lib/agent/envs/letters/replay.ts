@@ -5,11 +5,22 @@
 import type { Trajectory } from '../../trajectory';
 import type { ReplayItem } from '../replay';
 import { PROMPT } from './rules';
+import { shownReply } from '../../../util/utf8';
+
+/** The reply, with bytes that are not UTF-8 written \xNN (util/utf8.ts) when its tokens say. */
+function replyText(t: Trajectory): string {
+	const text = t.messages().at(-1)?.content?.toString() ?? '';
+	const tokens = t.choices().at(-1)?.logprobs?.content ?? [];
+	return shownReply(
+		text,
+		tokens.map((k) => k.bytes ?? [])
+	);
+}
 
 export function replay(t: Trajectory): ReplayItem[] {
 	return [
 		{ kind: 'message', role: 'user', text: PROMPT },
-		{ kind: 'message', role: 'assistant', text: t.messages().at(-1)?.content?.toString() ?? '' },
+		{ kind: 'message', role: 'assistant', text: replyText(t) },
 		{ kind: 'outcome', text: 'share of a–m letters', reward: t.reward }
 	];
 }
