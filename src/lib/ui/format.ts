@@ -41,3 +41,12 @@ export function formatCount(n: number): string {
 export function fmt(x: number | null | undefined, digits = 3): string {
 	return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '—';
 }
+
+/** A download's size in decimal units, as model hubs list them: 269030016 -> '269 MB'. */
+export function formatDecimalBytes(bytes: number): string {
+	if (!Number.isFinite(bytes) || bytes < 0) return String(bytes);
+	if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(2)} GB`;
+	if (bytes >= 1e6) return `${Math.round(bytes / 1e6)} MB`;
+	if (bytes >= 1e3) return `${Math.round(bytes / 1e3)} kB`;
+	return `${bytes} B`;
+}

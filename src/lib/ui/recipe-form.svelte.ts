@@ -1,18 +1,25 @@
 /**
- * @file The Train form's values as Svelte 5 runes: a preset plus the visitor's changes, and
- * the recipe they describe. A preset is scaled to this GPU (smaller on a software GPU); a
- * share link or saved run fills it with its own numbers as given (`linked`). The reward is
- * `reward`, the expert's example game `example`.
+ * @file The Train form's values as Svelte 5 runes: a preset on a base model plus the
+ * visitor's changes, and the recipe they describe. A preset is scaled to this GPU (smaller on
+ * a software GPU); a share link or saved run fills it with its own numbers as given
+ * (`linked`). The base model is the preset's bundled one or any other (a Hub model: the
+ * preset on it, run/presets.ts presetOn); a chosen model outlives a change of preset. The
+ * reward is `reward`, the expert's example game `example`; `limits` are the device's, for
+ * the memory a chosen model will need.
  */
 import {
 	DEFAULT_PRESET,
 	forSoftwareGpu,
+	isBundledModel,
 	preset,
+	presetOn,
 	sizedGrpo,
 	type PresetName,
 	type Recipe
 } from '../run';
+import type { DeviceLimits } from '../model/transformer/memory';
 import { ExpertExample } from './expert-example.svelte';
+import { DEFAULT_LIMITS } from './model-fit';
 import { RewardSettings } from './reward-settings.svelte';
 import { changesPreset, type ShareSettings } from './share-link';
 
@@ -23,10 +30,13 @@ export function freeRunName(presetName: string, taken: readonly string[]): strin
 	return `${presetName}-${n}`;
 }
 
+/** The fields a recipe fills (and a model choice may change). */
+type Defaults = Pick<RecipeForm, 'steps' | 'groups' | 'groupSize' | 'learningRate' | 'seed'>;
+
 export class RecipeForm {
 	preset = $state<PresetName>(DEFAULT_PRESET);
 	/** The base model's URL prefix; a path is taken relative to this site. */
-	url = $state('');
+	url = $state(preset(DEFAULT_PRESET).baseModel);
 	run = $state('');
 	steps = $state(0);
 	/** Groups per step: 'auto' (sized to the device: run/sizing.ts) or a number. */
@@ -44,6 +54,8 @@ export class RecipeForm {
 	 * everywhere).
 	 */
 	linked = $state(false);
+	/** The device's buffer limits (the GPU summary's; WebGPU's defaults until it arrives). */
+	limits = $state<DeviceLimits>(DEFAULT_LIMITS);
 	readonly reward = new RewardSettings(() => this.recipe());
 	readonly example = new ExpertExample();
 
@@ -64,20 +76,48 @@ export class RecipeForm {
 			this.run = this.#chosenName = freeRunName(this.preset, this.taken());
 	}
 
-	/** Fills the form with a preset's values (a run name no saved run has). */
+	/**
+	 * Fills the form with a preset's values on the chosen model (a run name no saved run has).
+	 * A model the visitor chose (a Hub model, a URL) stays; the bundled one follows the preset's
+	 * own (each game family has its own bundled model).
+	 */
 	choosePreset(name: PresetName): void {
+		const chosen = isBundledModel(this.preset, this.url) ? null : this.url;
 		this.linked = false;
 		this.preset = name;
 		// (also called when the GPU probe answers: an example of this preset stays)
 		this.example.keepOnly(name);
-		const r = this.#scaled(preset(name));
+		const r = this.#scaled(chosen === null ? preset(name) : presetOn(name, chosen));
 		this.url = r.baseModel;
 		this.run = this.#chosenName = freeRunName(name, this.taken());
-		this.steps = r.grpo.steps;
-		this.groups = r.grpo.autoSize ? 'auto' : r.grpo.groups;
-		this.groupSize = r.grpo.groupSize;
-		this.learningRate = String(r.grpo.learningRate);
-		this.seed = r.seed;
+		this.#setFields(defaultsOf(r));
+	}
+
+	/**
+	 * Sets the base model. Each field still at the recipe's value for the model before takes
+	 * the value for this one (a Hub model's gentler learning rate); a value typed stays.
+	 */
+	chooseModel(url: string): void {
+		const before = this.#defaults();
+		this.url = url;
+		const after = this.#defaults();
+		const follow = <K extends keyof Defaults>(k: K): Defaults[K] =>
+			String(this[k]) === String(before[k]) ? after[k] : this[k];
+		this.#setFields({
+			steps: follow('steps'),
+			groups: follow('groups'),
+			groupSize: follow('groupSize'),
+			learningRate: follow('learningRate'),
+			seed: follow('seed')
+		});
+	}
+
+	#setFields(d: Defaults): void {
+		this.steps = d.steps;
+		this.groups = d.groups;
+		this.groupSize = d.groupSize;
+		this.learningRate = d.learningRate;
+		this.seed = d.seed;
 	}
 
 	/**
@@ -109,6 +149,8 @@ export class RecipeForm {
 
 	/** The form set to `s` (a preset alone, unchanged, is scaled as this GPU runs it). */
 	fill(s: ShareSettings): void {
+		// (its model first: choosePreset keeps a chosen one)
+		this.url = s.model;
 		this.choosePreset(s.preset);
 		this.linked = changesPreset(s);
 		if (!this.linked) return;
@@ -126,7 +168,7 @@ export class RecipeForm {
 
 	/** The recipe the form describes. */
 	recipe(): Recipe {
-		const base = this.#scaled(preset(this.preset));
+		const base = this.#scaled(presetOn(this.preset, this.url.trim()));
 		const reward = this.reward.config();
 		return {
 			...base,
@@ -146,7 +188,23 @@ export class RecipeForm {
 		return String(this.groups).trim().toLowerCase() === 'auto';
 	}
 
+	/** The fields' values for the preset on the form's model, as this GPU runs it. */
+	#defaults(): Defaults {
+		return defaultsOf(this.#scaled(presetOn(this.preset, this.url.trim())));
+	}
+
 	#scaled(recipe: Recipe): Recipe {
 		return this.softwareGpu ? forSoftwareGpu(recipe) : recipe;
 	}
+}
+
+/** The form's fields as a recipe sets them. */
+function defaultsOf(r: Recipe): Defaults {
+	return {
+		steps: r.grpo.steps,
+		groups: r.grpo.autoSize ? 'auto' : r.grpo.groups,
+		groupSize: r.grpo.groupSize,
+		learningRate: String(r.grpo.learningRate),
+		seed: r.seed
+	};
 }

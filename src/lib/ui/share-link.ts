@@ -1,6 +1,7 @@
 /**
  * @file Share links: the Train form's settings in the query string (?v=1&preset=...), only
- * values that differ from the preset's unscaled own, never a secret (no key; a judge URL
+ * values that differ from the preset's unscaled own on the link's model (a Hub model's
+ * learning rate is the preset's on it: run/presets.ts presetOn), never a secret (no key; a judge URL
  * with credentials is neither written nor read). Reading never throws and names what it
  * dropped (future version, bad value, unknown parameter). `result=STEP:REWARD[:EVAL]`
  * carries a run's result for display.
@@ -9,6 +10,7 @@ import {
 	DEFAULT_PRESET,
 	PRESET_NAMES,
 	preset,
+	presetOn,
 	REWARD_SOURCES,
 	type PresetName,
 	type Recipe,
@@ -76,9 +78,12 @@ const MAX_RUBRIC = 4000;
 const MAX_NAME = 200;
 const MAX_URL = 2000;
 
-/** The settings of `name` as the preset defines them, models under `root`. */
-export function presetSettings(name: PresetName, root = '/'): ShareSettings {
-	const r = preset(name, root);
+/**
+ * The settings of `name` as the preset defines them, models under `root`; on `model` when
+ * given (the preset on another base model), else on its bundled model.
+ */
+export function presetSettings(name: PresetName, root = '/', model?: string): ShareSettings {
+	const r = model === undefined ? preset(name, root) : presetOn(name, model, root);
 	return {
 		preset: name,
 		model: r.baseModel,
@@ -231,7 +236,11 @@ const FIELDS = Object.keys(CODECS) as Field[];
  * show whoever opens the link (with the settings of that run only).
  */
 export function shareQuery(settings: ShareSettings, root = '/', result?: SharedResult): string {
-	const defaults = presetSettings(settings.preset, root);
+	// the preset on the link's model; the model itself written unless it is the bundled one
+	const defaults = {
+		...presetSettings(settings.preset, root, settings.model),
+		model: presetSettings(settings.preset, root).model
+	};
 	const params = new URLSearchParams();
 	if (settings.preset !== DEFAULT_PRESET) params.set('preset', settings.preset);
 	for (const field of FIELDS) {
@@ -294,14 +303,11 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 			ignored.push(
 				`The link has no version (v=${SHARE_VERSION}), so its ${legacy.join(', ')} ${legacy.length === 1 ? 'was' : 'were'} not used.`
 			);
-		const settings = presetSettings(presetName, root);
 		const model = params.get('model');
-		if (model !== null) {
-			const read = CODECS.model.read(model);
-			if (read === null) ignored.push(`model ${quote(model)} is not ${CODECS.model.want}.`);
-			else settings.model = read;
-		}
-		return { settings, ignored, shared };
+		const read = model === null ? null : CODECS.model.read(model);
+		if (model !== null && read === null)
+			ignored.push(`model ${quote(model)} is not ${CODECS.model.want}.`);
+		return { settings: presetSettings(presetName, root, read ?? undefined), ignored, shared };
 	}
 	if (version !== String(SHARE_VERSION)) {
 		const newer = /^\d{1,6}$/.test(version) && Number(version) > SHARE_VERSION;
@@ -321,7 +327,9 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 				`preset ${quote(asked)} is not one of ${PRESET_NAMES.join(', ')}: ${presetName} was used.`
 			);
 	}
-	const settings = presetSettings(presetName, root);
+	// the defaults are the preset's on the link's model (read again below, with its notice)
+	const model = CODECS.model.read(params.get(CODECS.model.param) ?? '');
+	const settings = presetSettings(presetName, root, model ?? undefined);
 	for (const field of FIELDS) {
 		const codec = CODECS[field] as Codec<typeof field>;
 		const text = params.get(codec.param);

@@ -85,7 +85,11 @@ describe('share links', () => {
 			const read = readShareQuery(query);
 			expect(read.ignored, query).toEqual([]);
 			expect(read.settings, query).toEqual(s);
-			const defaults = presetSettings(s.preset);
+			// the preset on the link's model (a Hub model's own rate), the bundled model as its model
+			const defaults = {
+				...presetSettings(s.preset, '/', s.model),
+				model: presetSettings(s.preset).model
+			};
 			const params = new URLSearchParams(query);
 			const differing = (Object.keys(s) as (keyof ShareSettings)[]).filter(
 				(k) => k !== 'preset' && s[k] !== defaults[k]
@@ -151,7 +155,8 @@ describe('share links', () => {
 		]);
 		expect(readShareQuery('v=banana&steps=3').ignored[0]).toMatch(/version "banana" is not one/);
 		const old = readShareQuery('model=https%3A%2F%2Fhf.co%2Fm%2F&steps=3');
-		expect(old.settings).toEqual({ ...presetSettings('tictactoe'), model: 'https://hf.co/m/' });
+		expect(old.settings).toEqual(presetSettings('tictactoe', '/', 'https://hf.co/m/'));
+		expect(old.settings.learningRate).toBe(5e-5); // the preset on a pretrained model
 		expect(old.ignored).toEqual(['The link has no version (v=1), so its steps was not used.']);
 	});
 
