@@ -1,7 +1,7 @@
 /**
  * @file End-to-end test of the built site in headless Chromium (WebGPU on SwiftShader where
  * there is no GPU): the self-test on demand, no WebGPU, a lost device, the Model panel
- * (model.ts), the Train panel (train.ts), RULER (ruler.ts), share links (share.ts). One line
+ * (model.ts), the Train panel (train.ts), its Model select (model-choice.ts), RULER (ruler.ts), share links (share.ts). One line
  * per check, then `N passed, N failed`; non-zero exit on failure; screenshots in
  * test-results/. Env: CHROMIUM_PATH, E2E_TIMEOUT_S (600), E2E_HEADED=1, E2E_ONLY=a,b.
  */
@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
 import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
+import { modelChoiceChecks } from './model-choice';
 import { serveStatic, type StaticServer } from './serve';
 import { rulerChecks } from './ruler';
 import { shareLinkChecks } from './share';
@@ -271,6 +272,7 @@ async function main(): Promise<void> {
 		if (want('device-lost')) await deviceLostPage(browser, server.url);
 		if (want('model')) await modelPanelChecks(check, browser, server, models);
 		if (want('train')) await trainPanelChecks(check, browser, server);
+		if (want('model-choice')) await modelChoiceChecks(check, browser, server);
 		if (want('ruler')) await rulerChecks(check, browser, server);
 		if (want('share')) await shareLinkChecks(check, browser, server);
 	} catch (error) {

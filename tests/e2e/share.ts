@@ -28,7 +28,7 @@ async function open(page: Page, url: string): Promise<void> {
 
 const FIELDS = {
 	preset: 'train-preset',
-	url: 'train-url',
+	model: 'train-model',
 	steps: 'train-steps',
 	groups: 'train-groups',
 	size: 'train-group-size',
@@ -112,7 +112,7 @@ export async function shareLinkChecks(
 			JSON.stringify(restored) ===
 				JSON.stringify({
 					preset: '2048',
-					url: '/models/tabrl-tiny-2048/',
+					model: 'bundled', // its own bundled model
 					steps: '7',
 					groups: 'auto', // the preset's own (not scaled for the software GPU)
 					size: '8',

@@ -41,6 +41,16 @@ const TRAIN_VIEWPORT = { width: 1200, height: 1400 };
 
 const TRAIN_TIMEOUT_MS = 600_000;
 
+/** What the form says of its model (the bundled one's folder name first). */
+const modelAbout = async (page: Page) =>
+	((await page.textContent(testid('train-model-about'))) ?? '').replace(/\s+/g, ' ');
+
+/** Chooses "Other" in the Model select and types a base model URL. */
+async function typeModelUrl(page: Page, url: string): Promise<void> {
+	await page.selectOption(testid('train-model'), 'other');
+	await page.fill(testid('train-url'), url);
+}
+
 /** Waits until the run is over (the panel idle with a summary or an error). */
 const waitIdle = (page: Page) => waitIdleFor(page, TRAIN_TIMEOUT_MS);
 
@@ -213,11 +223,13 @@ export async function trainPanelChecks(
 
 	// 1. Defaults: press Train, nothing typed.
 	const preset = await page.inputValue(testid('train-preset'));
-	const url = await page.inputValue(testid('train-url'));
+	const model = await page.inputValue(testid('train-model'));
+	const url = await modelAbout(page);
 	check(
 		'a fresh page offers the tic-tac-toe preset on the bundled model, no saved runs',
 		preset === 'tictactoe' &&
-			url === '/models/tabrl-tiny/' &&
+			model === 'bundled' &&
+			url.includes('tabrl-tiny:') &&
 			!!(await page.$(testid('saved-runs-empty'))),
 		`${preset} ${url}`
 	);
@@ -296,7 +308,7 @@ export async function trainPanelChecks(
 		'2048: the expert game is drawn as a 4 x 4 board of tiles, stepped back one move, with its outcome',
 		cells.length === 16 &&
 			cells.some((c) => /^\d+$/.test(c)) &&
-			(await page.inputValue(testid('train-url'))) === '/models/tabrl-tiny-2048/' &&
+			(await modelAbout(page)).includes('tabrl-tiny-2048:') &&
 			!!lastCaption &&
 			prevCaption !== lastCaption &&
 			/won|board full/.test(outcome2048 ?? ''),
@@ -640,7 +652,7 @@ export async function trainPanelChecks(
 	// 4. Bad input: typed errors, nothing saved touched.
 	const fixtures = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}`;
 	await page.fill(testid('train-run'), 'e2e-missing');
-	await page.fill(testid('train-url'), `${fixtures}missing/`);
+	await typeModelUrl(page, `${fixtures}missing/`);
 	await page.click(testid('train-start'));
 	await page.waitForSelector(testid('train-error'), { timeout: 60_000 });
 	const missingKind = await page.getAttribute(testid('train-error'), 'data-kind');
@@ -651,7 +663,7 @@ export async function trainPanelChecks(
 	);
 	// the same files from another origin (localhost, not 127.0.0.1) that sends no CORS headers
 	await page.fill(testid('train-run'), 'e2e-cors');
-	await page.fill(testid('train-url'), `${fixtures.replace('127.0.0.1', 'localhost')}llama/`);
+	await typeModelUrl(page, `${fixtures.replace('127.0.0.1', 'localhost')}llama/`);
 	await page.click(testid('train-start'));
 	await page.waitForSelector(`${testid('train-error')}[data-kind="download-failed"]`, {
 		timeout: 60_000
@@ -663,7 +675,7 @@ export async function trainPanelChecks(
 		cors
 	);
 	await page.fill(testid('train-run'), 'letters-1');
-	await page.fill(testid('train-url'), `${fixtures}llama/`);
+	await typeModelUrl(page, `${fixtures}llama/`);
 	await page.click(testid('train-start'));
 	await page.waitForSelector(`${testid('train-error')}[data-kind="run-exists"]`, {
 		timeout: 120_000
@@ -693,7 +705,7 @@ export async function trainPanelChecks(
 	const { usage } = await cdp.send('Storage.getUsageAndQuota', { origin });
 	await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: Math.floor(usage / 2) });
 	await page.fill(testid('train-run'), 'e2e-full');
-	await page.fill(testid('train-url'), '/models/tabrl-tiny/');
+	await typeModelUrl(page, '/models/tabrl-tiny/');
 	await page.click(testid('train-start'));
 	await page.waitForSelector(`${testid('train-error')}[data-kind="storage-full"]`, {
 		timeout: 120_000

@@ -31,7 +31,7 @@ export interface ModelFit {
 	plan: RunMemoryPlan;
 	/** The largest buffer this device allows. */
 	perBuffer: number;
-	/** "fits this device's limits", or which buffer does not fit and what to do. */
+	/** "Fits this device's limits.", or which buffer does not fit and what to do. */
 	verdict: string;
 }
 
@@ -52,9 +52,9 @@ export function modelFit(
 	const over = [...plan.overBuffers].sort((a, b) => b.largestBuffer - a.largestBuffer);
 	const more = over.length > 1 ? ` (and ${over.length - 1} more, listed below)` : '';
 	const verdict = plan.fits
-		? "fits this device's limits"
+		? "Fits this device's limits."
 		: over.length
-			? `does not fit: ${overText(over[0], perBuffer)}${more}. Try a smaller model.`
-			: 'does not fit. Try a smaller model.';
+			? `Does not fit: ${overText(over[0], perBuffer)}${more}. Try a smaller model.`
+			: 'Does not fit. Try a smaller model.';
 	return { parameters, downloadBytes: bytes, plan, perBuffer, verdict };
 }

@@ -127,14 +127,14 @@ describe('what a catalog model will need', () => {
 		expect(fit.parameters).toBeGreaterThan(130e6);
 		expect(fit.downloadBytes).toBe(fit.parameters * 2);
 		expect(fit.plan.fits).toBe(true);
-		expect(fit.verdict).toBe("fits this device's limits");
+		expect(fit.verdict).toBe("Fits this device's limits.");
 		const small = modelFit(SMOL, form.recipe(), {
 			maxStorageBufferBindingSize: 16 * 2 ** 20,
 			maxBufferSize: 16 * 2 ** 20
 		});
 		expect(small.plan.fits).toBe(false);
 		expect(small.verdict).toMatch(
-			/^does not fit: one layer’s activations needs one 24 MiB buffer, over this device's 16 MiB a buffer \(and 1 more, listed below\)\. Try a smaller model\.$/
+			/^Does not fit: one layer’s activations needs one 24 MiB buffer, over this device's 16 MiB a buffer \(and 1 more, listed below\)\. Try a smaller model\.$/
 		);
 	});
 });
