@@ -95,11 +95,13 @@ export class RecipeForm {
 
 	/**
 	 * Sets the base model. Each field still at the recipe's value for the model before takes
-	 * the value for this one (a Hub model's gentler learning rate); a value typed stays.
+	 * the value for this one (a Hub model's gentler learning rate); a value typed stays. A run
+	 * name the form chose moves on to a free one (a saved run is on the model it was made on).
 	 */
 	chooseModel(url: string): void {
 		const before = this.#defaults();
 		this.url = url;
+		this.avoidSavedNames();
 		const after = this.#defaults();
 		const follow = <K extends keyof Defaults>(k: K): Defaults[K] =>
 			String(this[k]) === String(before[k]) ? after[k] : this[k];

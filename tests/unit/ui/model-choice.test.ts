@@ -75,6 +75,18 @@ describe('the form on a Hub model', () => {
 		expect(form.learningRate).toBe(presetRate);
 	});
 
+	it("moves the form's own run name off a saved run, keeps a typed one", () => {
+		const saved: string[] = [];
+		const form = new RecipeForm(() => saved);
+		expect(form.run).toBe('tictactoe-1');
+		saved.push('tictactoe-1'); // trained on the bundled model
+		form.chooseModel(SMOL_URL);
+		expect(form.run).toBe('tictactoe-2');
+		form.run = 'mine';
+		form.chooseModel(modelUrl(BUNDLED, form.preset, form.url));
+		expect(form.run).toBe('mine');
+	});
+
 	it('keeps a typed learning rate across a model change', () => {
 		const form = new RecipeForm();
 		form.learningRate = '0.001';
