@@ -5,6 +5,7 @@
  */
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, ModelLoadProgress, ModelSummary, TextScores } from '../worker/protocol';
+import { onThisSite } from './site-url';
 
 export type ModelPhase = 'empty' | 'loading' | 'loaded' | 'error';
 
@@ -61,7 +62,7 @@ export class ModelSession {
 		this.scores = null;
 		this.scoreError = null;
 		const result = await backend.loadModel(
-			this.url,
+			onThisSite(this.url),
 			(progress) => {
 				if (this.phase === 'loading') this.progress = progress;
 			},
