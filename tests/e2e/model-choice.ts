@@ -9,24 +9,10 @@
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
-import { phoneLayout, since, testid, unnamedControls } from './train-page';
+import { openTrainPage, phoneLayout, since, testid, unnamedControls } from './train-page';
 
 const VIEWPORT = { width: 1200, height: 1100 };
 const SMOL_URL = 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/';
-
-/** Opens `url` and waits for the Train panel and the GPU probe (its limits reach the form). */
-async function open(page: Page, url: string): Promise<void> {
-	await page.goto(url);
-	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
-	await page.waitForFunction(
-		() =>
-			['done', 'running'].includes(
-				document.querySelector('[data-testid="webgpu-status"]')?.getAttribute('data-state') ?? ''
-			),
-		undefined,
-		{ timeout: 120_000 }
-	);
-}
 
 const text = async (page: Page, id: string) =>
 	((await page.textContent(testid(id))) ?? '').replace(/\s+/g, ' ').trim();
@@ -51,7 +37,7 @@ export async function modelChoiceChecks(
 		}
 	);
 	try {
-		await open(page, server.url);
+		await openTrainPage(page, server.url);
 		const lr = await page.inputValue(testid('train-lr'));
 		check(
 			'model select: a fresh page chooses the bundled model, no URL field',
@@ -136,7 +122,7 @@ export async function modelChoiceChecks(
 
 		// a link whose model is a catalog URL selects that entry; the preset keeps it
 		const qwen = 'https://huggingface.co/Qwen/Qwen3-0.6B/resolve/main/';
-		await open(page, `${server.url}?v=1&preset=2048&model=${encodeURIComponent(qwen)}`);
+		await openTrainPage(page, `${server.url}?v=1&preset=2048&model=${encodeURIComponent(qwen)}`);
 		const linked = await page.inputValue(testid('train-model'));
 		await page.selectOption(testid('train-preset'), 'inbox');
 		check(

@@ -8,23 +8,9 @@
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
-import { since, testid, unnamedControls } from './train-page';
+import { openTrainPage, since, testid, unnamedControls } from './train-page';
 
 const RESULTS = 'test-results';
-
-/** Opens `url` and waits for the Train panel and for the GPU probe (the status 'ready'). */
-async function open(page: Page, url: string): Promise<void> {
-	await page.goto(url);
-	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
-	await page.waitForFunction(
-		() =>
-			['done', 'running'].includes(
-				document.querySelector('[data-testid="webgpu-status"]')?.getAttribute('data-state') ?? ''
-			),
-		undefined,
-		{ timeout: 120_000 }
-	);
-}
 
 const FIELDS = {
 	preset: 'train-preset',
@@ -105,7 +91,7 @@ export async function shareLinkChecks(
 		const link =
 			`?v=1&preset=2048&steps=7&lr=0.0005&seed=3&reward=ruler` +
 			`&judge=${encodeURIComponent(judge)}&judge_model=scripted-judge`;
-		await open(page, server.url + link);
+		await openTrainPage(page, server.url + link);
 		const restored = await fields(page);
 		check(
 			'share link: its settings are restored exactly, after the GPU probe too',
@@ -156,9 +142,9 @@ export async function shareLinkChecks(
 		);
 
 		// 3. a malformed link opens the defaults and says what was ignored; a future one too
-		await open(page, server.url);
+		await openTrainPage(page, server.url);
 		const bare = await fields(page);
-		await open(page, `${server.url}?v=1&preset=chess&steps=-1&api_key=sk-e2e-leak&lr=abc`);
+		await openTrainPage(page, `${server.url}?v=1&preset=chess&steps=-1&api_key=sk-e2e-leak&lr=abc`);
 		const notice = (await page.textContent(testid('train-link-notice'))) ?? '';
 		const defaults = await fields(page);
 		check(
@@ -181,7 +167,7 @@ export async function shareLinkChecks(
 			page.url()
 		);
 		await page.screenshot({ path: `${RESULTS}/share-malformed.png`, fullPage: true });
-		await open(page, `${server.url}?v=2&preset=2048&steps=5`);
+		await openTrainPage(page, `${server.url}?v=2&preset=2048&steps=5`);
 		const future = (await page.textContent(testid('train-link-notice'))) ?? '';
 		check(
 			'share link: a future version opens the defaults and says so',
@@ -189,7 +175,7 @@ export async function shareLinkChecks(
 			future.replace(/\s+/g, ' ')
 		);
 		await page.screenshot({ path: `${RESULTS}/share-future.png` });
-		await open(page, `${server.url}?v=1&preset=2048&steps=40&result=40:0.57:0.49`);
+		await openTrainPage(page, `${server.url}?v=1&preset=2048&steps=40&result=40:0.57:0.49`);
 		const result = ((await page.textContent(testid('train-shared-result'))) ?? '').replace(
 			/\s+/g,
 			' '
@@ -205,7 +191,7 @@ export async function shareLinkChecks(
 		// 4. phone width: nothing scrolls sideways
 		// (the judge's fields and the diagnostics open: the widest things the page shows)
 		await page.setViewportSize({ width: 375, height: 800 });
-		await open(page, `${server.url}?v=1&reward=ruler`);
+		await openTrainPage(page, `${server.url}?v=1&reward=ruler`);
 		await page.click(`${testid('diagnostics')} summary`);
 		const widths = await page.evaluate(() => ({
 			scroll: document.documentElement.scrollWidth,

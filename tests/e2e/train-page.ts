@@ -8,6 +8,20 @@ export const testid = (id: string) => `[data-testid="${id}"]`;
 export const since = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
 
 /** An attribute of the panel's status line (data-phase, data-status, ...). */
+/** Opens `url` and waits for the Train panel and the GPU probe (its limits reach the form). */
+export async function openTrainPage(page: Page, url: string): Promise<void> {
+	await page.goto(url);
+	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+	await page.waitForFunction(
+		() =>
+			['done', 'running'].includes(
+				document.querySelector('[data-testid="webgpu-status"]')?.getAttribute('data-state') ?? ''
+			),
+		undefined,
+		{ timeout: 120_000 }
+	);
+}
+
 export const status = (page: Page, attr: string) => page.getAttribute(testid('train-status'), attr);
 
 /** The panel's error as "kind: message", or '' when it shows none. */
