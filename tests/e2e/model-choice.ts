@@ -124,6 +124,18 @@ export async function modelChoiceChecks(
 		const qwen = 'https://huggingface.co/Qwen/Qwen3-0.6B/resolve/main/';
 		await openTrainPage(page, `${server.url}?v=1&preset=2048&model=${encodeURIComponent(qwen)}`);
 		const linked = await page.inputValue(testid('train-model'));
+		// a link that names only a model keeps the preset as this device runs it (scaled down here)
+		const sizes = async () =>
+			`${await page.inputValue(testid('train-groups'))} x ${await page.inputValue(testid('train-group-size'))}`;
+		const linkedSizes = await sizes();
+		await page.selectOption(testid('train-model'), 'bundled');
+		const bundledSizes = await sizes();
+		check(
+			'model select: a link naming only a model keeps the games per step this device runs',
+			linkedSizes === bundledSizes,
+			`${linkedSizes} (the bundled model: ${bundledSizes})`
+		);
+		await page.selectOption(testid('train-model'), 'qwen3-0.6b');
 		await page.selectOption(testid('train-preset'), 'inbox');
 		check(
 			'model select: a link with a Hub URL selects its entry, which a preset change keeps',

@@ -21,7 +21,7 @@ import type { DeviceLimits } from '../model/transformer/memory';
 import { ExpertExample } from './expert-example.svelte';
 import { DEFAULT_LIMITS } from './model-fit';
 import { RewardSettings } from './reward-settings.svelte';
-import { changesPreset, type ShareSettings } from './share-link';
+import { changesSizes, type ShareSettings } from './share-link';
 
 /** `${preset}-N` for the smallest N >= 1 no saved run is named. */
 export function freeRunName(presetName: string, taken: readonly string[]): string {
@@ -154,7 +154,7 @@ export class RecipeForm {
 		// (its model first: choosePreset keeps a chosen one)
 		this.url = s.model;
 		this.choosePreset(s.preset);
-		this.linked = changesPreset(s);
+		this.linked = changesSizes(s);
 		if (!this.linked) return;
 		this.url = s.model;
 		this.steps = s.steps;

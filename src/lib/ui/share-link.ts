@@ -258,10 +258,14 @@ export function shareQuery(settings: ShareSettings, root = '/', result?: SharedR
 	return `v=${SHARE_VERSION}&${params}`;
 }
 
-/** Whether `settings` differ from their preset's anywhere but the preset itself. */
-export function changesPreset(settings: ShareSettings, root = '/'): boolean {
-	const defaults = presetSettings(settings.preset, root);
-	return FIELDS.some((f) => settings[f] !== defaults[f]);
+/**
+ * Whether `settings` set any number or judge of their own, beyond the preset on their model:
+ * a link that only names a model still gets the preset as this device runs it (scaled down
+ * on a software GPU).
+ */
+export function changesSizes(settings: ShareSettings, root = '/'): boolean {
+	const defaults = presetSettings(settings.preset, root, settings.model);
+	return FIELDS.some((f) => f !== 'model' && settings[f] !== defaults[f]);
 }
 
 export interface ReadLink {

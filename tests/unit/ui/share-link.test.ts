@@ -14,7 +14,7 @@ import {
 	type Recipe
 } from '../../../src/lib/run';
 import {
-	changesPreset,
+	changesSizes,
 	presetSettings,
 	readShareQuery,
 	recipeSettings,
@@ -72,9 +72,14 @@ describe('share links', () => {
 		expect(shareQuery(presetSettings('2048'))).toBe(`v=${SHARE_VERSION}&preset=2048`);
 		const changed = { ...presetSettings('inbox'), learningRate: 0.001, seed: 9 };
 		expect(shareQuery(changed)).toBe(`v=1&preset=inbox&lr=0.001&seed=9`);
-		// a link that only picks a preset leaves its sizes to this GPU (changesPreset false)
-		expect(changesPreset(presetSettings('2048'))).toBe(false);
-		expect(changesPreset(changed)).toBe(true);
+		// a link that only picks a preset, or a model, leaves its sizes to this GPU
+		expect(changesSizes(presetSettings('2048'))).toBe(false);
+		expect(changesSizes(changed)).toBe(true);
+		const smol = 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/';
+		expect(changesSizes(presetSettings('tictactoe', '/', '/my/model/'))).toBe(false);
+		expect(changesSizes(readShareQuery('model=/my/model/').settings)).toBe(false);
+		expect(changesSizes(presetSettings('tictactoe', '/', smol))).toBe(false);
+		expect(changesSizes({ ...presetSettings('tictactoe', '/', smol), steps: 3 })).toBe(true);
 	});
 
 	it('random settings survive a round trip exactly, each link holding only what differs', () => {
