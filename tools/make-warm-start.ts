@@ -3,10 +3,13 @@
  * demonstrations through the run loop (warmStartRecipe), the adapter written as f16 with its
  * manifest (the base's hash, the adapter's sha256, the command, what it scores), then
  * checked as the page uses it. --resume continues a cut-short SFT in --work; --sft-* and
- * --explore override the preset's SFT; --check-grpo N trains N GRPO steps from it.
+ * --explore override the preset's SFT; --from DIR continues another warm start's adapter
+ * (stacked: the SFT trains its weights) instead of a fresh one; --check-grpo N trains N GRPO
+ * steps from it.
  *
  *   npx tsx tools/make-warm-start.ts --env tictactoe|2048|inbox [--out DIR] [--work DIR] [--resume]
- *       [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P] [--changes SHARE]
+ *       [--from DIR] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P]
+ *       [--changes SHARE]
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -153,8 +156,10 @@ async function main(): Promise<void> {
 	try {
 		// 1. SFT through the run loop (its evaluation is of the f32 adapter).
 		const made = warmStartRecipe(env, resolve('static'));
+		const from = flag(argv, 'from');
 		const recipe: Recipe = {
 			...onBase(made),
+			warmStart: from ? { adapter: resolve(from), mode: 'stacked' } : null,
 			sft: {
 				...made.sft!,
 				...(sftGames ? { games: Number(sftGames) } : {}),
@@ -190,7 +195,10 @@ async function main(): Promise<void> {
 			seed: recipe.seed,
 			made: new Date().toISOString().slice(0, 10),
 			notes:
-				`SFT of ${basename(baseDir)} (scripts/make-default-model.ts) on ${recipe.sft!.games} ${DEMONSTRATIONS[env]} ` +
+				`SFT of ${basename(baseDir)} (scripts/make-default-model.ts) ` +
+				(from ? `continuing the warm start ${from} ` : '') +
+				`on ${recipe.sft!.games} ${DEMONSTRATIONS[env]} ` +
+				(changes === undefined ? '' : `(a share ${changes} of the questions on changed emails) `) +
 				(recipe.sft!.explore
 					? `(a share ${recipe.sft!.explore} of the moves played at random, replies the expert's) `
 					: '') +
