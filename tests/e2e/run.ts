@@ -1,7 +1,8 @@
 /**
  * @file End-to-end test of the built site in headless Chromium (WebGPU on SwiftShader where
  * there is no GPU): the self-test on demand, no WebGPU, a lost device, the Model panel
- * (model.ts), the Train panel (train.ts), its Model select (model-choice.ts), RULER (ruler.ts), share links (share.ts). One line
+ * (model.ts), the Train panel (train.ts), its Model select (model-choice.ts), RULER
+ * (ruler.ts), share links (share.ts), learning seen on a software GPU (learning.ts). One line
  * per check, then `N passed, N failed`; non-zero exit on failure; screenshots in
  * test-results/. Env: CHROMIUM_PATH, E2E_TIMEOUT_S (600), E2E_HEADED=1, E2E_ONLY=a,b.
  */
@@ -9,6 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SELFTEST_CASES } from '../../src/lib/gpu/selftest/index';
+import { learningChecks } from './learning';
 import { FIXTURES_PATH, modelPanelChecks, writeModelFixtures, type ModelFixtures } from './model';
 import { modelChoiceChecks } from './model-choice';
 import { serveStatic, type StaticServer } from './serve';
@@ -275,6 +277,7 @@ async function main(): Promise<void> {
 		if (want('model-choice')) await modelChoiceChecks(check, browser, server);
 		if (want('ruler')) await rulerChecks(check, browser, server);
 		if (want('share')) await shareLinkChecks(check, browser, server);
+		if (want('learning')) await learningChecks(check, browser, server);
 	} catch (error) {
 		check('the e2e run completes', false, String(error));
 	} finally {

@@ -171,9 +171,9 @@ export function warmStartRecipe(name: PresetName, root: string): Recipe {
 }
 
 /**
- * A recipe shrunk for a software GPU: 10 steps at most, no evaluations, and the
- * environment's `softwareGpu` defaults: its games per step (set, or capped: the fewest a
- * preset plays already takes minutes there; never auto), its LoRA, its easier settings.
+ * A recipe shrunk for a software GPU: 10 steps at most, and the environment's `softwareGpu`
+ * defaults: its games per step (set, or capped: the fewest a preset plays already takes
+ * minutes there; never auto), its LoRA, its settings, its evaluation (or none).
  */
 export function forSoftwareGpu(recipe: Recipe): Recipe {
 	const shrink = defaults(recipe.environment).softwareGpu;
@@ -199,6 +199,14 @@ export function forSoftwareGpu(recipe: Recipe): Recipe {
 			steps: Math.min(recipe.grpo.steps, 10)
 		},
 		lora: shrink.lora ? { ...shrink.lora } : recipe.lora,
-		eval: { ...recipe.eval, every: 0 }
+		eval: shrink.eval ? { ...recipe.eval, ...shrink.eval } : { ...recipe.eval, every: 0 }
 	};
+}
+
+/** The environments that a software GPU shows learning within a few minutes, and what. */
+export function learnsOnSoftwareGpu(): { name: EnvironmentName; what: string }[] {
+	return ENVIRONMENT_NAMES.flatMap((name) => {
+		const what = defaults(name).softwareGpu.learnsVisibly;
+		return what ? [{ name, what }] : [];
+	});
 }

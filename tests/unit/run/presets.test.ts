@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
 	BUNDLED_MODEL_NAMES,
 	forSoftwareGpu,
+	learnsOnSoftwareGpu,
 	preset,
 	PRESET_NAMES,
 	PRESET_TITLES,
@@ -251,7 +252,7 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
+			every: 5,
 			games: 8,
 			temperatures: [0]
 		}
@@ -265,6 +266,12 @@ describe('presets, pinned', () => {
 		expect({ grpo, lora, eval: evaluation, ...(envOptions ? { envOptions } : {}) }).toEqual(
 			SOFTWARE_GPU[name]
 		);
+	});
+
+	it('a software GPU shows learning within minutes on letters only, and says what', () => {
+		expect(learnsOnSoftwareGpu()).toEqual([
+			{ name: 'letters', what: expect.stringMatching(/reward rises .* within 10 steps/) }
+		]);
 	});
 
 	it('a preset is a copy: changing it leaves the next one alone', () => {

@@ -111,7 +111,10 @@ export interface RecipeDefaults {
 	pretrained: { maxTokens: number; maxContext: number };
 	/**
 	 * How a software (CPU-emulated) GPU shrinks the preset, where a step must take minutes,
-	 * not hours: games per step set exactly or capped, a smaller LoRA, easier settings.
+	 * not hours: games per step set exactly or capped, a smaller LoRA, settings that keep a
+	 * reward spread, the evaluation it affords (absent: none, too few games to mean much).
+	 * `learnsVisibly`: what a visitor sees it learn there within a few minutes (the page
+	 * proposes such an environment when another is chosen).
 	 */
 	softwareGpu: {
 		games:
@@ -119,6 +122,8 @@ export interface RecipeDefaults {
 			| { atMost: { groups: number; groupSize: number } };
 		lora?: { rank: number; alpha: number };
 		envOptions?: EnvOptions;
+		eval?: { every: number; games: number };
+		learnsVisibly?: string;
 	};
 }
 

@@ -1,0 +1,92 @@
+/**
+ * @file Learning seen on a software GPU (from run.ts): a fresh page (tic-tac-toe) says the
+ * device is a software one and proposes letters, the environment that learns there within
+ * minutes; one click switches, Train with its defaults (10 steps, an evaluation every 5), and
+ * the chart and the evaluations rise. Screenshot: test-results/learning-software-gpu.png.
+ */
+import type { Browser, Page } from 'playwright-core';
+import type { CheckFn } from './model';
+import type { StaticServer } from './serve';
+import { errorText, openTrainPage, since, status, testid, waitIdle } from './train-page';
+
+const VIEWPORT = { width: 1200, height: 1400 };
+/** 10 letters steps on SwiftShader take ~3 minutes; CI machines vary. */
+const RUN_TIMEOUT_MS = 9 * 60_000;
+
+const text = async (page: Page, id: string) =>
+	((await page.textContent(testid(id))) ?? '').replace(/\s+/g, ' ').trim();
+
+/** A table's rows as cell texts. */
+const rows = (page: Page, id: string) =>
+	page.$$eval(`${testid(id)} tbody tr`, (trs) =>
+		trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()))
+	);
+
+const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+
+export async function learningChecks(
+	check: CheckFn,
+	browser: Browser,
+	server: StaticServer
+): Promise<void> {
+	const page = await browser.newPage({ viewport: VIEWPORT });
+	const errors: string[] = [];
+	page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
+	page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+	try {
+		await openTrainPage(page, server.url);
+		const proposal = await text(page, 'train-software-learns');
+		check(
+			'software GPU: the tic-tac-toe page proposes letters, which learns visibly here, with a button',
+			(await page.inputValue(testid('train-preset'))) === 'tictactoe' &&
+				/Letters .* shows one: its reward rises/.test(proposal) &&
+				!!(await page.$(testid('train-software-switch'))),
+			proposal
+		);
+		await page.click(testid('train-software-switch'));
+		const here = await text(page, 'train-software-learns');
+		check(
+			'software GPU: one click chooses letters; the note says it learns here, no button',
+			(await page.inputValue(testid('train-preset'))) === 'letters' &&
+				/shows learning here/.test(here) &&
+				!(await page.$(testid('train-software-switch'))),
+			here
+		);
+		const t0 = Date.now();
+		await page.click(testid('train-start'));
+		await waitIdle(page, RUN_TIMEOUT_MS);
+		// (a round with no signal repeats its step: there may be more rows than steps)
+		const steps = await rows(page, 'train-history');
+		const rewards = steps.map(([, reward]) => Number(reward));
+		const evals = (await rows(page, 'train-evals')).map(([step, , , reward]) => ({
+			step: Number(step),
+			reward: Number(reward)
+		}));
+		const first = evals[0];
+		const last = evals.at(-1);
+		check(
+			'software GPU: letters trains its 10 steps with its defaults, and its reward rises on the chart',
+			(await status(page, 'data-status')) === 'done' &&
+				(await status(page, 'data-step')) === '10' &&
+				rewards.every(Number.isFinite) &&
+				mean(rewards.slice(-3)) >= mean(rewards.slice(0, 2)) + 0.15,
+			`${since(t0)}: ${rewards.join(' ')} ${await errorText(page)}`
+		);
+		check(
+			'software GPU: evaluations stay on (steps 0, 5, 10), and the last beats the first',
+			evals.map((e) => e.step).join(',') === '0,5,10' &&
+				!!first &&
+				!!last &&
+				last.reward >= first.reward + 0.15,
+			JSON.stringify(evals)
+		);
+		await page.screenshot({ path: 'test-results/learning-software-gpu.png', fullPage: true });
+		check(
+			'software GPU learning: no page or console error',
+			errors.length === 0,
+			errors.join(' | ')
+		);
+	} finally {
+		await page.close();
+	}
+}
