@@ -232,7 +232,8 @@ const SOFTWARE_GPU = {
 			temperatures: [0]
 		},
 		envOptions: {
-			maxTurns: 4
+			maxTurns: 4,
+			changes: 1
 		}
 	},
 	letters: {
