@@ -1,17 +1,23 @@
 /**
  * @file The runs saved in this browser (IndexedDB, through the worker), as Svelte 5 runes:
- * the listing, and a run's import and export as one zip (grpo/store/run-archive.ts) and its
- * deletion. A refusal goes to `onError`, which the panel shows; what a deletion or an import
- * does to the run shown is train-session.svelte.ts's.
+ * the listing, a run's import and export as one zip (grpo/store/run-archive.ts), its
+ * deletion, and runs chosen to be compared (compare-runs.ts). A refusal goes to `onError`,
+ * which the panel shows; what a deletion or an import does to the run shown is
+ * train-session.svelte.ts's.
  */
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
+import type { ComparedRun } from './compare-runs';
 
 export class SavedRuns {
 	/** Saved runs; null until the worker has listed them. */
 	list = $state<SavedRun[] | null>(null);
 	/** What the last import saved, in words (null before one). */
 	importNotice = $state<string | null>(null);
+	/** The names ticked to be compared, in the order ticked. */
+	chosen = $state<string[]>([]);
+	/** The runs compared (their recipes and histories), or null while none are. */
+	compared = $state<ComparedRun[] | null>(null);
 
 	#backend: () => BackendHandle | null;
 	#onError: (error: BackendError | null) => void;
@@ -42,7 +48,34 @@ export class SavedRuns {
 		if (!backend) return false;
 		const result = await backend.deleteRun(name);
 		if (!result.ok) this.#onError(result.error);
+		this.chosen = this.chosen.filter((n) => n !== name);
+		if (this.compared?.some((r) => r.name === name)) {
+			const left = this.compared.filter((r) => r.name !== name);
+			this.compared = left.length >= 2 ? left : null;
+		}
 		return true;
+	}
+
+	/** Ticks or unticks a run for comparing. */
+	choose(name: string, on: boolean): void {
+		const others = this.chosen.filter((n) => n !== name);
+		this.chosen = on ? [...others, name] : others;
+	}
+
+	/** Compares the ticked runs (two or more): their saved recipes and histories. */
+	async compare(): Promise<void> {
+		const backend = this.#backend();
+		if (!backend || this.chosen.length < 2) return;
+		const runs: ComparedRun[] = [];
+		for (const name of this.chosen) {
+			const history = await backend.runHistory(name);
+			if (!history.ok) {
+				this.#onError(history.error);
+				return;
+			}
+			runs.push({ name, recipe: this.find(name)?.recipe, history: history.value });
+		}
+		this.compared = runs;
 	}
 
 	/** A saved run as one zip file; null when refused (the error shown). */

@@ -1,0 +1,44 @@
+/**
+ * @file What the page's uPlot charts share: the theme's colours read from CSS (a canvas
+ * cannot read CSS variables), the series' colour cycle, and the axes (whole steps on x).
+ */
+import type uPlot from 'uplot';
+
+export interface Palette {
+	accent: string;
+	pass: string;
+	warn: string;
+	fail: string;
+	muted: string;
+	line: string;
+}
+
+/** The page's theme colours at `el`. */
+export function palette(el: HTMLElement): Palette {
+	const css = getComputedStyle(el);
+	const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+	return {
+		accent: v('--accent', '#3b5bdb'),
+		pass: v('--pass', '#1f7a3a'),
+		warn: v('--warn', '#8a5a00'),
+		fail: v('--fail', '#b3261e'),
+		muted: v('--muted', '#6b6b70'),
+		line: v('--line', '#e4e4e0')
+	};
+}
+
+/** Series colours in order. */
+export const seriesColours = (c: Palette) => [c.accent, c.warn, c.pass, c.fail, c.muted];
+
+/** The x axis (steps: whole numbers, no tick at step 0.5) and the y axis. */
+export function stepAxes(c: Palette): uPlot.Axis[] {
+	return [
+		{
+			stroke: c.muted,
+			grid: { stroke: c.line },
+			ticks: { stroke: c.line },
+			incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+		},
+		{ stroke: c.muted, grid: { stroke: c.line }, ticks: { stroke: c.line }, size: 48 }
+	];
+}
