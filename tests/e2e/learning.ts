@@ -2,7 +2,9 @@
  * @file Learning seen on a software GPU (from run.ts): a fresh page (tic-tac-toe) says the
  * device is a software one and proposes letters, the environment that learns there within
  * minutes; one click switches, Train with its defaults (10 steps, an evaluation every 5), and
- * the chart and the evaluations rise. Screenshot: test-results/learning-software-gpu.png.
+ * the chart and the evaluations rise. A second, shorter run at another learning rate, then
+ * the two compared (Saved runs: tick, Compare). Screenshots: test-results/learning-software-gpu.png,
+ * compare-runs.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
@@ -81,6 +83,48 @@ export async function learningChecks(
 			JSON.stringify(evals)
 		);
 		await page.screenshot({ path: 'test-results/learning-software-gpu.png', fullPage: true });
+
+		// A second run at another learning rate, then the two compared.
+		await page.fill(testid('train-lr'), '0.001');
+		await page.fill(testid('train-steps'), '3');
+		const second = 'letters-lr-1e-3';
+		await page.fill(testid('train-run'), second);
+		await page.click(testid('train-start'));
+		await waitIdle(page, RUN_TIMEOUT_MS);
+		for (const run of ['letters-1', second])
+			await page.check(`${testid('saved-runs')} tr[data-run="${run}"] ${testid('run-compare')}`);
+		await page.click(testid('runs-compare'));
+		await page.waitForSelector(`${testid('compare-chart')} canvas`, { timeout: 30_000 });
+		const differing = await page.$$eval(
+			`${testid('compare-settings')} tr[data-differs="true"] th`,
+			(ths) => ths.map((th) => th.textContent ?? '')
+		);
+		const chart = await page.$eval(testid('compare-chart'), (el) => ({
+			runs: el.getAttribute('data-runs'),
+			points: Number(el.getAttribute('data-points')),
+			legend: [...(el.parentElement?.querySelectorAll('.u-legend .u-label') ?? [])].map(
+				(l) => l.textContent ?? ''
+			)
+		}));
+		check(
+			'compare: two saved runs ticked show one chart with a line each (named) and their settings side by side, the learning rate marked as differing',
+			chart.runs === '2' &&
+				chart.points === 10 &&
+				chart.legend.includes('letters-1') &&
+				chart.legend.includes(second) &&
+				differing.join(',') === 'steps,learning rate',
+			`${second} ${JSON.stringify(chart)} ${differing.join(',')}`
+		);
+		await page.selectOption(testid('compare-metric'), 'val/reward');
+		const evalPoints = await page.getAttribute(testid('compare-chart'), 'data-points');
+		check(
+			'compare: the metric select plots the evaluations instead (steps 0, 3, 5, 10)',
+			evalPoints === '4',
+			String(evalPoints)
+		);
+		await page
+			.locator(testid('compare-runs'))
+			.screenshot({ path: 'test-results/compare-runs.png' });
 		check(
 			'software GPU learning: no page or console error',
 			errors.length === 0,

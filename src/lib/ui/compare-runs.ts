@@ -35,6 +35,7 @@ const SETTINGS: { label: string; of: (r: Recipe) => unknown }[] = [
 	{ label: 'model', of: (r) => r.baseModel },
 	{ label: 'warm start', of: (r) => (r.warmStart ? r.warmStart.adapter : 'none') },
 	{ label: 'reward', of: (r) => r.reward?.source ?? 'env' },
+	{ label: 'steps', of: (r) => r.grpo.steps },
 	{
 		label: 'groups × games',
 		of: (r) => `${r.grpo.autoSize ? 'auto' : r.grpo.groups} × ${r.grpo.groupSize}`
