@@ -127,7 +127,8 @@ const PRESETS = {
 			temperatures: [0]
 		},
 		envOptions: {
-			maxTurns: 6
+			maxTurns: 6,
+			changes: 1
 		}
 	},
 	letters: {

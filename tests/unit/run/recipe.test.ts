@@ -197,7 +197,7 @@ describe('forSoftwareGpu', () => {
 		expect(s.seed).toBe(r.seed);
 	});
 
-	it('shrinks letters to at most 2 x 8 games and 10 steps, keeping its LoRA', () => {
+	it('shrinks letters to at most 2 x 8 games and 10 steps, keeping its LoRA and a small evaluation', () => {
 		const r = preset('letters', '/');
 		const s = forSoftwareGpu(r);
 		expect(s.grpo.groups).toBe(2);
@@ -206,7 +206,8 @@ describe('forSoftwareGpu', () => {
 		expect(s.lora).toEqual(r.lora);
 		const wide = forSoftwareGpu({ ...r, grpo: { ...r.grpo, groups: 8, groupSize: 16 } });
 		expect([wide.grpo.groups, wide.grpo.groupSize]).toEqual([2, 8]);
-		expect(s.eval.every).toBe(0);
+		// letters keeps an evaluation it affords there: 8 games every 5 steps
+		expect([s.eval.every, s.eval.games]).toEqual([5, 8]);
 		// never grows a recipe that is already small
 		const tiny = { ...r, grpo: { ...r.grpo, groups: 1, groupSize: 2, steps: 3 } };
 		const t = forSoftwareGpu(tiny);
