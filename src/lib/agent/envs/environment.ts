@@ -38,7 +38,7 @@ export interface EnvOptions {
 	winningValue?: number;
 	/** 2048: earlier (board, move) turns resent with each board; null: all of them (ART). */
 	historyTurns?: number | null;
-	/** inbox: model turns at most. */
+	/** inbox: model turns at most; 2048: moves at most (none by default, as ART). */
 	maxTurns?: number;
 	/**
 	 * inbox: the share (0..1) of emails whose fact a later email changes; a question about a

@@ -137,6 +137,29 @@ describe('2048 rollout: whole games', () => {
 		expect(t.logs.slice(-2)).toEqual(['move 12: left', 'won: 16 reached in 12 moves']);
 	});
 
+	it('a move limit stops the game as it stands, scored as a loss; a win on the last move counts', async () => {
+		// the fixed game above: the expert wins at move 12
+		const opts = { model: 'm', seed: 3, winningValue: 16 };
+		const cut = await rollout(policyClient(expertPolicy()), { ...opts, maxMoves: 8 });
+		const final: number[] = JSON.parse(cut.metadata.final_board as string);
+		expect(cut.metadata.outcome).toBe('limit');
+		expect(cut.metrics.num_moves).toBe(8);
+		expect(cut.metrics.win).toBe(0);
+		expect(maxValue(final)).toBeLessThan(16);
+		expect(cut.reward).toBeCloseTo(reward(final, 16, false), 12);
+		expect(cut.logs.at(-1)).toBe(`stopped at the move limit (8 moves), max ${maxValue(final)}`);
+		expect(cut.metadata.max_moves).toBe(8);
+		const last = await rollout(policyClient(expertPolicy()), { ...opts, maxMoves: 12 });
+		expect([last.metadata.outcome, last.reward]).toEqual(['win', 2]);
+		expect(replay(cut).at(-1)).toMatchObject({
+			kind: 'outcome',
+			text: `stopped at the move limit (8 moves), max ${maxValue(final)}`
+		});
+		await expect(rollout(policyClient(expertPolicy()), { ...opts, maxMoves: 0 })).rejects.toThrow(
+			RangeError
+		);
+	});
+
 	it('a move that changes nothing still spawns a tile', async () => {
 		const { client, bodies } = recording(always('left'));
 		const t = await rollout(client, { model: 'm', seed: 5 });

@@ -22,6 +22,7 @@ export const game2048Environment: Environment<'2048'> = {
 			seed: gameSeed(r.scenario, r.index),
 			winningValue: r.options.winningValue,
 			historyTurns: r.options.historyTurns,
+			maxMoves: r.options.maxTurns ?? null,
 			maxTokens: r.maxTokens,
 			signal: r.signal,
 			request: { temperature: r.temperature, ...sampling(r) }

@@ -73,6 +73,7 @@ export function replay(trajectory: Trajectory): ReplayItem[] {
 	if (outcome === 'win') text = `won: ${max} reached in ${moves} moves`;
 	else if (outcome === 'full') text = `board full, max ${max}, after ${moves} moves`;
 	else if (outcome === 'invalid') text = `invalid reply after ${moves} moves: ${quote(lastReply)}`;
+	else if (outcome === 'limit') text = `stopped at the move limit (${moves} moves), max ${max}`;
 	else if (outcome === 'context')
 		text = `the history outgrew the context window after ${moves} moves, max ${max}`;
 	else text = `unfinished (${String(outcome)})`;

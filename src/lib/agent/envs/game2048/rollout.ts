@@ -65,8 +65,11 @@ export const SYSTEM_PROMPT =
 	"'left', 'right', 'up', 'down'. Return your move as an XML object with a single property " +
 	"'move', like so: <move>left</move>";
 
-/** 'context': the history outgrew the model's context window (the game ends there). */
-export type Outcome = 'win' | 'full' | 'invalid' | 'context';
+/**
+ * 'context': the history outgrew the model's context window; 'limit': the move limit was
+ * reached (both end the game there, scored as it stands).
+ */
+export type Outcome = 'win' | 'full' | 'invalid' | 'context' | 'limit';
 
 export interface Game2048Options {
 	/** The model name sent with each request. */
@@ -79,6 +82,12 @@ export interface Game2048Options {
 	historyTurns?: number | null;
 	/** max_completion_tokens of each reply. Default 128 (ART). */
 	maxTokens?: number;
+	/**
+	 * Moves at most; a game stopped there is scored as it stands, not a win. Default none
+	 * (ART): a game goes on until it is won or the board is full. A small device's way to
+	 * keep a target the policy does not always reach within a short game.
+	 */
+	maxMoves?: number | null;
 	request?: RequestExtras;
 	signal?: AbortSignal;
 }
@@ -91,10 +100,13 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 		winningValue = DEFAULT_WINNING_VALUE,
 		historyTurns = null,
 		maxTokens = 128,
+		maxMoves = null,
 		request = {},
 		signal
 	} = options;
 	checkWinningValue(winningValue);
+	if (maxMoves !== null && !(Number.isInteger(maxMoves) && maxMoves >= 1))
+		throw new RangeError(`maxMoves must be null or an integer >= 1, not ${maxMoves}`);
 	if (historyTurns !== null && !(Number.isInteger(historyTurns) && historyTurns >= 0))
 		throw new RangeError(`historyTurns must be null or an integer >= 0, not ${historyTurns}`);
 
@@ -107,6 +119,7 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 			environment: '2048',
 			seed,
 			winning_value: winningValue,
+			max_moves: maxMoves ?? -1,
 			history_turns: historyTurns ?? -1
 		}
 	});
@@ -174,6 +187,12 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 					? `won: ${maxValue(board)} reached in ${moves} moves`
 					: `board full, max ${maxValue(board)}`
 			);
+			break;
+		}
+		if (moves === maxMoves) {
+			outcome = 'limit';
+			trajectory.reward = reward(board, winningValue, false);
+			trajectory.log(`stopped at the move limit (${moves} moves), max ${maxValue(board)}`);
 			break;
 		}
 	}
