@@ -19,6 +19,8 @@ const FIELDS = {
 	groups: 'train-groups',
 	size: 'train-group-size',
 	lr: 'train-lr',
+	kl: 'train-kl',
+	temp: 'train-temperature',
 	seed: 'train-seed',
 	reward: 'train-reward-source',
 	judge: 'train-judge-url',
@@ -89,7 +91,7 @@ export async function shareLinkChecks(
 		// 1. a link opens its settings exactly
 		const judge = 'http://127.0.0.1:9/v1';
 		const link =
-			`?v=1&preset=2048&steps=7&lr=0.0005&seed=3&reward=ruler` +
+			`?v=1&preset=2048&steps=7&lr=0.0005&kl=0&temp=0.7&seed=3&reward=ruler` +
 			`&judge=${encodeURIComponent(judge)}&judge_model=scripted-judge`;
 		await openTrainPage(page, server.url + link);
 		const restored = await fields(page);
@@ -103,6 +105,8 @@ export async function shareLinkChecks(
 					groups: 'auto', // the preset's own (not scaled for the software GPU)
 					size: '8',
 					lr: '0.0005',
+					kl: '0',
+					temp: '0.7',
 					seed: '3',
 					reward: 'ruler',
 					judge,

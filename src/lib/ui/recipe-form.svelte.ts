@@ -31,7 +31,10 @@ export function freeRunName(presetName: string, taken: readonly string[]): strin
 }
 
 /** The fields a recipe fills (and a model choice may change). */
-type Defaults = Pick<RecipeForm, 'steps' | 'groups' | 'groupSize' | 'learningRate' | 'seed'>;
+type Defaults = Pick<
+	RecipeForm,
+	'steps' | 'groups' | 'groupSize' | 'learningRate' | 'klBeta' | 'temperature' | 'seed'
+>;
 
 export class RecipeForm {
 	preset = $state<PresetName>(DEFAULT_PRESET);
@@ -43,6 +46,9 @@ export class RecipeForm {
 	groups = $state<number | string>(0);
 	groupSize = $state(0);
 	learningRate = $state('');
+	/** The KL penalty's weight and the sampling temperature, as typed. */
+	klBeta = $state('');
+	temperature = $state('');
 	seed = $state(1);
 	/** Step-through: the next run pauses between the phases of each GRPO step. */
 	stepThrough = $state(false);
@@ -110,6 +116,8 @@ export class RecipeForm {
 			groups: follow('groups'),
 			groupSize: follow('groupSize'),
 			learningRate: follow('learningRate'),
+			klBeta: follow('klBeta'),
+			temperature: follow('temperature'),
 			seed: follow('seed')
 		});
 	}
@@ -119,6 +127,8 @@ export class RecipeForm {
 		this.groups = d.groups;
 		this.groupSize = d.groupSize;
 		this.learningRate = d.learningRate;
+		this.klBeta = d.klBeta;
+		this.temperature = d.temperature;
 		this.seed = d.seed;
 	}
 
@@ -141,6 +151,8 @@ export class RecipeForm {
 			groups: this.#autoGroups ? 'auto' : Number(this.groups),
 			groupSize: Number(this.groupSize),
 			learningRate: Number(this.learningRate),
+			klBeta: Number(this.klBeta),
+			temperature: Number(this.temperature),
 			seed: Number(this.seed),
 			reward: this.reward.source,
 			judgeUrl: this.reward.baseURL.trim(),
@@ -161,6 +173,8 @@ export class RecipeForm {
 		this.groups = s.groups;
 		this.groupSize = s.groupSize;
 		this.learningRate = String(s.learningRate);
+		this.klBeta = String(s.klBeta);
+		this.temperature = String(s.temperature);
 		this.seed = s.seed;
 		this.reward.source = s.reward;
 		this.reward.baseURL = s.judgeUrl;
@@ -181,7 +195,9 @@ export class RecipeForm {
 				...sizedGrpo(base.grpo, this.#autoGroups ? 'auto' : Number(this.groups)),
 				steps: Number(this.steps),
 				groupSize: Number(this.groupSize),
-				learningRate: Number(this.learningRate)
+				learningRate: Number(this.learningRate),
+				klBeta: Number(this.klBeta),
+				temperature: Number(this.temperature)
 			}
 		};
 	}
@@ -207,6 +223,8 @@ function defaultsOf(r: Recipe): Defaults {
 		groups: r.grpo.autoSize ? 'auto' : r.grpo.groups,
 		groupSize: r.grpo.groupSize,
 		learningRate: String(r.grpo.learningRate),
+		klBeta: String(r.grpo.klBeta),
+		temperature: String(r.grpo.temperature),
 		seed: r.seed
 	};
 }

@@ -1,7 +1,7 @@
 /**
  * @file The Train form's typed-in settings (run name, steps, groups × games, learning rate,
- * seed): each input's kind, label, tooltip, test id and the RecipeForm field it edits, so
- * that TrainForm renders them all with one snippet.
+ * KL β, temperature, seed): each input's kind, label, tooltip, test id and the RecipeForm
+ * field it edits, so that TrainForm renders them all with one snippet.
  */
 import type { RecipeForm } from './recipe-form.svelte';
 
@@ -29,7 +29,11 @@ function numberSetting(
 	return { ...about, type: 'number', min, get: () => f[key], set: (v) => (f[key] = v as number) };
 }
 
-function textSetting(f: RecipeForm, key: 'run' | 'learningRate', about: About): Setting {
+function textSetting(
+	f: RecipeForm,
+	key: 'run' | 'learningRate' | 'klBeta' | 'temperature',
+	about: About
+): Setting {
 	return { ...about, type: 'text', get: () => f[key], set: (v) => (f[key] = String(v)) };
 }
 
@@ -66,6 +70,18 @@ export function runSettings(f: RecipeForm) {
 			label: 'Learning rate',
 			title: "AdamW's step size for the LoRA adapter's weights",
 			testid: 'train-lr'
+		}),
+		klBeta: textSetting(f, 'klBeta', {
+			label: 'KL β',
+			title:
+				'Weight of the penalty for moving away from the reference policy (the warm start, or the base model): 0 lets the policy drift freely',
+			testid: 'train-kl'
+		}),
+		temperature: textSetting(f, 'temperature', {
+			label: 'Temperature',
+			title:
+				'Sampling temperature of the games: higher plays more varied games (more to compare in a group), lower plays the policy’s favourite moves',
+			testid: 'train-temperature'
 		}),
 		seed: numberSetting(f, 'seed', 0, {
 			label: 'Seed',

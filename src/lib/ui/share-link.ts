@@ -30,6 +30,10 @@ export interface ShareSettings {
 	groups: number | 'auto';
 	groupSize: number;
 	learningRate: number;
+	/** The KL penalty to the reference policy (0: none). */
+	klBeta: number;
+	/** The rollouts' sampling temperature. */
+	temperature: number;
 	seed: number;
 	reward: RewardSource;
 	judgeUrl: string;
@@ -91,6 +95,8 @@ export function presetSettings(name: PresetName, root = '/', model?: string): Sh
 		groups: r.grpo.autoSize ? 'auto' : r.grpo.groups,
 		groupSize: r.grpo.groupSize,
 		learningRate: r.grpo.learningRate,
+		klBeta: r.grpo.klBeta,
+		temperature: r.grpo.temperature,
 		seed: r.seed,
 		reward: 'env',
 		judgeUrl: '',
@@ -109,6 +115,8 @@ export function recipeSettings(recipe: Recipe): ShareSettings {
 		groups: recipe.grpo.autoSize ? 'auto' : recipe.grpo.groups,
 		groupSize: recipe.grpo.groupSize,
 		learningRate: recipe.grpo.learningRate,
+		klBeta: recipe.grpo.klBeta,
+		temperature: recipe.grpo.temperature,
 		seed: recipe.seed,
 		reward: reward?.source ?? 'env',
 		judgeUrl: reward?.judge?.baseURL ?? '',
@@ -134,6 +142,15 @@ const integer =
 		if (!/^\d{1,10}$/.test(text)) return null;
 		const n = Number(text);
 		return n >= min && n <= max ? n : null;
+	};
+
+/** A plain decimal number (an exponent allowed) from min to max. */
+const decimal =
+	(min: number, max: number) =>
+	(text: string): number | null => {
+		if (!/^\d*\.?\d+(e-?\d{1,2})?$/i.test(text)) return null;
+		const x = Number(text);
+		return x >= min && x <= max ? x : null;
 	};
 
 /** An http(s) URL without credentials in it. */
@@ -192,6 +209,21 @@ const CODECS: { [K in Field]: Codec<K> } = {
 			if (!/^\d*\.?\d+(e-?\d{1,2})?$/i.test(t)) return null;
 			const x = Number(t);
 			return x > 0 && x <= 1 ? x : null;
+		},
+		write: String
+	},
+	klBeta: {
+		param: 'kl',
+		want: 'a number from 0 to 10',
+		read: decimal(0, 10),
+		write: String
+	},
+	temperature: {
+		param: 'temp',
+		want: 'a number above 0 and at most 4',
+		read: (t) => {
+			const x = decimal(0, 4)(t);
+			return x !== null && x > 0 ? x : null;
 		},
 		write: String
 	},

@@ -35,7 +35,9 @@ function recipeOf(s: ShareSettings): Recipe {
 			...sizedGrpo(base.grpo, s.groups),
 			steps: s.steps,
 			groupSize: s.groupSize,
-			learningRate: s.learningRate
+			learningRate: s.learningRate,
+			klBeta: s.klBeta,
+			temperature: s.temperature
 		}
 	};
 }
@@ -50,6 +52,8 @@ function randomSettings(rng: Rng): ShareSettings {
 	if (maybe()) s.groups = 1 + rng.int(64);
 	if (maybe()) s.groupSize = 2 + rng.int(64);
 	if (maybe()) s.learningRate = pick(rng, [1e-5, 3e-4, 0.001, 2.5e-3, 0.1, 1]);
+	if (maybe()) s.klBeta = pick(rng, [0, 0.01, 0.05, 0.2, 1, 1e-3]);
+	if (maybe()) s.temperature = pick(rng, [0.3, 0.7, 1, 1.2, 2]);
 	if (maybe()) s.seed = rng.int(2 ** 31);
 	if (maybe()) {
 		s.reward = pick(rng, REWARD_SOURCES);
@@ -72,6 +76,9 @@ describe('share links', () => {
 		expect(shareQuery(presetSettings('2048'))).toBe(`v=${SHARE_VERSION}&preset=2048`);
 		const changed = { ...presetSettings('inbox'), learningRate: 0.001, seed: 9 };
 		expect(shareQuery(changed)).toBe(`v=1&preset=inbox&lr=0.001&seed=9`);
+		const kl = { ...presetSettings('letters'), klBeta: 0.05, temperature: 0.7 };
+		expect(shareQuery(kl)).toBe(`v=1&preset=letters&kl=0.05&temp=0.7`);
+		expect(readShareQuery(shareQuery(kl)).settings).toEqual(kl);
 		// a link that only picks a preset, or a model, leaves its sizes to this GPU
 		expect(changesSizes(presetSettings('2048'))).toBe(false);
 		expect(changesSizes(changed)).toBe(true);
@@ -196,7 +203,7 @@ describe('share links', () => {
 
 	it('bad values are dropped one by one, each named, the rest kept', () => {
 		const read = readShareQuery(
-			'v=1&preset=2048&steps=-4&groups=3&size=1&lr=1e9&seed=x&reward=judge&model=javascript%3Aalert(1)&x=1'
+			'v=1&preset=2048&steps=-4&groups=3&size=1&lr=1e9&kl=-1&temp=0&seed=x&reward=judge&model=javascript%3Aalert(1)&x=1'
 		);
 		expect(read.settings).toEqual({ ...presetSettings('2048'), groups: 3 });
 		expect(read.ignored).toEqual([
@@ -205,6 +212,8 @@ describe('share links', () => {
 			'steps "-4" is not an integer from 1 to 100000.',
 			'size "1" is not an integer from 2 to 1024.',
 			'lr "1e9" is not a number above 0 and at most 1.',
+			'kl "-1" is not a number from 0 to 10.',
+			'temp "0" is not a number above 0 and at most 4.',
 			'seed "x" is not an integer from 0 to 2147483647.',
 			'reward "judge" is not one of env, ruler, ruler+env.'
 		]);
@@ -223,6 +232,8 @@ describe('share links', () => {
 			'groups',
 			'size',
 			'lr',
+			'kl',
+			'temp',
 			'seed',
 			'reward',
 			'result'
