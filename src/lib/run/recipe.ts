@@ -128,6 +128,24 @@ const isCount = (n: unknown, min = 1) => Number.isSafeInteger(n) && (n as number
 const isPositive = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n > 0;
 const isNonNegative = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
+/** The settings a run takes between two steps while it is paused (run-loop.ts RunOptions.live). */
+export type LiveSettings = Partial<
+	Pick<GrpoPhaseConfig, 'learningRate' | 'klBeta' | 'temperature'>
+>;
+
+/** Throws RunError('invalid-recipe') naming the first live setting out of range. */
+export function checkLiveSettings(s: LiveSettings): LiveSettings {
+	const range = (field: keyof LiveSettings, ok: (x: number) => boolean, want: string) => {
+		const x = s[field];
+		if (x !== undefined && !(typeof x === 'number' && Number.isFinite(x) && ok(x)))
+			throw new RunError('invalid-recipe', `${field} must be ${want}, not ${JSON.stringify(x)}.`);
+	};
+	range('learningRate', (x) => x > 0 && x <= 1, 'a number above 0 and at most 1');
+	range('klBeta', (x) => x >= 0 && x <= 10, 'a number from 0 to 10');
+	range('temperature', (x) => x > 0 && x <= 4, 'a number above 0 and at most 4');
+	return s;
+}
+
 /** Throws RunError('invalid-recipe') naming the first field out of range. */
 export function validateRecipe(r: Recipe): Recipe {
 	const bad = (field: string, value: unknown, want: string): never => {

@@ -23,7 +23,13 @@ import { evaluateOnce } from './evaluate';
 import { playRound, recipeJudge } from './round';
 import type { PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
-import { sftSteps, validateRecipe, type Recipe } from './recipe';
+import {
+	checkLiveSettings,
+	sftSteps,
+	validateRecipe,
+	type LiveSettings,
+	type Recipe
+} from './recipe';
 import { EVAL_GAMES, GROUPS_PLAYED, nextGroups, sizingReason, stepSeconds } from './sizing';
 
 export interface RunOptions {
@@ -42,6 +48,12 @@ export interface RunOptions {
 	pause?: (phase: PausePhase, step: number) => Promise<void> | undefined;
 	/** After each update, a 'shift' event: how it moved the best and worst game's tokens. */
 	policyShift?: boolean;
+	/**
+	 * Settings changed while the run was paused (the learning rate, KL β, temperature): read
+	 * before each round of games and each update, they replace the recipe's from then on.
+	 * Each step's history line records the values it trained with.
+	 */
+	live?: () => LiveSettings | undefined;
 }
 
 /** Retries of one GRPO step with new scenarios, at most (the round number's spacing). */
@@ -202,6 +214,10 @@ export async function runRecipe(
 		// games per step: the recipe's, or (auto) set by the last trained step's time; a resumed
 		// run reads that step from its history, so it sizes exactly as it would have gone on
 		const auto = recipe.grpo.autoSize;
+		let groupsNow = recipe.grpo.groups;
+		/** The GRPO settings now: the recipe's, with any changed while paused. */
+		const grpoNow = () => ({ ...recipe.grpo, ...checkLiveSettings(options.live?.() ?? {}) });
+		/** What the next round plays: the settings now, at the groups sized last. */
 		let played: Recipe = recipe;
 		const playGroups = (
 			at: number,
@@ -209,7 +225,7 @@ export async function runRecipe(
 			before: { groups: number; seconds: number } | null
 		) => {
 			if (!auto) return;
-			played = { ...recipe, grpo: { ...recipe.grpo, groups } };
+			groupsNow = groups;
 			const { groupSize } = recipe.grpo;
 			const reason = sizingReason(before, groups, groupSize, auto);
 			emit({ type: 'sized', step: at, groups, groupSize, reason });
@@ -228,6 +244,7 @@ export async function runRecipe(
 			if (evalDue(grpoStep)) await evaluate();
 			if (grpoStep >= recipe.grpo.steps) break;
 			checkStop();
+			played = { ...recipe, grpo: { ...grpoNow(), groups: groupsNow } };
 			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
 			const rolloutStart = performance.now();
 			const { groups, judged, judgeFailure } = await playRound(
@@ -267,20 +284,24 @@ export async function runRecipe(
 			}
 			await pause('update', step);
 			emit({ type: 'phase', phase: 'train', step });
-			const g = recipe.grpo;
+			const g = grpoNow();
 			const report = await model.train(
 				groups,
 				{
 					loss: g.loss,
 					learningRate: g.learningRate,
 					klBeta: g.klBeta,
-					temperature: g.temperature,
+					// the games' own (a temperature changed at the update's pause plays next round)
+					temperature: played.grpo.temperature,
 					tokenBudget: g.tokenBudget,
 					onMicroBatch: (done, total) =>
 						emit({ type: 'progress', phase: 'train', step, done, total })
 				},
 				{
 					'train/rollout_ms': rolloutMs,
+					// what this step trained with (changed while paused, or the recipe's)
+					'train/kl_beta': g.klBeta,
+					'train/temperature': played.grpo.temperature,
 					...(auto ? { [GROUPS_PLAYED]: played.grpo.groups } : {}),
 					...judged
 				},

@@ -59,10 +59,24 @@ export class TrainSession {
 	/** A paused step-through run goes on to its next pause (or, `keepStepping` false, to its end). */
 	async continueRun(keepStepping = true): Promise<void> {
 		const backend = this.#backend();
-		if (!backend || !this.view.paused) return;
+		const paused = this.view.paused;
+		if (!backend || !paused) return;
 		this.view.paused = null;
+		// the learning rate, KL β and temperature as the form holds them now: the run takes
+		// them from here on (a value out of range is refused and the run stays paused)
+		const f = this.form;
+		const result = await backend.continueRun(keepStepping, {
+			learningRate: Number(f.learningRate),
+			klBeta: Number(f.klBeta),
+			temperature: Number(f.temperature)
+		});
+		if (!result.ok) {
+			this.error = result.error;
+			this.view.paused = paused;
+			return;
+		}
+		this.error = null;
 		if (!keepStepping) this.form.stepThrough = false;
-		await backend.continueRun(keepStepping);
 	}
 
 	async stop(): Promise<void> {

@@ -82,7 +82,7 @@ export function spawnBackend(): BackendHandle {
 		startRun: (name, recipe, onEvent, options) =>
 			guard(api.startRun(name, recipe, proxy(onEvent), options)),
 		stopRun: () => guard(api.stopRun()),
-		continueRun: (keepStepping) => guard(api.continueRun(keepStepping)),
+		continueRun: (keepStepping, settings) => guard(api.continueRun(keepStepping, settings)),
 		listRuns: () => guard(api.listRuns()),
 		runHistory: (name) => guard(api.runHistory(name)),
 		deleteRun: (name) => guard(api.deleteRun(name)),

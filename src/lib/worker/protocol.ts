@@ -11,7 +11,7 @@ import type { AgentErrorKind } from '../agent/errors';
 import type { RulerErrorKind } from '../agent/ruler/errors';
 import type { GrpoErrorKind } from '../grpo/errors';
 import type { RunMeta } from '../grpo/store/run-store';
-import type { Recipe, RunErrorKind, RunEvent, RunSummary } from '../run';
+import type { LiveSettings, Recipe, RunErrorKind, RunEvent, RunSummary } from '../run';
 import type { GpuErrorKind } from '../gpu/errors';
 import type { ModelErrorKind } from '../model/errors';
 import type { StartRunOptions } from './run-host';
@@ -248,8 +248,11 @@ export interface RunApi {
 	): Promise<Result<RunSummary>>;
 	/** Asks the running run to stop (within one rollout turn); false when none runs. */
 	stopRun(): Promise<Result<boolean>>;
-	/** A paused step-through run goes on (to its next pause, or with false to the end). */
-	continueRun(keepStepping?: boolean): Promise<Result<boolean>>;
+	/**
+	 * A paused step-through run goes on (to its next pause, or with false to the end), with
+	 * `settings` changed from then on (RunHost.continueRun).
+	 */
+	continueRun(keepStepping?: boolean, settings?: LiveSettings): Promise<Result<boolean>>;
 	/** Saved runs, newest first. */
 	listRuns(): Promise<Result<SavedRun[]>>;
 	runHistory(name: string): Promise<Result<HistoryEntry[]>>;

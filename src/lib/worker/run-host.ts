@@ -19,10 +19,12 @@ import {
 import type { RunMeta, RunStore } from '../grpo/store/run-store';
 import { throttledProgress, type LoadProgress } from '../util/throttle-progress';
 import {
+	checkLiveSettings,
 	RunError,
 	rootBundled,
 	runRecipe,
 	validateRecipe,
+	type LiveSettings,
 	type Recipe,
 	type RunEvent,
 	type RunSummary
@@ -106,9 +108,10 @@ export interface RunHost {
 	stopRun(): Promise<boolean>;
 	/**
 	 * A step-through run paused between phases goes on to the next pause; with
-	 * `keepStepping` false it runs on without pausing again. False when no run is paused.
+	 * `keepStepping` false it runs on without pausing again. `settings` (checked) replace the
+	 * recipe's learning rate, KL β or temperature from then on. False when no run is paused.
 	 */
-	continueRun(keepStepping?: boolean): Promise<boolean>;
+	continueRun(keepStepping?: boolean, settings?: LiveSettings): Promise<boolean>;
 	/**
 	 * The backend's report of a model's load (BackendHost.onLoadProgress): sent as 'load'
 	 * events of the run going under that name, thinned (util/throttle-progress.ts).
@@ -177,6 +180,8 @@ export function createRunHost(env: RunHostEnv): RunHost {
 	/** Step-through: whether the active run pauses, and the release of its pause, if paused. */
 	let stepping = false;
 	let release: (() => void) | null = null;
+	/** Settings changed at the active run's pauses (run-loop.ts RunOptions.live). */
+	let live: LiveSettings = {};
 	const pause = () => {
 		if (!stepping) return undefined;
 		return new Promise<void>((resolve) => (release = resolve));
@@ -273,6 +278,7 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						onEvent: emit,
 						judgeApiKey,
 						pause,
+						live: () => live,
 						policyShift: true
 					})
 				);
@@ -293,6 +299,7 @@ export function createRunHost(env: RunHostEnv): RunHost {
 				active = null;
 				stepping = false;
 				release = null;
+				live = {};
 			}
 		},
 
@@ -306,8 +313,9 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			if (active?.name === name) active.load?.(progress);
 		},
 
-		async continueRun(keepStepping = true) {
+		async continueRun(keepStepping = true, settings) {
 			if (!release) return false;
+			if (settings) live = { ...live, ...checkLiveSettings(settings) };
 			stepping = keepStepping;
 			const go = release;
 			release = null;

@@ -95,7 +95,7 @@ const api: WorkerApi = {
 	startRun: (name, recipe, onEvent, options) =>
 		settle(() => runs.startRun(name, recipe, onEvent, options)),
 	stopRun: () => settle(() => runs.stopRun()),
-	continueRun: (keepStepping) => settle(() => runs.continueRun(keepStepping)),
+	continueRun: (keepStepping, settings) => settle(() => runs.continueRun(keepStepping, settings)),
 	listRuns: () => settle(() => runs.listRuns()),
 	runHistory: (name) => settle(() => runs.runHistory(name)),
 	deleteRun: (name) => settle(() => runs.deleteRun(name)),

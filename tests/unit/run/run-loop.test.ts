@@ -20,6 +20,7 @@ import {
 	preset,
 	runRecipe,
 	stepSeconds,
+	type LiveSettings,
 	type Recipe,
 	type RunEvent
 } from '../../../src/lib/run';
@@ -313,6 +314,39 @@ describe('runRecipe', () => {
 		const lines = (await again.history()).filter((h) => 'val/reward' in h);
 		expect(lines.map((h) => h['val/games'])).toEqual([evals[0].games, undefined, undefined]);
 	}, 600_000);
+
+	it('settings changed at a pause take effect from then on, each step recording what it trained with', async () => {
+		const r = recipe({
+			maxNoSignal: 16,
+			grpo: { steps: 2, groupSize: 4, maxTokens: 8, learningRate: 1e-2, klBeta: 0, temperature: 1 }
+		});
+		const model = await register('letters-live', r);
+		let live: LiveSettings | undefined;
+		const summary = await runRecipe(model, r, {
+			// at the update's pause of step 0, the visitor types new values
+			pause: (phase, step) => {
+				if (phase === 'update' && step === 0)
+					live = { learningRate: 5e-3, klBeta: 0.05, temperature: 1.2 };
+				return undefined;
+			},
+			live: () => live
+		});
+		expect(summary.status).toBe('done');
+		const trained = (await model.history()).filter((h) => h['train/skipped'] !== 1);
+		const rows = trained
+			.filter((h) => typeof h['train/lr'] === 'number')
+			.map((h) => [h.step, h['train/lr'], h['train/kl_beta'], h['train/temperature']]);
+		// step 1 (trained at step 0's pause): the new lr and KL; its games were played at T 1
+		// before the change; step 2 plays and trains at the new temperature
+		expect(rows).toEqual([
+			[1, 5e-3, 0.05, 1],
+			[2, 5e-3, 0.05, 1.2]
+		]);
+		// a value out of range is refused by name
+		await expect(
+			runRecipe(await register('letters-live-bad', r), r, { live: () => ({ klBeta: -1 }) })
+		).rejects.toThrow(/klBeta must be a number from 0 to 10/);
+	}, 240_000);
 
 	it('tic-tac-toe on a random model: no reward spread ends stuck after maxNoSignal rounds', async () => {
 		const r = recipe({

@@ -364,16 +364,28 @@ describe('createRunHost', () => {
 			events.findLastIndex((e) => e.type === 'paused' && e.phase === 'update')
 		);
 		expect(trained).toBeLessThan(at((e) => e.type === 'paused' && e.phase === 'updated'));
-		expect(await h.continueRun(false)).toBe(true);
+		// a learning rate typed while paused goes with the run from here on
+		expect(await h.continueRun(false, { learningRate: 5e-3 })).toBe(true);
 		const summary = await going;
 		expect(summary).toMatchObject({ status: 'done', step: 2 });
 		expect(pauses()).toEqual(order); // no pause after stepping was turned off
+		const lrs = (await h.runHistory('steps')).flatMap((l) =>
+			typeof l['train/lr'] === 'number' ? [[l.step, l['train/lr']]] : []
+		);
+		expect(lrs.at(-1)).toEqual([2, 5e-3]);
+		expect(lrs.find(([step]) => step === 1)?.[1]).toBe(letters(2).grpo.learningRate);
 
 		events.length = 0;
 		const stopping = h.startRun('steps-stop', letters(1), (e) => events.push(e), {
 			stepThrough: true
 		});
 		await until(() => pauses().length === 1);
+		// a value out of range is refused by name, and the run stays paused
+		await expect(h.continueRun(true, { temperature: 0 })).rejects.toThrow(
+			/temperature must be a number above 0/
+		);
+		await new Promise((r) => setTimeout(r, 300));
+		expect(pauses()).toHaveLength(1);
 		const t0 = performance.now();
 		expect(await h.stopRun()).toBe(true);
 		expect(await stopping).toMatchObject({ status: 'stopped', step: 0 });
