@@ -207,8 +207,9 @@ const SOFTWARE_GPU = {
 			temperatures: [0]
 		},
 		envOptions: {
-			winningValue: 16,
-			historyTurns: 0
+			winningValue: 32,
+			historyTurns: 0,
+			maxTurns: 20
 		}
 	},
 	inbox: {

@@ -123,6 +123,8 @@ export interface RecipeDefaults {
 		lora?: { rank: number; alpha: number };
 		envOptions?: EnvOptions;
 		eval?: { every: number; games: number };
+		/** What the settings change there, in words for the page (absent: only sizes). */
+		scaled?: string;
 		learnsVisibly?: string;
 	};
 }

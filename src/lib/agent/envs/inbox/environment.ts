@@ -68,7 +68,8 @@ export const inboxEnvironment: Environment<'inbox'> = {
 			lora: { rank: 8, alpha: 16 },
 			// two-email questions: the warm start answers about half of them there (a spread);
 			// one-email ones it answers all alike
-			envOptions: { maxTurns: 4, changes: 1 }
+			envOptions: { maxTurns: 4, changes: 1 },
+			scaled: 'every question needs two emails, answered in at most 4 turns'
 		}
 	}
 };
