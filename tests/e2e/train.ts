@@ -162,8 +162,11 @@ async function watchSteps(page: Page): Promise<void> {
 async function savedRuns(page: Page): Promise<{ run: string; step: string; reward: string }[]> {
 	return page.$$eval(`${testid('saved-runs')} tbody tr`, (trs) =>
 		trs.map((tr) => {
-			const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '');
-			return { run: tr.getAttribute('data-run') ?? '', step: cells[2], reward: cells[3] };
+			// (no named functions inside: tsx would wrap them in a helper the page does not have)
+			const [step, reward] = ['step', 'last reward'].map(
+				(label) => tr.querySelector(`td[data-label="${label}"]`)?.textContent?.trim() ?? ''
+			);
+			return { run: tr.getAttribute('data-run') ?? '', step, reward };
 		})
 	);
 }
