@@ -86,12 +86,13 @@ describe('cli play', () => {
 		const random = await runPlay(
 			parsePlayArgs(['--env', 'inbox', '--policy', 'random', '--games', '100'])
 		);
-		expect(expert).toMatchObject({
-			env: 'inbox',
-			accuracy: 1,
-			illegal_rate: 0,
-			mean_tool_calls: 3
-		});
+		// the preset's two-email questions: a second search and read where an email is changed
+		expect(expert).toMatchObject({ env: 'inbox', accuracy: 1, illegal_rate: 0 });
+		expect(expert.mean_tool_calls).toBeGreaterThan(3);
+		const oneEmail = await runPlay(
+			parsePlayArgs(['--env', 'inbox', '--policy', 'expert', '--games', '100', '--changes', '0'])
+		);
+		expect(oneEmail).toMatchObject({ accuracy: 1, mean_tool_calls: 3 });
 		expect(expert.win_rate).toBeUndefined();
 		expect(random.accuracy).toBeLessThan(0.05);
 		expect(random.mean_reward).toBeLessThan(0);
