@@ -133,6 +133,33 @@ export type LiveSettings = Partial<
 	Pick<GrpoPhaseConfig, 'learningRate' | 'klBeta' | 'temperature'>
 >;
 
+/**
+ * The live settings a run's last trained step recorded (train/lr, train/kl_beta,
+ * train/temperature; absent in steps made before they were recorded): what a Resume goes on
+ * with when they were changed while paused. Values out of range are left out.
+ */
+export function recordedSettings(history: readonly Record<string, unknown>[]): LiveSettings {
+	const last = history.findLast((h) => typeof h['train/kl_beta'] === 'number');
+	if (!last) return {};
+	const out: LiveSettings = {};
+	const keys = [
+		['learningRate', 'train/lr'],
+		['klBeta', 'train/kl_beta'],
+		['temperature', 'train/temperature']
+	] as const;
+	for (const [field, key] of keys) {
+		const value = last[key];
+		if (typeof value !== 'number') continue;
+		try {
+			checkLiveSettings({ [field]: value });
+			out[field] = value;
+		} catch {
+			// a damaged line: the recipe's own value stays
+		}
+	}
+	return out;
+}
+
 /** Throws RunError('invalid-recipe') naming the first live setting out of range. */
 export function checkLiveSettings(s: LiveSettings): LiveSettings {
 	const range = (field: keyof LiveSettings, ok: (x: number) => boolean, want: string) => {

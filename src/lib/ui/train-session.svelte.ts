@@ -3,7 +3,7 @@
  * resume, step through, stop) and ties together the form (`form`), the run shown (`view`),
  * the share link (`link`), the saved runs (`runs`) and the one error the panel shows.
  */
-import type { Recipe } from '../run';
+import { recordedSettings, type Recipe } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
@@ -49,11 +49,14 @@ export class TrainSession {
 		return this.#start(this.form.run.trim(), this.form.recipe());
 	}
 
-	/** Resumes a saved run with the recipe it was started with. */
+	/**
+	 * Resumes a saved run with the recipe it was started with, and the learning rate, KL β
+	 * and temperature its last step trained with (changed while paused: recordedSettings).
+	 */
 	resume(run: SavedRun): Promise<void> {
 		// (a plain copy: the listing is reactive state, and a proxy cannot cross to the worker)
 		const recipe = ($state.snapshot(run.recipe) as Recipe | undefined) ?? this.form.recipe();
-		return this.#start(run.name, recipe);
+		return this.#start(run.name, recipe, true);
 	}
 
 	/** A paused step-through run goes on to its next pause (or, `keepStepping` false, to its end). */
@@ -123,7 +126,7 @@ export class TrainSession {
 		this.error = null;
 	}
 
-	async #start(name: string, recipe: Recipe): Promise<void> {
+	async #start(name: string, input: Recipe, recorded = false): Promise<void> {
 		const backend = this.#backend();
 		if (!backend || this.busy) return;
 		this.error = null;
@@ -132,7 +135,11 @@ export class TrainSession {
 		this.view.runPhase = 'loading';
 		try {
 			const history = await backend.runHistory(name);
-			this.#show(name, history.ok ? history.value : []);
+			const lines = history.ok ? history.value : [];
+			const recipe = recorded
+				? { ...input, grpo: { ...input.grpo, ...recordedSettings(lines) } }
+				: input;
+			this.#show(name, lines);
 			this.link.showing(recipeSettings(recipe));
 			this.view.begin(recipe);
 			// the key goes beside the recipe (never in it), and only to a run RULER judges

@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+	checkLiveSettings,
+	recordedSettings,
 	DEFAULT_SFT,
 	forSoftwareGpu,
 	preset,
@@ -212,5 +214,39 @@ describe('forSoftwareGpu', () => {
 		const tiny = { ...r, grpo: { ...r.grpo, groups: 1, groupSize: 2, steps: 3 } };
 		const t = forSoftwareGpu(tiny);
 		expect([t.grpo.groups, t.grpo.groupSize, t.grpo.steps]).toEqual([1, 2, 3]);
+	});
+});
+
+describe('live settings', () => {
+	it('checks each setting it is given, naming the one out of range', () => {
+		expect(checkLiveSettings({ learningRate: 1e-3, klBeta: 0, temperature: 0.7 })).toEqual({
+			learningRate: 1e-3,
+			klBeta: 0,
+			temperature: 0.7
+		});
+		expect(checkLiveSettings({})).toEqual({});
+		expect(() => checkLiveSettings({ learningRate: 0 })).toThrow(/learningRate must be/);
+		expect(() => checkLiveSettings({ klBeta: 11 })).toThrow(/klBeta must be a number from 0 to 10/);
+		expect(() => checkLiveSettings({ temperature: Number.NaN })).toThrow(/temperature must be/);
+	});
+
+	it("a resume takes the last trained step's recorded settings, skipping damaged values", () => {
+		const line = (step: number, m: Record<string, number>) => ({ step, ...m });
+		expect(recordedSettings([])).toEqual({});
+		// steps made before the settings were recorded: nothing
+		expect(recordedSettings([line(1, { 'train/lr': 1e-3, 'train/reward': 0.5 })])).toEqual({});
+		const history = [
+			line(1, { 'train/lr': 2e-4, 'train/kl_beta': 0, 'train/temperature': 1 }),
+			line(2, { 'train/lr': 5e-4, 'train/kl_beta': 0.05, 'train/temperature': 0.8 }),
+			line(2, { 'val/reward': 0.4 }) // an evaluation line after it
+		];
+		expect(recordedSettings(history)).toEqual({
+			learningRate: 5e-4,
+			klBeta: 0.05,
+			temperature: 0.8
+		});
+		expect(
+			recordedSettings([line(3, { 'train/lr': -1, 'train/kl_beta': 0.1, 'train/temperature': 9 })])
+		).toEqual({ klBeta: 0.1 });
 	});
 });
