@@ -134,6 +134,20 @@ export type LiveSettings = Partial<
 >;
 
 /**
+ * The range of each live setting, and the words that say it: one definition for the run
+ * (checkLiveSettings), a resumed run's recorded values and the page's share links.
+ */
+export const LIVE_RANGES: Record<keyof LiveSettings, { ok: (x: number) => boolean; want: string }> =
+	{
+		learningRate: { ok: (x) => x > 0 && x <= 1, want: 'a number above 0 and at most 1' },
+		klBeta: { ok: (x) => x >= 0 && x <= 10, want: 'a number from 0 to 10' },
+		temperature: { ok: (x) => x > 0 && x <= 4, want: 'a number above 0 and at most 4' }
+	};
+
+const inRange = (field: keyof LiveSettings, x: unknown): x is number =>
+	typeof x === 'number' && Number.isFinite(x) && LIVE_RANGES[field].ok(x);
+
+/**
  * The live settings a run's last trained step recorded (train/lr, train/kl_beta,
  * train/temperature; absent in steps made before they were recorded): what a Resume goes on
  * with when they were changed while paused. Values out of range are left out.
@@ -149,27 +163,21 @@ export function recordedSettings(history: readonly Record<string, unknown>[]): L
 	] as const;
 	for (const [field, key] of keys) {
 		const value = last[key];
-		if (typeof value !== 'number') continue;
-		try {
-			checkLiveSettings({ [field]: value });
-			out[field] = value;
-		} catch {
-			// a damaged line: the recipe's own value stays
-		}
+		if (inRange(field, value)) out[field] = value; // a damaged value: the recipe's stays
 	}
 	return out;
 }
 
 /** Throws RunError('invalid-recipe') naming the first live setting out of range. */
 export function checkLiveSettings(s: LiveSettings): LiveSettings {
-	const range = (field: keyof LiveSettings, ok: (x: number) => boolean, want: string) => {
+	for (const field of Object.keys(LIVE_RANGES) as (keyof LiveSettings)[]) {
 		const x = s[field];
-		if (x !== undefined && !(typeof x === 'number' && Number.isFinite(x) && ok(x)))
-			throw new RunError('invalid-recipe', `${field} must be ${want}, not ${JSON.stringify(x)}.`);
-	};
-	range('learningRate', (x) => x > 0 && x <= 1, 'a number above 0 and at most 1');
-	range('klBeta', (x) => x >= 0 && x <= 10, 'a number from 0 to 10');
-	range('temperature', (x) => x > 0 && x <= 4, 'a number above 0 and at most 4');
+		if (x !== undefined && !inRange(field, x))
+			throw new RunError(
+				'invalid-recipe',
+				`${field} must be ${LIVE_RANGES[field].want}, not ${JSON.stringify(x)}.`
+			);
+	}
 	return s;
 }
 

@@ -8,10 +8,12 @@
  */
 import {
 	DEFAULT_PRESET,
+	LIVE_RANGES,
 	PRESET_NAMES,
 	preset,
 	presetOn,
 	REWARD_SOURCES,
+	type LiveSettings,
 	type PresetName,
 	type Recipe,
 	type RewardSource
@@ -144,14 +146,20 @@ const integer =
 		return n >= min && n <= max ? n : null;
 	};
 
-/** A plain decimal number (an exponent allowed) from min to max. */
-const decimal =
-	(min: number, max: number) =>
-	(text: string): number | null => {
-		if (!/^\d*\.?\d+(e-?\d{1,2})?$/i.test(text)) return null;
-		const x = Number(text);
-		return x >= min && x <= max ? x : null;
+/** A setting the run may also change while paused: a plain decimal in its LIVE_RANGES. */
+function liveCodec<K extends keyof LiveSettings & Field>(param: string, field: K): Codec<K> {
+	const range = LIVE_RANGES[field];
+	return {
+		param,
+		want: range.want,
+		read: (t) => {
+			if (!/^\d*\.?\d+(e-?\d{1,2})?$/i.test(t)) return null;
+			const x = Number(t);
+			return range.ok(x) ? (x as ShareSettings[K]) : null;
+		},
+		write: String
 	};
+}
 
 /** An http(s) URL without credentials in it. */
 function webUrl(text: string): string | null {
@@ -202,31 +210,9 @@ const CODECS: { [K in Field]: Codec<K> } = {
 		read: integer(2, 1024),
 		write: String
 	},
-	learningRate: {
-		param: 'lr',
-		want: 'a number above 0 and at most 1',
-		read: (t) => {
-			if (!/^\d*\.?\d+(e-?\d{1,2})?$/i.test(t)) return null;
-			const x = Number(t);
-			return x > 0 && x <= 1 ? x : null;
-		},
-		write: String
-	},
-	klBeta: {
-		param: 'kl',
-		want: 'a number from 0 to 10',
-		read: decimal(0, 10),
-		write: String
-	},
-	temperature: {
-		param: 'temp',
-		want: 'a number above 0 and at most 4',
-		read: (t) => {
-			const x = decimal(0, 4)(t);
-			return x !== null && x > 0 ? x : null;
-		},
-		write: String
-	},
+	learningRate: liveCodec('lr', 'learningRate'),
+	klBeta: liveCodec('kl', 'klBeta'),
+	temperature: liveCodec('temp', 'temperature'),
 	seed: {
 		param: 'seed',
 		want: 'an integer from 0 to 2147483647',
