@@ -70,18 +70,24 @@ export const CHARTS: readonly ChartSpec[] = [
 
 export type ChartData = Record<ChartSpec['key'], Column[]>;
 
-const num = (h: Record<string, unknown> | undefined, key: string): number | null => {
+/** A finite number at `key`, else null. */
+export const num = (h: Record<string, unknown> | undefined, key: string): number | null => {
 	const v = h?.[key];
 	return typeof v === 'number' && Number.isFinite(v) ? v : null;
 };
 const ratio = (a: number | null, b: number | null) => (a !== null && b ? a / b : null);
 const seconds = (ms: number | null) => (ms === null ? null : ms / 1000);
 
-/** The charts' columns from history lines (any order; one x per step that has a value). */
-export function chartData(history: readonly HistoryEntry[]): ChartData {
-	// one merged record per step: later lines win, metric by metric
+/** One merged record per step of history lines (later lines win, metric by metric). */
+export function byStep(history: readonly HistoryEntry[]): Map<number, Record<string, unknown>> {
 	const bySteps = new Map<number, Record<string, unknown>>();
 	for (const h of history) bySteps.set(h.step, { ...bySteps.get(h.step), ...h });
+	return bySteps;
+}
+
+/** The charts' columns from history lines (any order; one x per step that has a value). */
+export function chartData(history: readonly HistoryEntry[]): ChartData {
+	const bySteps = byStep(history);
 	const steps = [...bySteps.keys()].sort((a, b) => a - b);
 	const at = (s: number) => bySteps.get(s);
 

@@ -5,6 +5,7 @@
  */
 import type { HistoryEntry } from '../agent/backend/types';
 import type { Recipe } from '../run';
+import { byStep, num } from './chart-series';
 
 export interface ComparedRun {
 	name: string;
@@ -79,9 +80,9 @@ export function overlayColumns(
 ): (number | null)[][] {
 	const perRun = runs.map((run) => {
 		const at = new Map<number, number>();
-		for (const h of run.history) {
-			const v = h[metric];
-			if (typeof v === 'number' && Number.isFinite(v)) at.set(h.step, v); // the last line wins
+		for (const [step, h] of byStep(run.history)) {
+			const v = num(h, metric);
+			if (v !== null) at.set(step, v);
 		}
 		return at;
 	});
