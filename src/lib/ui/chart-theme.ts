@@ -1,8 +1,18 @@
 /**
- * @file What the page's uPlot charts share: the theme's colours read from CSS (a canvas
- * cannot read CSS variables), the series' colour cycle, and the axes (whole steps on x).
+ * @file What the page's uPlot charts share: uPlot loaded on first use (it needs the DOM; the
+ * page is prerendered), the theme's colours read from CSS (a canvas cannot read CSS
+ * variables), the series' colour cycle, and the axes (whole steps on x).
  */
 import type uPlot from 'uplot';
+
+/** uPlot's class, with its stylesheet loaded. */
+export async function loadUPlot(): Promise<typeof uPlot> {
+	const [{ default: UPlot }] = await Promise.all([
+		import('uplot'),
+		import('uplot/dist/uPlot.min.css')
+	]);
+	return UPlot;
+}
 
 export interface Palette {
 	accent: string;
