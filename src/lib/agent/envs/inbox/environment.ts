@@ -59,8 +59,8 @@ export const inboxEnvironment: Environment<'inbox'> = {
 		envOptions: { maxTurns: 6, changes: 1 },
 		maxContext: 2048,
 		// The warm start's first stage: whole episodes of ~3 tool calls on one-email questions
-		// (`--changes 0`; 0.995 greedy, BENCHMARKS.md "Session 12"); its second, continued on
-		// two-email ones, is in its manifest (`--from`, "Session 19")
+		// (`--changes 0`; 0.995 greedy); its second, continued on two-email ones, is in its
+		// manifest (`--from`); both measured in BENCHMARKS.md
 		warmStartSft: { games: 65536, batchSize: 32 },
 		pretrained: { maxTokens: 256, maxContext: 2048 },
 		softwareGpu: {
