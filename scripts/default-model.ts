@@ -4,7 +4,9 @@
  * their environment's text, generated, not downloaded. Their warm starts name their tensors'
  * hash, so each must come out bit-identical everywhere (warm-start-files.test.ts checks).
  */
-import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { exists } from './exists';
 import * as game2048 from '../src/lib/agent/envs/game2048';
 import * as inbox from '../src/lib/agent/envs/inbox';
@@ -40,18 +42,34 @@ export const BUNDLED_MODELS: Record<string, BundledModel> = {
 	}
 };
 
-/** Writes the bundled model `name` into `dir` unless it is there already. */
+/**
+ * Writes the bundled model `name` into `dir` unless it is there already. Written into a
+ * sibling folder and renamed into place, so processes started side by side (the device
+ * scripts' jobs) never read a half-written file: the first rename wins, the others find it.
+ */
 export async function writeBundledModel(name: string, dir: string): Promise<void> {
-	if (await exists(join(dir, 'model.safetensors'))) return;
+	const weights = join(dir, 'model.safetensors');
+	if (await exists(weights)) return;
 	const model = BUNDLED_MODELS[name];
 	if (!model)
 		throw new Error(`no bundled model '${name}' (${Object.keys(BUNDLED_MODELS).join(', ')})`);
-	const { parameters, vocab } = await writeTicTacToeModel(
-		dir,
-		{ ...MODEL_SIZES.small, merges: model.merges, splitTokens: model.splitTokens },
-		await model.corpus()
-	);
-	console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);
+	const staging = join(dirname(dir), `.${basename(dir)}.${randomUUID()}.partial`);
+	await rm(staging, { recursive: true, force: true });
+	try {
+		const { parameters, vocab } = await writeTicTacToeModel(
+			staging,
+			{ ...MODEL_SIZES.small, merges: model.merges, splitTokens: model.splitTokens },
+			await model.corpus()
+		);
+		await rename(staging, dir).catch(async (error: NodeJS.ErrnoException) => {
+			// another process's rename came first (the folder is there and not empty)
+			if (!['ENOTEMPTY', 'EEXIST'].includes(error.code ?? '') || !(await exists(weights)))
+				throw error;
+		});
+		console.error(`wrote ${dir}: ${parameters} parameters, vocab ${vocab}`);
+	} finally {
+		await rm(staging, { recursive: true, force: true });
+	}
 }
 
 /** Writes the tic-tac-toe model (tabrl-tiny) into `dir` unless it is there already. */
