@@ -113,7 +113,9 @@ export function trainRecipe(
 		eval: {
 			...base.eval,
 			every: args.evalEvery ?? base.eval.every,
-			games: args.evalGames ?? base.eval.games
+			games: args.evalGames ?? base.eval.games,
+			// games asked for are played, every evaluation, on any device
+			...(args.evalGames === undefined ? {} : { sized: false })
 		},
 		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal,
 		...(args.changes === undefined

@@ -64,6 +64,12 @@ export interface EvalConfig {
 	every: number;
 	/** Games per evaluation, from fixed seeds (the same games every time). */
 	games: number;
+	/**
+	 * Whether the first evaluation plays only as many of `games` as the device plays in
+	 * EVAL_SECONDS (sizing.ts), the later ones as many. Absent: as the games per step are
+	 * (`grpo.autoSize`). False: every one plays all `games`, as asked (`cli train --eval-games`).
+	 */
+	sized?: boolean;
 	/** Temperatures to evaluate at: 0 is greedy (the headline, `val/reward`). */
 	temperatures: number[];
 }
@@ -244,6 +250,8 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!Number.isSafeInteger(r.seed)) bad('seed', r.seed, 'an integer');
 	if (!isCount(r.eval.every, 0)) bad('eval.every', r.eval.every, 'an integer >= 0');
 	if (!isCount(r.eval.games)) bad('eval.games', r.eval.games, 'an integer >= 1');
+	if (r.eval.sized !== undefined && typeof r.eval.sized !== 'boolean')
+		bad('eval.sized', r.eval.sized, 'true or false');
 	if (!r.eval.temperatures.every(isNonNegative))
 		bad('eval.temperatures', r.eval.temperatures, 'numbers >= 0');
 	// (the run loop numbers a step's retries within 16 rounds: run-loop.ts ROUNDS_PER_STEP)

@@ -122,8 +122,8 @@ export async function runRecipe(
 	const evaluate = async (): Promise<void> => {
 		const step = await model.getStep();
 		const history = await model.history();
-		// auto: the run's first evaluation finds its size (null), the later ones play as many
-		const auto = !!recipe.grpo.autoSize;
+		// sized: the run's first evaluation finds its size (null), the later ones play as many
+		const auto = recipe.eval.sized ?? !!recipe.grpo.autoSize;
 		const sized = history.find((h) => typeof h[EVAL_GAMES] === 'number')?.[EVAL_GAMES];
 		let games = auto ? ((sized as number | undefined) ?? null) : recipe.eval.games;
 		for (const temperature of recipe.eval.temperatures) {

@@ -102,7 +102,7 @@ describe('cli train: the recipe from flags', () => {
 			},
 			lora: { rank: 4, alpha: 8 },
 			seed: -4,
-			eval: { ...p.eval, every: 0, games: 2 },
+			eval: { ...p.eval, every: 0, games: 2, sized: false },
 			maxNoSignal: 1
 		});
 		expect(recipe(['--alpha', '3']).lora).toEqual({ rank: 64, alpha: 3 });

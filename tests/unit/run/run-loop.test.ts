@@ -315,6 +315,26 @@ describe('runRecipe', () => {
 		expect(lines.map((h) => h['val/games'])).toEqual([evals[0].games, undefined, undefined]);
 	}, 600_000);
 
+	it('an auto-sized run with its evaluation size given (eval.sized false) plays all of it every time', async () => {
+		const r = recipe({
+			maxNoSignal: 16,
+			grpo: { steps: 1, groupSize: 2, maxTokens: 4, autoSize: { minGroups: 1, maxGroups: 2 } },
+			eval: { every: 1, games: 20, temperatures: [0], sized: false }
+		});
+		const events: RunEvent[] = [];
+		const model = await register('auto-eval-given', r);
+		expect((await runRecipe(model, r, { onEvent: (e) => events.push(e) })).status).toBe('done');
+		const history = await model.history();
+		await backend.unregister('auto-eval-given');
+		const evals = events.filter((e) => e.type === 'eval').map((e) => e.report);
+		expect(evals.map((e) => [e.step, e.games])).toEqual([
+			[0, 20],
+			[1, 20]
+		]);
+		// nothing recorded as a found size: the recipe's count is the run's
+		expect(history.some((h) => 'val/games' in h)).toBe(false);
+	}, 600_000);
+
 	it('settings changed at a pause take effect from then on, each step recording what it trained with', async () => {
 		const r = recipe({
 			maxNoSignal: 16,
