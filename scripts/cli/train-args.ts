@@ -18,7 +18,7 @@ export const TRAIN_USAGE =
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
-	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE]\n' +
+	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--scale-rewards yes|no]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
@@ -26,7 +26,8 @@ export const TRAIN_USAGE =
 	"    --groups auto (the presets' default): games per step sized so a step takes 2-4 s on this " +
 	"device, starting at the preset's; --groups G: G groups every step\n" +
 	'    --changes SHARE (inbox): the share 0..1 of emails a later email changes, so their ' +
-	'questions need two emails';
+	'questions need two emails\n' +
+	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std";
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -60,6 +61,8 @@ export interface TrainArgs {
 	judgeModel?: string;
 	/** The environment variable holding the judge's API key (never the key itself). */
 	judgeApiKeyEnv?: string;
+	/** Advantages divided by the group's std (ART's default) or not. */
+	scaleRewards?: boolean;
 	/** A file whose text is RULER's rubric. */
 	rubric?: string;
 	/** The rubric file's text (runTrain reads it). */
@@ -97,7 +100,8 @@ const FLAGS = {
 	'judge-model': {},
 	'judge-api-key-env': {},
 	rubric: {},
-	changes: {}
+	changes: {},
+	'scale-rewards': {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -158,6 +162,10 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		judgeModel: f['judge-model'],
 		judgeApiKeyEnv: f['judge-api-key-env'],
 		rubric: f.rubric,
-		changes: n('changes', (x) => x >= 0 && x <= 1, 'a share from 0 to 1')
+		changes: n('changes', (x) => x >= 0 && x <= 1, 'a share from 0 to 1'),
+		scaleRewards:
+			f['scale-rewards'] === undefined
+				? undefined
+				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes'
 	};
 }

@@ -83,7 +83,8 @@ export function trainRecipe(
 		loss: args.loss ?? g.loss,
 		klBeta: args.klBeta ?? g.klBeta,
 		temperature: args.temperature ?? g.temperature,
-		maxTokens: args.maxTokens ?? g.maxTokens
+		maxTokens: args.maxTokens ?? g.maxTokens,
+		...(args.scaleRewards === undefined ? {} : { scaleRewards: args.scaleRewards })
 	};
 	let sft = base.sft;
 	if (args.sftFirst !== undefined)

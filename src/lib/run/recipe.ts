@@ -53,6 +53,12 @@ export interface GrpoPhaseConfig {
 	/** Padded tokens per micro-batch of the update. */
 	tokenBudget: number;
 	/**
+	 * Advantages divided by their group's reward std (ART's `scale_rewards`, the default)
+	 * or not (false: r - mean, Dr. GRPO): unscaled, a group whose games differ only by a
+	 * shaping term (a turn fewer) pushes as little as that term, not as hard as right vs wrong.
+	 */
+	scaleRewards?: boolean;
+	/**
 	 * Games per step sized to the device (sizing.ts): `groups` is where it starts, each step's
 	 * time sets the next one's groups within these bounds. Absent: `groups` every step.
 	 */
@@ -224,6 +230,8 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isPositive(g.temperature)) bad('grpo.temperature', g.temperature, 'a positive number');
 	if (!isCount(g.maxTokens)) bad('grpo.maxTokens', g.maxTokens, 'an integer >= 1');
 	if (!isCount(g.tokenBudget)) bad('grpo.tokenBudget', g.tokenBudget, 'an integer >= 1');
+	if (g.scaleRewards !== undefined && typeof g.scaleRewards !== 'boolean')
+		bad('grpo.scaleRewards', g.scaleRewards, 'true or false');
 	const auto = g.autoSize;
 	if (
 		auto !== undefined &&

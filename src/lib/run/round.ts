@@ -84,7 +84,7 @@ export async function playRound(
 		{
 			signal,
 			afterEach: (group: TrajectoryGroup, index: number) => {
-				emit(groupEvent(step, round, index, group));
+				emit(groupEvent(step, round, index, group, g.scaleRewards));
 				return undefined;
 			},
 			...(judge && {
@@ -101,7 +101,7 @@ export async function playRound(
 					});
 					if (scored) {
 						judgedGroups.push(scored);
-						emit(groupEvent(step, round, index, scored));
+						emit(groupEvent(step, round, index, scored, g.scaleRewards));
 					}
 					return scored;
 				},
@@ -113,9 +113,18 @@ export async function playRound(
 }
 
 /** A scored group's 'group' event: each game's reward, advantage and (RULER) judgement. */
-function groupEvent(step: number, round: number, group: number, scored: TrajectoryGroup): RunEvent {
+function groupEvent(
+	step: number,
+	round: number,
+	group: number,
+	scored: TrajectoryGroup,
+	scaleRewards = true
+): RunEvent {
 	const trajectories = scored.trajectories;
-	const { advantages } = groupAdvantages(trajectories.map((t) => t.reward));
+	const { advantages } = groupAdvantages(
+		trajectories.map((t) => t.reward),
+		{ scaleRewards }
+	);
 	return {
 		type: 'group',
 		step,

@@ -294,6 +294,7 @@ export async function runRecipe(
 					// the games' own (a temperature changed at the update's pause plays next round)
 					temperature: played.grpo.temperature,
 					tokenBudget: g.tokenBudget,
+					scaleRewards: g.scaleRewards ?? true,
 					onMicroBatch: (done, total) =>
 						emit({ type: 'progress', phase: 'train', step, done, total })
 				},

@@ -108,6 +108,15 @@ describe('cli train: the recipe from flags', () => {
 		expect(recipe(['--alpha', '3']).lora).toEqual({ rank: 64, alpha: 3 });
 	});
 
+	it("--scale-rewards no: advantages r - mean (Dr. GRPO); yes or absent: ART's scaled ones", () => {
+		expect(recipe(['--scale-rewards', 'no']).grpo.scaleRewards).toBe(false);
+		expect(recipe(['--scale-rewards', 'yes']).grpo.scaleRewards).toBe(true);
+		expect('scaleRewards' in recipe([]).grpo).toBe(false);
+		expect(() => recipe(['--scale-rewards', 'off'])).toThrow(
+			/--scale-rewards: 'off' is not yes or no/
+		);
+	});
+
 	it('--sft-first N: N SFT steps of G demonstrations, for environments that have them', () => {
 		const r = recipe(['--sft-first', '3', '--groups', '2']);
 		expect(r.sft).toEqual({ ...DEFAULT_SFT, games: 6, batchSize: 2 });

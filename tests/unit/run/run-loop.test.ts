@@ -335,6 +335,28 @@ describe('runRecipe', () => {
 		expect(history.some((h) => 'val/games' in h)).toBe(false);
 	}, 600_000);
 
+	it('grpo.scaleRewards false: each game is shown (and trained) with the advantage r - mean', async () => {
+		const r = recipe({
+			maxNoSignal: 16,
+			grpo: { steps: 1, groupSize: 4, maxTokens: 8, learningRate: 1e-2, scaleRewards: false }
+		});
+		const events: RunEvent[] = [];
+		const model = await register('unscaled', r);
+		expect((await runRecipe(model, r, { onEvent: (e) => events.push(e) })).status).toBe('done');
+		await backend.unregister('unscaled');
+		const groups = events.flatMap((e) => (e.type === 'group' ? [e.games] : []));
+		expect(groups.length).toBeGreaterThan(0);
+		for (const games of groups) {
+			const mean = games.reduce((s, g) => s + g.reward, 0) / games.length;
+			for (const g of games) expect(g.advantage).toBeCloseTo(g.reward - mean, 12);
+		}
+		// a group that differs (letters' rewards are graded): scaled, its advantages' spread would be 1
+		const spread = groups.find((games) => new Set(games.map((g) => g.reward)).size > 1);
+		expect(spread).toBeDefined();
+		const sd = Math.sqrt(spread!.reduce((s, g) => s + g.advantage ** 2, 0) / spread!.length);
+		expect(Math.abs(sd - 1)).toBeGreaterThan(1e-3);
+	}, 600_000);
+
 	it('settings changed at a pause take effect from then on, each step recording what it trained with', async () => {
 		const r = recipe({
 			maxNoSignal: 16,
