@@ -220,7 +220,7 @@ async function main(): Promise<void> {
 				...check,
 				warmStart: { adapter: out, mode: 'merged' },
 				grpo: { ...check.grpo, steps: 0 },
-				eval: { every: 1, games: evalGames, temperatures: [0, 1] }
+				eval: { every: 1, games: evalGames, temperatures: [0, 1], sized: false }
 			},
 			events
 		);
@@ -229,6 +229,7 @@ async function main(): Promise<void> {
 			if (e.type === 'eval') {
 				const tag = e.report.temperature === 0 ? 'greedy' : `t${e.report.temperature}`;
 				evaluation[`${tag}_reward`] = e.report.reward;
+				evaluation[`${tag}_games`] = e.report.games;
 				for (const [k, v] of Object.entries(e.report.metrics)) evaluation[`${tag}_${k}`] = v;
 			}
 		manifest.evaluation = evaluation;
@@ -245,7 +246,7 @@ async function main(): Promise<void> {
 				...p,
 				warmStart: { adapter: out, mode: 'merged' },
 				grpo: { ...p.grpo, steps: checkGrpo },
-				eval: { every: 10, games: evalGames, temperatures: [0] }
+				eval: { every: 10, games: evalGames, temperatures: [0], sized: false }
 			});
 		}
 	} finally {
