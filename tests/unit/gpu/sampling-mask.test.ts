@@ -15,8 +15,7 @@ import {
 	type SamplingRow
 } from '../../../src/lib/gpu/reference/sampling';
 import { makeLogits, sampleOnGpu } from '../../../src/lib/gpu/selftest/sampling';
-import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
-import type { Gpu } from '../../../src/lib/gpu/device';
+import { createTensor } from '../../../src/lib/gpu/tensor';
 import { Rng } from '../../../src/lib/util/random';
 import { useGpu } from '../../helpers/gpu';
 
@@ -63,58 +62,6 @@ function maskedRef(
 		.sort((a, b) => b.key - a.key);
 	const near = keys.length > 1 && keys[0].key - keys[1].key < GAP_MIN ? [keys[1].i] : [];
 	return { token: keys[0].i, alternatives: near };
-}
-
-async function sampleMasked(
-	gpu: Gpu,
-	logits: Float32Array,
-	vocab: number,
-	rows: readonly SamplingRow[],
-	masks: Uint32Array[],
-	step: number
-): Promise<{ tokens: Uint32Array; logprobs: Float32Array }> {
-	const b = rows.length;
-	const flat = new Uint32Array(b * Math.ceil(vocab / 32));
-	masks.forEach((m, i) => flat.set(m, i * m.length));
-	const t = {
-		logits: uploadTensor(gpu, logits, [b, vocab], 'f32'),
-		temperature: uploadTensor(
-			gpu,
-			Float32Array.from(rows, (r) => r.temperature),
-			[b],
-			'f32'
-		),
-		topK: uploadTensor(
-			gpu,
-			Uint32Array.from(rows, (r) => r.topK),
-			[b],
-			'u32'
-		),
-		topP: uploadTensor(
-			gpu,
-			Float32Array.from(rows, (r) => r.topP),
-			[b],
-			'f32'
-		),
-		seeds: uploadTensor(
-			gpu,
-			Uint32Array.from(rows, (r) => r.seed),
-			[b],
-			'u32'
-		),
-		mask: uploadTensor(gpu, flat, [b, Math.ceil(vocab / 32)], 'u32'),
-		tokens: createTensor(gpu, [b], 'u32'),
-		logprobs: createTensor(gpu, [b], 'f32')
-	};
-	try {
-		await run(gpu, (rec) => sampleTokens(rec, { ...t, step }));
-		return {
-			tokens: (await readTensor(t.tokens)).slice(),
-			logprobs: (await readTensor(t.logprobs)).slice()
-		};
-	} finally {
-		for (const x of Object.values(t)) x.release();
-	}
 }
 
 type MaskKind = 'half' | 'sparse' | 'one' | 'no-max' | 'far-below';
@@ -187,7 +134,7 @@ describe('masked sampling (constrained decoding)', () => {
 			const logits = makeLogits(rng, c.rows.length * c.vocab, 'normal');
 			const rowLogits = (b: number) => logits.subarray(b * c.vocab, (b + 1) * c.vocab);
 			const allowed = c.rows.map((_, b) => makeMask(rng, rowLogits(b), c.kinds[b]));
-			const got = await sampleMasked(gpu(), logits, c.vocab, c.rows, allowed.map(words), c.step);
+			const got = await sampleOnGpu(gpu(), logits, c.vocab, c.rows, c.step, allowed.map(words));
 			c.rows.forEach((r, b) => {
 				const ref = maskedRef(rowLogits(b), allowed[b], r, c.step);
 				const token = got.tokens[b];
@@ -207,13 +154,13 @@ describe('masked sampling (constrained decoding)', () => {
 		const all = new Uint32Array(Math.ceil(v / 32)).fill(0xffffffff);
 		for (const step of [0, 5]) {
 			const plain = await sampleOnGpu(gpu(), logits, v, rows, step);
-			const masked = await sampleMasked(
+			const masked = await sampleOnGpu(
 				gpu(),
 				logits,
 				v,
 				rows,
-				rows.map(() => all),
-				step
+				step,
+				rows.map(() => all)
 			);
 			expect(masked.tokens).toEqual(plain.tokens);
 			expect(masked.logprobs).toEqual(plain.logprobs);
@@ -234,13 +181,13 @@ describe('masked sampling (constrained decoding)', () => {
 		for (let b = 0; b < rows.length; b++) logits.set(base, b * v);
 		const counts = new Map<number, number>();
 		for (let step = 0; step < 8; step++) {
-			const got = await sampleMasked(
+			const got = await sampleOnGpu(
 				gpu(),
 				logits,
 				v,
 				rows,
-				rows.map(() => mask),
-				step
+				step,
+				rows.map(() => mask)
 			);
 			for (const t of got.tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
 		}

@@ -12,17 +12,30 @@ import { allowedSetRef, logSoftmaxAtRef, sampleRef, type SamplingRow } from '../
 import { createTensor, readTensor, uploadTensor } from '../tensor';
 import type { KernelCase } from './types';
 
+const maskWords = (vocab: number) => Math.ceil(vocab / 32);
+
+/** The rows' bitsets, one after another. */
+function flatMasks(masks: readonly Uint32Array[], vocab: number): Uint32Array {
+	const flat = new Uint32Array(masks.length * maskWords(vocab));
+	masks.forEach((m, i) => flat.set(m, i * maskWords(vocab)));
+	return flat;
+}
+
 const LOGPROB_TOL = { atol: 1e-5, rtol: 1e-5 };
 const GAP_MIN = 1e-4;
 const TOP_P_MARGIN = 1e-4;
 
-/** Runs `sampleTokens` once on host logits [rows.length, vocab]; returns what it wrote. */
+/**
+ * Runs `sampleTokens` once on host logits [rows.length, vocab]; returns what it wrote.
+ * `masks`: one allowed-token bitset per row (u32 [ceil(vocab / 32)], bit set = allowed).
+ */
 export async function sampleOnGpu(
 	gpu: Gpu,
 	logits: Float32Array,
 	vocab: number,
 	rows: readonly SamplingRow[],
-	step: number
+	step: number,
+	masks?: readonly Uint32Array[]
 ): Promise<{ tokens: Uint32Array; logprobs: Float32Array }> {
 	const b = rows.length;
 	const t = {
@@ -51,6 +64,9 @@ export async function sampleOnGpu(
 			[b],
 			'u32'
 		),
+		...(masks
+			? { mask: uploadTensor(gpu, flatMasks(masks, vocab), [b, maskWords(vocab)], 'u32') }
+			: {}),
 		tokens: createTensor(gpu, [b], 'u32'),
 		logprobs: createTensor(gpu, [b], 'f32')
 	};
