@@ -133,7 +133,7 @@ describe('cli export --merge', () => {
 		);
 	});
 
-	it('refuses an existing --out, a folder with no run, a step not kept, a changed checkpoint: nothing written', async () => {
+	it('refuses an existing --out, a folder with no run, a step not kept, a changed checkpoint, another base: nothing written', async () => {
 		const taken = join(root, 'taken');
 		await mkdir(taken);
 		await expect(runExport({ run, out: taken })).rejects.toThrow(/already exists/);
@@ -150,7 +150,30 @@ describe('cli export --merge', () => {
 		await expect(runExport({ run, out: join(root, 'x3') })).rejects.toThrow(
 			/checkpoint-corrupt|0002\/adapter_model\.safetensors: its sha256/
 		);
-		for (const x of ['x1', 'x2', 'x3']) expect(existsSync(join(root, x))).toBe(false);
+		// an adapter for another base: a model of another shape named as --base
+		const otherBase = join(root, 'other-base');
+		await writeModelFiles(otherBase, makeFixture('qwen2', { seed: 4 }).files);
+		const wrongBase = await runExport(
+			parseExportArgs([
+				'--merge',
+				'--run',
+				run,
+				'--out',
+				join(root, 'x5'),
+				'--base',
+				otherBase,
+				'--step',
+				'1'
+			])
+		).then(
+			() => null,
+			(e: Error) => e
+		);
+		expect(wrongBase?.name).toBe('AdapterMismatchError');
+		expect(wrongBase?.message).toMatch(
+			/checkpoints\/0001 was trained on another base model: architecture LlamaForCausalLM there, Qwen2ForCausalLM here/
+		);
+		for (const x of ['x1', 'x2', 'x3', 'x5']) expect(existsSync(join(root, x))).toBe(false);
 		expect((await readdir(root)).filter((n) => n.includes('.tmp-'))).toEqual([]);
 		// the step before is intact and exports
 		const r = await runExport({ run, out: join(root, 'x4'), step: 1 });

@@ -18,6 +18,7 @@ import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { ok, ScriptedJudge, trajectoriesOf } from '../../../src/lib/testing/scripted-judge';
 import type { RunHost } from '../../../src/lib/worker/run-host';
 import { nodeRunHost } from './node-run-host';
+import { failure } from '../../helpers/failure';
 
 const KEY = 'sk-tabrl-test-9f8e7d6c5b4a';
 
@@ -85,15 +86,6 @@ async function filesUnder(dir: string): Promise<Map<string, Buffer>> {
 		}
 	return out;
 }
-
-const failure = async (p: Promise<unknown>) => {
-	const error = await p.then(
-		() => undefined,
-		(e: unknown) => e
-	);
-	expect(error).toBeInstanceOf(Error);
-	return error as Error & { kind?: string };
-};
 
 describe('createRunHost with RULER: the judge API key', () => {
 	it('reaches the judge as the bearer token and nothing else: events, store, listing, export', async () => {

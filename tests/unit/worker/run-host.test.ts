@@ -18,6 +18,7 @@ import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
 import { deviceFailure, type RunHost } from '../../../src/lib/worker/run-host';
 import { nodeRunHost } from './node-run-host';
+import { failure } from '../../helpers/failure';
 
 let root: string;
 let runs: string;
@@ -75,15 +76,6 @@ function letters(steps = 1): Recipe {
 		maxContext: 256
 	};
 }
-
-const failure = async (p: Promise<unknown>) => {
-	const error = await p.then(
-		() => undefined,
-		(e: unknown) => e
-	);
-	expect(error).toBeInstanceOf(Error);
-	return error as Error & { kind?: string };
-};
 
 const BAD_NAMES = ['', '   ', '../up', '.hidden', 'a/b', 'a b', 'x'.repeat(65)];
 

@@ -28,6 +28,7 @@ import {
 import { projectionShape } from '../../../../src/lib/model/hf/weight-spec';
 import { makeFixture } from '../../../../src/lib/testing/fixtures';
 import { Rng } from '../../../../src/lib/util/random';
+import { failure } from '../../../helpers/failure';
 
 const LORA: LoraConfig = {
 	rank: 4,
@@ -118,15 +119,6 @@ async function score(model: TrainableModel) {
 }
 
 const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i])));
-
-const failure = async (p: Promise<unknown>) => {
-	const error = await p.then(
-		() => undefined,
-		(e: unknown) => e
-	);
-	expect(error).toBeInstanceOf(Error);
-	return error as Error & { kind?: string };
-};
 
 describe('warm starts through the backend', () => {
 	it('merged scores as the base with the adapter stacked, and unlike the base alone', async () => {

@@ -9,18 +9,10 @@ import { JudgeRequestError } from '../../../../src/lib/agent/ruler/errors';
 import { Judge } from '../../../../src/lib/agent/ruler/judge';
 import { browserOrigin, corsAdvice } from '../../../../src/lib/agent/ruler/judge-cors';
 import { ok, ScriptedJudge } from '../../../../src/lib/testing/scripted-judge';
+import { failure } from '../../../helpers/failure';
 
 const ORIGIN = 'http://127.0.0.1:4173';
 const NOTHING = 'http://127.0.0.1:9/v1'; // the discard port: nothing listens there
-
-const failure = async (p: Promise<unknown>) => {
-	const error = await p.then(
-		() => undefined,
-		(e: unknown) => e
-	);
-	expect(error).toBeInstanceOf(JudgeRequestError);
-	return error as JudgeRequestError;
-};
 
 /** As the worker's global scope looks to judge.ts: a document (page) and a location. */
 function inBrowser(): void {
@@ -67,14 +59,20 @@ describe("the judge's browser side", () => {
 
 	it('a failed connection: in Node as before, in a browser also the CORS advice', async () => {
 		const options = { baseURL: NOTHING, model: 'm', maxRetries: 0 };
-		const node = await failure(new Judge(options).complete([{ role: 'user', content: 'hi' }]));
+		const node = await failure(
+			new Judge(options).complete([{ role: 'user', content: 'hi' }]),
+			JudgeRequestError
+		);
 		expect(node).toMatchObject({ kind: 'ruler-judge-request', reason: 'connection' });
 		expect(node.message).toMatch(/could not be reached \(1 attempt\)/);
 		expect(node.message).not.toMatch(/CORS/);
 
 		inBrowser();
 		const judgeInTab = new Judge(options); // (made with dangerouslyAllowBrowser: no refusal)
-		const tab = await failure(judgeInTab.complete([{ role: 'user', content: 'hi' }]));
+		const tab = await failure(
+			judgeInTab.complete([{ role: 'user', content: 'hi' }]),
+			JudgeRequestError
+		);
 		expect(tab).toMatchObject({ kind: 'ruler-judge-request', reason: 'connection' });
 		expect(tab.message).toMatch(/could not be reached .*Check the base URL/);
 		expect(tab.message).toContain(corsAdvice(ORIGIN));
@@ -93,20 +91,29 @@ describe("the judge's browser side", () => {
 	it('check(): a 401 fails with the key advice (the typed-in key, in a browser)', async () => {
 		judge.reset();
 		judge.modelsAnswer = { status: 401, json: { error: { message: 'bad key' } } };
-		const node = await failure(new Judge({ baseURL: judge.url, model: 'm' }).check());
+		const node = await failure(
+			new Judge({ baseURL: judge.url, model: 'm' }).check(),
+			JudgeRequestError
+		);
 		expect(node).toMatchObject({ reason: 'http', status: 401 });
 		expect(node.message).toMatch(
 			/answered HTTP 401: 401 bad key\. Check the API key \(its environment/
 		);
 		inBrowser();
-		const tab = await failure(new Judge({ baseURL: judge.url, model: 'm' }).check());
+		const tab = await failure(
+			new Judge({ baseURL: judge.url, model: 'm' }).check(),
+			JudgeRequestError
+		);
 		expect(tab.message).toMatch(/Check the API key \(the one typed in for the judge\)/);
 	});
 
 	it('check(): nothing listening fails fast, as a connection error (CORS in a browser)', async () => {
 		inBrowser();
 		const t0 = performance.now();
-		const error = await failure(new Judge({ baseURL: NOTHING, model: 'm' }).check());
+		const error = await failure(
+			new Judge({ baseURL: NOTHING, model: 'm' }).check(),
+			JudgeRequestError
+		);
 		expect(performance.now() - t0).toBeLessThan(10_000); // one retry after <= 1 s backoff
 		expect(error).toMatchObject({ reason: 'connection' });
 		expect(error.message).toMatch(/could not be reached \(2 attempts\)/);
