@@ -3,8 +3,9 @@
  * device is a software one and proposes letters, the environment that learns there within
  * minutes; one click switches, Train with its defaults (10 steps, an evaluation every 5), and
  * the chart and the evaluations rise. A second, shorter run at another learning rate, then
- * the two compared (Saved runs: tick, Compare). Screenshots: test-results/learning-software-gpu.png,
- * compare-runs.png.
+ * the two compared (Saved runs: tick, Compare); then the second shared as a link (result and
+ * curve) and compared, opened from it, with the first. Screenshots:
+ * test-results/learning-software-gpu.png, compare-runs.png, compare-shared.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
@@ -125,6 +126,37 @@ export async function learningChecks(
 		await page
 			.locator(testid('compare-runs'))
 			.screenshot({ path: 'test-results/compare-runs.png' });
+
+		// The second run shared as a link (its result and curve), opened, and compared with the first.
+		await page.click(testid('runs-compare-close'));
+		await page.click(testid('train-copy-link'));
+		const link = await page.inputValue(testid('train-link-text'));
+		const params = new URL(link).searchParams;
+		await openTrainPage(page, link);
+		await page.waitForSelector(testid('shared-run'), { timeout: 30_000 });
+		for (const run of ['letters-1', 'shared link'])
+			await page.check(`${testid('saved-runs')} tr[data-run="${run}"] ${testid('run-compare')}`);
+		await page.click(testid('runs-compare'));
+		await page.waitForSelector(`${testid('compare-chart')} canvas`, { timeout: 30_000 });
+		const sharedLegend = await page.$$eval(`${testid('compare-runs')} .u-legend .u-label`, (ls) =>
+			ls.map((l) => l.textContent ?? '')
+		);
+		const sharedDiffers = await page.$$eval(
+			`${testid('compare-settings')} tr[data-differs="true"] th`,
+			(ths) => ths.map((th) => th.textContent ?? '')
+		);
+		check(
+			"compare: a shared link's run (its result and curve in the link) is compared with a saved run, its settings from the link",
+			/^3:/.test(params.get('result') ?? '') &&
+				(params.get('curve') ?? '').split(',').length >= 3 &&
+				sharedLegend.includes('letters-1') &&
+				sharedLegend.includes('shared link') &&
+				sharedDiffers.join(',') === 'steps,learning rate',
+			`${link} ${sharedLegend.join(',')} ${sharedDiffers.join(',')}`
+		);
+		await page
+			.locator(testid('compare-runs'))
+			.screenshot({ path: 'test-results/compare-shared.png' });
 		check(
 			'software GPU learning: no page or console error',
 			errors.length === 0,

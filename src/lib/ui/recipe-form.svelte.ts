@@ -20,6 +20,7 @@ import {
 import type { DeviceLimits } from '../model/transformer/memory';
 import { ExpertExample } from './expert-example.svelte';
 import { DEFAULT_LIMITS } from './model-fit';
+import { rewardOf } from './reward-form';
 import { RewardSettings } from './reward-settings.svelte';
 import { changesSizes, type ShareSettings } from './share-link';
 
@@ -184,20 +185,30 @@ export class RecipeForm {
 
 	/** The recipe the form describes. */
 	recipe(): Recipe {
-		const base = this.#scaled(presetOn(this.preset, this.url.trim()));
-		const reward = this.reward.config();
+		return this.recipeOf(this.shareSettings());
+	}
+
+	/** The recipe of settings `s` as this form runs them here (the preset scaled on a software GPU). */
+	recipeOf(s: ShareSettings): Recipe {
+		const base = this.#scaled(presetOn(s.preset, s.model));
+		const reward = rewardOf({
+			source: s.reward,
+			baseURL: s.judgeUrl,
+			model: s.judgeModel,
+			rubric: s.rubric
+		});
 		return {
 			...base,
 			...(reward ? { reward } : {}),
-			baseModel: this.url.trim(),
-			seed: Number(this.seed),
+			baseModel: s.model,
+			seed: s.seed,
 			grpo: {
-				...sizedGrpo(base.grpo, this.#autoGroups ? 'auto' : Number(this.groups)),
-				steps: Number(this.steps),
-				groupSize: Number(this.groupSize),
-				learningRate: Number(this.learningRate),
-				klBeta: Number(this.klBeta),
-				temperature: Number(this.temperature)
+				...sizedGrpo(base.grpo, s.groups),
+				steps: s.steps,
+				groupSize: s.groupSize,
+				learningRate: s.learningRate,
+				klBeta: s.klBeta,
+				temperature: s.temperature
 			}
 		};
 	}

@@ -21,11 +21,21 @@ export class SavedRuns {
 
 	#backend: () => BackendHandle | null;
 	#onError: (error: BackendError | null) => void;
+	/** The run of the link the page opened with, when it carried a curve (compared like a saved one). */
+	readonly shared: () => ComparedRun | null;
 
-	/** `backend` returns the page's worker, or null; `onError` shows (or, null, clears) an error. */
-	constructor(backend: () => BackendHandle | null, onError: (error: BackendError | null) => void) {
+	/**
+	 * `backend` returns the page's worker, or null; `onError` shows (or, null, clears) an error;
+	 * `shared` the shared link's run, or null.
+	 */
+	constructor(
+		backend: () => BackendHandle | null,
+		onError: (error: BackendError | null) => void,
+		shared: () => ComparedRun | null = () => null
+	) {
 		this.#backend = backend;
 		this.#onError = onError;
+		this.shared = shared;
 	}
 
 	/** The saved run of that name, as listed (undefined when it is not). */
@@ -62,12 +72,17 @@ export class SavedRuns {
 		this.chosen = on ? [...others, name] : others;
 	}
 
-	/** Compares the ticked runs (two or more): their saved recipes and histories. */
+	/** Compares the ticked runs (two or more): their saved recipes and histories (the shared one's from its link). */
 	async compare(): Promise<void> {
 		const backend = this.#backend();
 		if (!backend || this.chosen.length < 2) return;
 		const runs: ComparedRun[] = [];
+		const shared = this.shared();
 		for (const name of this.chosen) {
+			if (shared && name === shared.name) {
+				runs.push(shared);
+				continue;
+			}
 			const history = await backend.runHistory(name);
 			if (!history.ok) {
 				this.#onError(history.error);

@@ -3,8 +3,8 @@
  * values that differ from the preset's unscaled own on the link's model (a Hub model's
  * learning rate is the preset's on it: run/presets.ts presetOn), never a secret (no key; a judge URL
  * with credentials is neither written nor read). Reading never throws and names what it
- * dropped (future version, bad value, unknown parameter). `result=STEP:REWARD[:EVAL]`
- * carries a run's result for display.
+ * dropped (future version, bad value, unknown parameter). `result` and `curve` carry a
+ * run's result for display and comparison (shared-result.ts).
  */
 import {
 	DEFAULT_PRESET,
@@ -18,6 +18,17 @@ import {
 	type Recipe,
 	type RewardSource
 } from '../run';
+import {
+	CURVE_PARAM,
+	CURVE_WANT,
+	readCurve,
+	readResult,
+	RESULT_PARAM,
+	RESULT_WANT,
+	writeCurve,
+	writeResult,
+	type SharedResult
+} from './shared-result';
 
 /** The version written in links; links of a higher version are not read. */
 export const SHARE_VERSION = 1;
@@ -42,38 +53,6 @@ export interface ShareSettings {
 	judgeModel: string;
 	/** Empty: ART's default rubric. */
 	rubric: string;
-}
-
-/** A run's result as a link carries it: shown to whoever opens the link, never trained on. */
-export interface SharedResult {
-	/** The last trained step. */
-	step: number;
-	/** Its mean training reward. */
-	reward: number;
-	/** The last evaluation's score (greedy), when the run had one. */
-	evaluation?: number;
-}
-
-const RESULT_PARAM = 'result';
-const RESULT_WANT = 'STEP:REWARD or STEP:REWARD:EVALUATION (e.g. 100:0.74:0.81)';
-const RESULT_NUMBER = /^-?\d{1,7}(\.\d{1,6})?$/;
-
-/** A result as its parameter writes it (rewards to 4 decimals). */
-function writeResult(r: SharedResult): string {
-	const n = (x: number) => String(Number(x.toFixed(4)));
-	return [
-		String(r.step),
-		n(r.reward),
-		...(r.evaluation === undefined ? [] : [n(r.evaluation)])
-	].join(':');
-}
-
-function readResult(text: string): SharedResult | null {
-	const parts = text.split(':');
-	if (parts.length < 2 || parts.length > 3 || !/^\d{1,7}$/.test(parts[0])) return null;
-	if (!parts.slice(1).every((p) => RESULT_NUMBER.test(p))) return null;
-	const [step, reward, evaluation] = parts.map(Number);
-	return { step, reward, ...(parts.length === 3 ? { evaluation } : {}) };
 }
 
 /** The page's own parameters: not settings, left alone. */
@@ -270,8 +249,11 @@ export function shareQuery(settings: ShareSettings, root = '/', result?: SharedR
 		if (codec.read(text) === null) continue;
 		params.set(codec.param, text);
 	}
-	if (result && Number.isFinite(result.reward) && readResult(writeResult(result)))
+	if (result && Number.isFinite(result.reward) && readResult(writeResult(result))) {
 		params.set(RESULT_PARAM, writeResult(result));
+		const curve = result.curve?.length ? writeCurve(result.curve) : '';
+		if (curve && readCurve(curve)) params.set(CURVE_PARAM, curve);
+	}
 	if ([...params.keys()].length === 0) return '';
 	return `v=${SHARE_VERSION}&${params}`;
 }
@@ -305,7 +287,13 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 	const names = [...new Set(params.keys())].filter((k) => !PAGE_PARAMS.has(k));
 	const shared = names.length > 0;
 	const version = params.get('v');
-	const known = new Set(['v', 'preset', RESULT_PARAM, ...FIELDS.map((f) => CODECS[f].param)]);
+	const known = new Set([
+		'v',
+		'preset',
+		RESULT_PARAM,
+		CURVE_PARAM,
+		...FIELDS.map((f) => CODECS[f].param)
+	]);
 	for (const name of names) {
 		if (params.getAll(name).length > 1)
 			ignored.push(`"${name}" was given more than once: the first value was used.`);
@@ -317,7 +305,9 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 			);
 	}
 	let presetName: PresetName = DEFAULT_PRESET;
-	const settingNames = names.filter((n) => known.has(n) && n !== 'v' && n !== RESULT_PARAM);
+	const settingNames = names.filter(
+		(n) => known.has(n) && n !== 'v' && n !== RESULT_PARAM && n !== CURVE_PARAM
+	);
 	if (version === null) {
 		// links from before versions carried only the model
 		const legacy = settingNames.filter((n) => n !== 'model');
@@ -364,6 +354,14 @@ export function readShareQuery(query: string | URLSearchParams, root = '/'): Rea
 	const result = resultText === null ? null : readResult(resultText);
 	if (resultText !== null && !result)
 		ignored.push(`${RESULT_PARAM} ${quote(resultText)} is not ${RESULT_WANT}.`);
+	const curveText = params.get(CURVE_PARAM);
+	if (curveText !== null) {
+		const curve = readCurve(curveText);
+		if (!curve) ignored.push(`${CURVE_PARAM} ${quote(curveText)} is not ${CURVE_WANT}.`);
+		else if (!result)
+			ignored.push(`${CURVE_PARAM} comes with a ${RESULT_PARAM}; this link has none.`);
+		else result.curve = curve;
+	}
 	return { settings, ignored, shared, ...(result ? { result } : {}) };
 }
 

@@ -1,13 +1,18 @@
 /**
  * @file The Train panel's share link as Svelte 5 runes: an opening link fills the form
- * (noting what it could not use; the sharer's result shown, not trained on), and "Copy
- * link" adds the shown run's result only while the form still holds that run's settings.
- * The link's text is share-link.ts.
+ * (noting what it could not use; the sharer's result shown, not trained on, and its curve
+ * offered to compare with saved runs), and "Copy link" adds the shown run's result and curve
+ * only while the form still holds that run's settings. The link's text is share-link.ts.
  */
 import type { HistoryEntry } from '../agent/backend/types';
+import type { ComparedRun } from './compare-runs';
 import { fmt } from './format';
 import type { RecipeForm } from './recipe-form.svelte';
-import type { ReadLink, SharedResult, ShareSettings } from './share-link';
+import type { ReadLink, ShareSettings } from './share-link';
+import { curveHistory, historyResult, type SharedResult } from './shared-result';
+
+/** The shared run's name where it is compared with saved ones. */
+export const SHARED_RUN = 'shared link';
 
 /** Whether two settings make the same run (a judge typed in but not used changes nothing). */
 function sameRun(a: ShareSettings, b: ShareSettings): boolean {
@@ -28,6 +33,8 @@ export class TrainLink {
 	sharedResult = $state<SharedResult | null>(null);
 	/** The settings of the run shown (started, resumed or opened), for its result in a link. */
 	#shown = $state<ShareSettings | null>(null);
+	/** The settings of the link the page opened with (the shared run's). */
+	#linked: ShareSettings | null = null;
 
 	#form: RecipeForm;
 	#history: () => HistoryEntry[];
@@ -43,6 +50,21 @@ export class TrainLink {
 		this.#form.fill(link.settings);
 		this.notice = link.ignored;
 		this.sharedResult = link.result ?? null;
+		this.#linked = link.settings;
+	}
+
+	/**
+	 * The shared run as a run to compare: its curve, and its link's settings as Train runs them
+	 * here (a link does not say how the sharer's device scaled them); null without a curve.
+	 */
+	sharedRun(): ComparedRun | null {
+		const curve = this.sharedResult?.curve;
+		if (!curve?.length || !this.#linked) return null;
+		return {
+			name: SHARED_RUN,
+			recipe: this.#form.recipeOf(this.#linked),
+			history: curveHistory(curve)
+		};
 	}
 
 	/** The run shown now has these settings (null: not known). */
@@ -51,22 +73,13 @@ export class TrainLink {
 	}
 
 	/**
-	 * The shown run's result for a share link: its last trained step with its reward, and its
-	 * last evaluation; undefined when nothing is trained yet or the form no longer holds that
-	 * run's settings.
+	 * The shown run's result for a share link: its last trained step with its reward, its last
+	 * evaluation and its curve; undefined when nothing is trained yet or the form no longer holds
+	 * that run's settings.
 	 */
 	runResult(): SharedResult | undefined {
 		const shown = this.#shown;
 		if (!shown || !sameRun(shown, this.#form.shareSettings())) return undefined;
-		const history = this.#history();
-		const last = (key: string) => history.findLast((h) => typeof h[key] === 'number');
-		const trained = last('train/reward');
-		if (!trained || trained.step < 1) return undefined;
-		const evaluation = last('val/reward')?.['val/reward'] as number | undefined;
-		return {
-			step: trained.step,
-			reward: trained['train/reward'] as number,
-			...(evaluation === undefined ? {} : { evaluation })
-		};
+		return historyResult(this.#history());
 	}
 }

@@ -28,7 +28,11 @@ export class TrainSession {
 	/** `backend` returns the page's worker, or null if it has none. */
 	constructor(backend: () => BackendHandle | null) {
 		this.#backend = backend;
-		this.runs = new SavedRuns(backend, (error) => (this.error = error));
+		this.runs = new SavedRuns(
+			backend,
+			(error) => (this.error = error),
+			() => this.link.sharedRun()
+		);
 	}
 
 	get busy(): boolean {
