@@ -5,7 +5,8 @@
  * the chart and the evaluations rise. A second, shorter run at another learning rate, then
  * the two compared (Saved runs: tick, Compare); then the second shared as a link (result and
  * curve) and compared, opened from it, with the first. Screenshots:
- * test-results/learning-software-gpu.png, compare-runs.png, compare-shared.png.
+ * test-results/learning-software-gpu.png, compare-runs.png, compare-shared.png; between them,
+ * the first run's model scores a text in the Model panel (model-run-scores.png).
  */
 import type { Browser, Page } from 'playwright-core';
 import type { CheckFn } from './model';
@@ -126,6 +127,28 @@ export async function learningChecks(
 		await page
 			.locator(testid('compare-runs'))
 			.screenshot({ path: 'test-results/compare-runs.png' });
+
+		// The trained run's model scores a text in the Model panel (its adapter applied).
+		await page.selectOption(testid('score-run'), 'letters-1');
+		await page.fill(testid('score-run-text'), 'a b c');
+		await page.click(testid('score-run-button'));
+		await page.waitForSelector(testid('scored-by'), { timeout: 120_000 });
+		const scoredBy = await text(page, 'scored-by');
+		const scoredTokens = Number(await page.getAttribute(testid('scores'), 'data-count'));
+		const logprobs = await page.$$eval(`${testid('score-row')}`, (trs) =>
+			trs.map((tr) => tr.getAttribute('data-logprob') ?? '')
+		);
+		check(
+			"model panel: a saved run's model (its trained adapter) scores a text, saying which run and step",
+			/Scored by the run letters-1 as its step 10 left it/.test(scoredBy) &&
+				scoredTokens >= 3 &&
+				logprobs.filter((l) => l !== '').every((l) => Number(l) <= 0) &&
+				logprobs.filter((l) => l !== '').length === scoredTokens - 1,
+			`${scoredBy} ${scoredTokens} ${logprobs.join(',')} ${await errorText(page)}`
+		);
+		await page
+			.locator(testid('model-panel'))
+			.screenshot({ path: 'test-results/model-run-scores.png' });
 
 		// The second run shared as a link (its result and curve), opened, and compared with the first.
 		await page.click(testid('runs-compare-close'));

@@ -1,10 +1,17 @@
 /**
  * @file The Model panel's state, as Svelte 5 runes: load a model by URL prefix in the
- * backend worker (progress, summary, typed errors), then score texts with it. UI state
+ * backend worker (progress, summary, typed errors), then score texts with it, or with a
+ * saved run's model (its trained adapter). UI state
  * only: the work happens in the worker, and everything here arrives as plain data.
  */
 import type { BackendHandle } from '../worker/client';
-import type { BackendError, ModelLoadProgress, ModelSummary, TextScores } from '../worker/protocol';
+import type {
+	BackendError,
+	ModelLoadProgress,
+	ModelSummary,
+	RunTextScores,
+	TextScores
+} from '../worker/protocol';
 import { onThisSite } from './site-url';
 
 export type ModelPhase = 'empty' | 'loading' | 'loaded' | 'error';
@@ -24,7 +31,10 @@ export class ModelSession {
 
 	text = $state('');
 	scoring = $state(false);
-	scores = $state<TextScores | null>(null);
+	/** The last scores: of the loaded model, or of a saved run's (then `run` and `step` say which). */
+	scores = $state<TextScores | RunTextScores | null>(null);
+	/** The saved run whose model scores the text (Score with this run). */
+	runName = $state('');
 	scoreError = $state<BackendError | null>(null);
 
 	#backend: () => BackendHandle | null;
@@ -87,6 +97,18 @@ export class ModelSession {
 			return;
 		}
 		this.scores = result.value;
+	}
+
+	/** Scores the text with the saved run `runName`'s model (base, warm start, trained LoRA). */
+	async scoreRun(): Promise<void> {
+		const backend = this.#connect();
+		if (!backend || !this.runName) return;
+		this.scoring = true;
+		this.scoreError = null;
+		const result = await backend.scoreRunText(this.runName, this.text);
+		this.scoring = false;
+		this.scores = result.ok ? result.value : null;
+		this.scoreError = result.ok ? null : result.error;
 	}
 
 	/** The backend, subscribed to once for device loss; null (with an error shown) if none. */

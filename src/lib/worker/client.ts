@@ -85,6 +85,7 @@ export function spawnBackend(): BackendHandle {
 		continueRun: (keepStepping, settings) => guard(api.continueRun(keepStepping, settings)),
 		listRuns: () => guard(api.listRuns()),
 		runHistory: (name) => guard(api.runHistory(name)),
+		scoreRunText: (name, text) => guard(api.scoreRunText(name, text)),
 		deleteRun: (name) => guard(api.deleteRun(name)),
 		exportRun: (name) => guard(api.exportRun(name)),
 		importRun: (archive, name) => guard(api.importRun(transfer(archive, [archive.buffer]), name)),

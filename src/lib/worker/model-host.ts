@@ -5,7 +5,7 @@
  * weight progress is throttled to one message per PROGRESS_INTERVAL_MS.
  */
 import type { Gpu } from '../gpu/device';
-import { DecodeStream } from '../model/tokenizer/decode-stream';
+import { scoreText } from '../model/score-text';
 import { checkModelMemory, estimateModelMemory } from '../model/transformer/memory';
 import { throttledProgress } from '../util/throttle-progress';
 import { Tokenizer } from '../model/tokenizer/tokenizer';
@@ -181,7 +181,7 @@ export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptio
 
 	async function score(text: string): Promise<Result<TextScores>> {
 		if (!loaded) return fail('no-model', 'No model is loaded: load one first.');
-		const { model, tokenizer, summary } = loaded;
+		const { model, tokenizer } = loaded;
 		if (model.gpu.isLost) {
 			release();
 			return fail(
@@ -189,41 +189,9 @@ export function createModelHost(gpu: () => Promise<Gpu>, options: ModelHostOptio
 				'The GPU device was lost, and the model with it. Load the model again (it comes from the cache).'
 			);
 		}
-		if (typeof text !== 'string' || text.length === 0)
-			return fail('invalid-input', 'The text is empty: nothing to score.');
 		const start = performance.now();
-		const ids = tokenizer.encode(text);
-		if (ids.length === 0) return fail('invalid-input', 'The text has no tokens: nothing to score.');
-		const context = model.config.maxPositionEmbeddings;
-		if (ids.length > context)
-			return fail(
-				'invalid-input',
-				`The text is ${ids.length} tokens, longer than the model's context of ${context}; shorten it.`
-			);
-		const outside = ids.find((id) => id >= summary.vocabSize);
-		if (outside !== undefined)
-			return fail(
-				'invalid-input',
-				`Token id ${outside} is outside the model's vocabulary [0, ${summary.vocabSize}): the tokenizer does not match the model.`
-			);
-		const logprobs: (number | null)[] = [null];
-		if (ids.length > 1) {
-			const result = await model.scoreTokens([ids]);
-			for (const v of result.logprobs) logprobs.push(Number.isFinite(v) ? v : null);
-		}
-		const stream = new DecodeStream((x) => tokenizer.decode(x));
-		const tokens = ids.map((id) => stream.push(id));
-		tokens[tokens.length - 1] += stream.flush();
-		return {
-			ok: true,
-			value: {
-				ids,
-				tokens,
-				vocabTokens: ids.map((id) => tokenizer.idToToken(id) ?? ''),
-				logprobs,
-				ms: performance.now() - start
-			}
-		};
+		const scored = await scoreText(model, tokenizer, text);
+		return { ok: true, value: { ...scored, ms: performance.now() - start } };
 	}
 
 	return {

@@ -178,6 +178,12 @@ export interface TextScores {
 	ms: number;
 }
 
+/** A text scored by a saved run's model: which run, at which step. */
+export interface RunTextScores extends TextScores {
+	run: string;
+	step: number;
+}
+
 /** The backend's API, as the worker exposes it and the page calls it (through comlink). */
 export interface BackendApi {
 	/** Acquires the GPU (once; again after a loss) and describes it. */
@@ -256,6 +262,11 @@ export interface RunApi {
 	/** Saved runs, newest first. */
 	listRuns(): Promise<Result<SavedRun[]>>;
 	runHistory(name: string): Promise<Result<HistoryEntry[]>>;
+	/**
+	 * A text scored by a saved run's model as its last checkpoint left it (base, warm start,
+	 * LoRA), loaded for it if need be; refused ('run-busy') while a run is going.
+	 */
+	scoreRunText(name: string, text: string): Promise<Result<RunTextScores>>;
 	/** Deletes a saved run whole; refused while it runs. */
 	deleteRun(name: string): Promise<Result<void>>;
 	/** A saved run as one zip (grpo/store/run-archive.ts). */

@@ -7,9 +7,10 @@
  */
 import { TrainableModel } from '../agent/model';
 import type { Gpu } from '../gpu/device';
-import { DeviceLostError, OutOfMemoryError, type GpuError } from '../gpu/errors';
 import { Judge } from '../agent/ruler/judge';
+import { deviceFailure } from './run-failure';
 import type { Backend, HistoryEntry } from '../agent/backend/types';
+import type { ScoredText } from '../model/score-text';
 import {
 	packRunArchive,
 	readRunContents,
@@ -127,48 +128,13 @@ export interface RunHost {
 	 * `NAME-2`, `NAME-3`, ... (a saved run is never replaced); returns its summary.
 	 */
 	importRun(archive: Uint8Array, name?: string): Promise<RunMeta>;
+	/**
+	 * A text's tokens scored by a saved run's model as its last checkpoint left it (base, warm
+	 * start and LoRA), loaded for it if need be; refused while a run is going.
+	 */
+	scoreRunText(name: string, text: string): Promise<ScoredText & { step: number }>;
 	/** The name of the run going now, if any. */
 	readonly active: string | null;
-}
-
-/** The sentence that opens a stopped run's advice: that it stopped and where it is kept. */
-async function stoppedAt(name: string, env: Pick<RunHostEnv, 'store'>): Promise<string> {
-	const store = await env.store(name).catch(() => undefined);
-	const step = (await store?.readMeta().catch(() => undefined))?.step;
-	await store?.close?.();
-	const kept = step === undefined ? 'its saved steps are kept' : `it is saved at step ${step}`;
-	return `The run '${name}' stopped: ${kept}, nothing saved is lost.`;
-}
-
-/**
- * A run ended by its device, in plain words: what happened, what was kept, what to do. A
- * lost device, or an allocation it refused (the run's model is then dropped, so Resume loads
- * it again on clean buffers); null when the device did neither.
- */
-export async function deviceFailure(
-	name: string,
-	device: Gpu,
-	oomBefore: number,
-	env: Pick<RunHostEnv, 'store'>
-): Promise<GpuError | null> {
-	if (device.isLost) {
-		const { reason, detail } = await device.lost;
-		return new DeviceLostError(
-			reason,
-			detail,
-			`${await stoppedAt(name, env)} Press ` +
-				'Resume to go on: the model is loaded again on a new GPU device. If the GPU is lost ' +
-				'again, close other tabs or programs that use it, or use fewer games per step.'
-		);
-	}
-	if (device.outOfMemory.length > oomBefore)
-		return new OutOfMemoryError(
-			device.outOfMemory[oomBefore],
-			`${await stoppedAt(name, env)} Use ` +
-				'fewer groups or games per step, shorter replies or a smaller model, or close other ' +
-				'tabs or programs that use the GPU; then press Resume (the model is loaded again).'
-		);
-	return null;
 }
 
 export function createRunHost(env: RunHostEnv): RunHost {
@@ -187,6 +153,48 @@ export function createRunHost(env: RunHostEnv): RunHost {
 		return new Promise<void>((resolve) => (release = resolve));
 	};
 	const registered = new Map<string, TrainableModel>();
+
+	/** A recipe as the backend opens it: validated, its locations resolved. */
+	const resolved = (input: Recipe): Recipe =>
+		validateRecipe({
+			...input,
+			baseModel: env.resolveLocation(input.baseModel, 'base model'),
+			warmStart: input.warmStart && {
+				...input.warmStart,
+				adapter: env.resolveLocation(input.warmStart.adapter, 'warm start')
+			}
+		});
+
+	/** The run's model registered (again if its base or warm start changed, or its device was lost). */
+	async function registeredModel(
+		name: string,
+		recipe: Recipe,
+		input: Recipe
+	): Promise<TrainableModel> {
+		let model = registered.get(name);
+		if (
+			!model ||
+			model.baseModel !== recipe.baseModel ||
+			model.spec.warmStart?.adapter !== recipe.warmStart?.adapter ||
+			model.spec.warmStart?.mode !== recipe.warmStart?.mode
+		) {
+			if (model) await env.backend.unregister(name);
+			registered.delete(name);
+			model = new TrainableModel({
+				name,
+				project: env.project,
+				baseModel: recipe.baseModel,
+				warmStart: recipe.warmStart ?? undefined,
+				lora: recipe.lora,
+				seed: recipe.seed,
+				maxContext: recipe.maxContext,
+				recipe: input
+			});
+		}
+		await model.register(env.backend);
+		registered.set(name, model);
+		return model;
+	}
 
 	async function saved(name: string): Promise<RunStore> {
 		const store = await env.store(name);
@@ -230,14 +238,7 @@ export function createRunHost(env: RunHostEnv): RunHost {
 						`reward.judge holds ${extra.map((k) => `'${k}'`).join(', ')}: a recipe names the judge's baseURL and model only. ` +
 							"Recipes are saved with the run and travel in links, so the judge's API key is given apart (judgeApiKey)."
 					);
-				const recipe = validateRecipe({
-					...input,
-					baseModel: env.resolveLocation(input.baseModel, 'base model'),
-					warmStart: input.warmStart && {
-						...input.warmStart,
-						adapter: env.resolveLocation(input.warmStart.adapter, 'warm start')
-					}
-				});
+				const recipe = resolved(input);
 				if (ruler) {
 					const judge = recipe.reward!.judge!; // (validated: present for RULER)
 					try {
@@ -249,29 +250,7 @@ export function createRunHost(env: RunHostEnv): RunHost {
 				}
 				device = await env.gpu?.();
 				oomBefore = device?.outOfMemory.length ?? 0;
-				let model = registered.get(name);
-				if (
-					!model ||
-					model.baseModel !== recipe.baseModel ||
-					model.spec.warmStart?.adapter !== recipe.warmStart?.adapter ||
-					model.spec.warmStart?.mode !== recipe.warmStart?.mode
-				) {
-					if (model) await env.backend.unregister(name);
-					registered.delete(name);
-					model = new TrainableModel({
-						name,
-						project: env.project,
-						baseModel: recipe.baseModel,
-						warmStart: recipe.warmStart ?? undefined,
-						lora: recipe.lora,
-						seed: recipe.seed,
-						maxContext: recipe.maxContext,
-						recipe: input
-					});
-				}
-				// (a model registered before is loaded again if its device was lost)
-				await model.register(env.backend);
-				registered.set(name, model);
+				const model = await registeredModel(name, recipe, input);
 				return redact(
 					await runRecipe(model, recipe, {
 						signal: abort.signal,
@@ -321,6 +300,21 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			release = null;
 			go();
 			return true;
+		},
+
+		async scoreRunText(rawName, text) {
+			const name = checkRunName(rawName);
+			if (active)
+				throw new RunError(
+					'run-busy',
+					`The run '${active.name}' is going; scoring waits until it stops or ends.`
+				);
+			const store = await saved(name);
+			const meta = await store.readMeta();
+			await store.close?.();
+			const input = meta!.recipe as Recipe;
+			const model = await registeredModel(name, resolved(input), input);
+			return { ...(await env.backend.scoreText(name, text)), step: await model.getStep() };
 		},
 
 		async listRuns() {

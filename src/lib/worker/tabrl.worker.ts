@@ -98,6 +98,12 @@ const api: WorkerApi = {
 	continueRun: (keepStepping, settings) => settle(() => runs.continueRun(keepStepping, settings)),
 	listRuns: () => settle(() => runs.listRuns()),
 	runHistory: (name) => settle(() => runs.runHistory(name)),
+	scoreRunText: (name, text) =>
+		settle(async () => {
+			const start = performance.now();
+			const scored = await runs.scoreRunText(name, text);
+			return { ...scored, run: name, ms: performance.now() - start };
+		}),
 	deleteRun: (name) => settle(() => runs.deleteRun(name)),
 	async exportRun(name) {
 		const result = await settle(() => runs.exportRun(name));

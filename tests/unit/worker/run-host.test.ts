@@ -16,7 +16,8 @@ import { unpackRunArchive } from '../../../src/lib/grpo/store/run-archive';
 import { writeModelFiles } from '../../../src/lib/model/hf/node/checkpoint';
 import { preset, type Recipe, type RunEvent } from '../../../src/lib/run';
 import { makeFixture } from '../../../src/lib/testing/fixtures';
-import { deviceFailure, type RunHost } from '../../../src/lib/worker/run-host';
+import { deviceFailure } from '../../../src/lib/worker/run-failure';
+import type { RunHost } from '../../../src/lib/worker/run-host';
 import { nodeRunHost } from './node-run-host';
 import { failure } from '../../helpers/failure';
 
@@ -167,6 +168,8 @@ describe('createRunHost', () => {
 		expect(same.kind).toBe('run-busy');
 		const deleting = await failure(main.deleteRun('run-1'));
 		expect(deleting.kind).toBe('run-busy');
+		const scoring = await failure(main.scoreRunText('run-1', 'abc'));
+		expect(scoring.kind).toBe('run-busy');
 		const summary = await going;
 		expect(summary.status).toBe('stopped');
 		expect(summary.step).toBe(1); // resumed at its step, the stopped round untrained
@@ -383,5 +386,35 @@ describe('createRunHost', () => {
 		expect(await stopping).toMatchObject({ status: 'stopped', step: 0 });
 		expect(performance.now() - t0).toBeLessThan(10_000);
 		for (const name of ['steps', 'steps-stop']) await h.deleteRun(name);
+	}, 600_000);
+
+	it("scores a text with a saved run's model as its last step left it: the trained adapter applied, the same when loaded from its checkpoint", async () => {
+		const h = host();
+		const backend = backends.at(-1)!;
+		const text = 'a b c d';
+		expect((await h.startRun('scored', letters(1))).step).toBe(1);
+		const trained = await h.scoreRunText('scored', text);
+		expect(trained.step).toBe(1);
+		expect(trained.tokens.join('')).toBe(text);
+		expect(trained.logprobs[0]).toBeNull();
+		expect(trained.logprobs.slice(1).every((x) => x !== null && x <= 0)).toBe(true);
+		// a run of no steps is the base (its LoRA starts at zero): the trained one scores otherwise
+		await h.startRun('scored-base', letters(0));
+		const base = await h.scoreRunText('scored-base', text);
+		expect(base.step).toBe(0);
+		expect(base.ids).toEqual(trained.ids);
+		const moved = Math.max(
+			...trained.logprobs.slice(1).map((x, i) => Math.abs(x! - base.logprobs[i + 1]!))
+		);
+		expect(moved).toBeGreaterThan(1e-4);
+		// another host loads the run from its checkpoint to score it: the same numbers
+		await backend.unregister('scored');
+		const other = host();
+		const again = await other.scoreRunText('scored', text);
+		expect(again.step).toBe(1);
+		for (let i = 1; i < again.logprobs.length; i++)
+			expect(again.logprobs[i]).toBeCloseTo(trained.logprobs[i]!, 5);
+		expect((await failure(other.scoreRunText('no-such', text))).kind).toBe('no-such-run');
+		expect((await failure(other.scoreRunText('scored', ''))).kind).toBe('invalid-input');
 	}, 600_000);
 });

@@ -16,6 +16,7 @@ export class DelegatingBackend implements Backend {
 	deleteCheckpoints: Backend['deleteCheckpoints'] = (name, options) =>
 		this.inner.deleteCheckpoints(name, options);
 	exportAdapter: Backend['exportAdapter'] = (name, step) => this.inner.exportAdapter(name, step);
+	scoreText: Backend['scoreText'] = (name, text) => this.inner.scoreText(name, text);
 	unregister: Backend['unregister'] = (name) => this.inner.unregister(name);
 	close: Backend['close'] = () => this.inner.close();
 }

@@ -106,6 +106,7 @@ export function createLocalBackend(host: BackendHost): Backend {
 		history: async (name) => run(name).history(),
 		deleteCheckpoints: async (name, options) => run(name).deleteCheckpoints(options),
 		exportAdapter: async (name, step) => run(name).exportAdapter(step),
+		scoreText: async (name, text) => run(name).scoreText(text),
 		async unregister(name) {
 			const r = runs.get(name);
 			runs.delete(name);

@@ -6,6 +6,7 @@
  */
 import { Generator, type GeneratorStats } from '../../model/generate/generator';
 import { resolveLoraConfig } from '../../model/transformer/lora';
+import { scoreText, type ScoredText } from '../../model/score-text';
 import { Tokenizer } from '../../model/tokenizer/tokenizer';
 import { TransformerModel } from '../../model/transformer/transformer';
 import {
@@ -212,6 +213,14 @@ export class ModelRun {
 		if ('sse' in r) return { status: 200, sse: frameStream(r.sse, abort) };
 		signal?.removeEventListener('abort', onAbort);
 		return r;
+	}
+
+	/** A text's tokens scored by this model as it is now (base, warm start, LoRA). */
+	scoreText(text: string): Promise<ScoredText> {
+		return this.gate.shared(async () => {
+			this.#checkLive();
+			return scoreText(this.model, this.tokenizer, text);
+		});
 	}
 
 	/** One GRPO step over the sequences, then its checkpoint and history line. */

@@ -5,6 +5,7 @@
  * is served in-process in Node and from a Web Worker alike; errors carry a `kind`.
  */
 import type { LoraConfig } from '../../model/transformer/lora';
+import type { ScoredText } from '../../model/score-text';
 import type { WarmStartMode } from '../../model/hf/warm-start';
 import type { GrpoStepConfig } from '../../grpo/train-step';
 import type { AdvantageOptions } from '../../grpo/advantages';
@@ -168,6 +169,8 @@ export interface Backend {
 	deleteCheckpoints(name: string, options?: DeleteCheckpointsOptions): Promise<number[]>;
 	/** The adapter of a checkpoint (default: the current weights) in PEFT's format. */
 	exportAdapter(name: string, step?: number): Promise<AdapterFiles>;
+	/** A text's tokens scored by the model as it is now (its warm start and LoRA applied). */
+	scoreText(name: string, text: string): Promise<ScoredText>;
 	/** Frees the model's GPU memory (its checkpoints stay). */
 	unregister(name: string): Promise<void>;
 	/** Frees everything (the device included). */
