@@ -312,7 +312,12 @@ export function createRunHost(env: RunHostEnv): RunHost {
 			const store = await saved(name);
 			const meta = await store.readMeta();
 			await store.close?.();
-			const input = meta!.recipe as Recipe;
+			const input = meta?.recipe as Recipe | undefined;
+			if (!input)
+				throw new RunError(
+					'invalid-recipe',
+					`The run '${name}' was saved without its recipe, so its model cannot be loaded to score.`
+				);
 			const model = await registeredModel(name, resolved(input), input);
 			return { ...(await env.backend.scoreText(name, text)), step: await model.getStep() };
 		},
