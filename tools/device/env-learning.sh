@@ -7,6 +7,7 @@
 #                                       (a NAME above, or `preset`: the shipped one)
 #      wsgrpo:ENV:NAME:RUN[:WSFLAGS[:FLAGS]]   the warm start, then GRPO from it
 #      play:ENV:NAME[:FLAGS]            `cli play` (e.g. --policy+model+--games+200) into NAME.json
+#                                       (its games too with --games-out+.scratch/dev/NAME.jsonl)
 #      prof:ENV:NAME[:FLAGS]            `cli train` from the shipped warm start under node's CPU
 #                                       profiler (--steps+3 ...): NAME.cpuprofile, the host's time
 #      judge:PORT                       the rule-following RULER judge (tools/rule-judge.ts) on
@@ -59,7 +60,7 @@ for job in "$@"; do
     ws) ( warm_start "$env" "$a" "$b"; pack ws-$a ws-$a.json ws-$a.log ws/$a ) & ;;
     grpo) ( grpo "$env" "$a" "$b" "$c"; pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
     play) ( timeout "$(left)" node .gpu/cli.mjs play --env "$env" ${b//+/ } > $D/$a.json 2> $D/$a.log
-            pack $a $a.json $a.log ) & ;;
+            pack $a $a.json $a.log $a.jsonl ) & ;;
     prof) ( timeout "$(left)" node --cpu-prof --cpu-prof-dir=$D/$a-prof .gpu/cli.mjs train --env "$env" \
               --out $D/$a --eval-every 1000 ${b//+/ } > $D/$a.json 2> $D/$a.log
             cp $D/$a-prof/*.cpuprofile $D/$a.cpuprofile; pack $a $a.json $a.log $a.cpuprofile $a/history.jsonl ) & ;;
