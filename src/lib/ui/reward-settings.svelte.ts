@@ -4,8 +4,8 @@
  * memory (or this tab's sessionStorage if asked), never in a recipe; the worker sends it
  * only to the judge.
  */
-import type { Recipe, RewardConfig, RewardSource } from '../run';
-import { rewardErrors, rewardOf, type RewardField } from './reward-form';
+import type { Recipe, RewardSource } from '../run';
+import { rewardErrors, type RewardField } from './reward-form';
 
 /** Where "remember in this tab" keeps the judge's key: sessionStorage (this tab only). */
 export const JUDGE_KEY_STORAGE = 'tabrl:judge-api-key';
@@ -44,16 +44,6 @@ export class RewardSettings {
 			this.key = kept;
 			this.rememberKey = true;
 		}
-	}
-
-	/** The recipe's reward; undefined for the game's own (a recipe without `reward`). */
-	config(): RewardConfig | undefined {
-		return rewardOf({
-			source: this.source,
-			baseURL: this.baseURL,
-			model: this.model,
-			rubric: this.rubric
-		});
 	}
 
 	/** The key to send beside `recipe`: only to a run RULER judges, else none (''). */
