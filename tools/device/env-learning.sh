@@ -10,6 +10,10 @@
 #                                       (its games too with --games-out+.scratch/dev/NAME.jsonl)
 #      prof:ENV:NAME[:FLAGS]            `cli train` from the shipped warm start under node's CPU
 #                                       profiler (--steps+3 ...): NAME.cpuprofile, the host's time
+#      keep:RUN                         after every job: RUN's latest checkpoint, run.json and
+#                                       history as RUN-state.tgz.00, .01, ... (15 MiB parts): to
+#                                       continue it in a later session, `cat` them into tar xz -C
+#                                       .scratch/dev and carry .scratch/dev/RUN
 #      judge:PORT                       the rule-following RULER judge (tools/rule-judge.ts) on
 #                                       127.0.0.1:PORT for the jobs after it; `@judge` in their
 #                                       FLAGS is its URL (--reward+ruler+--judge-base-url+@judge+
@@ -28,6 +32,7 @@ budget=$1; shift
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 mkdir -p .scratch/dev/ws
+keep=()
 bash .gpu/run true
 export PATH=/tmp/gpu-bin:$PATH NODE_PATH=$PWD/.gpu/node_modules
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
@@ -64,6 +69,7 @@ for job in "$@"; do
     prof) ( timeout "$(left)" node --cpu-prof --cpu-prof-dir=$D/$a-prof .gpu/cli.mjs train --env "$env" \
               --out $D/$a --eval-every 1000 ${b//+/ } > $D/$a.json 2> $D/$a.log
             cp $D/$a-prof/*.cpuprofile $D/$a.cpuprofile; pack $a $a.json $a.log $a.cpuprofile $a/history.jsonl ) & ;;
+    keep) keep+=("$env") ;;
     judge) node .gpu/rule-judge.mjs --port "$env" > $D/judge.log 2>&1 & judge=$! judge_port=$env; sleep 1 ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
               pack $b ws-$a.json ws-$a.log ws/$a $b.json $b.log $b.started $b/history.jsonl $b/run.json ) & ;;
@@ -72,5 +78,9 @@ for job in "$@"; do
 done
 wait $(jobs -p | grep -vx "${judge:-none}")
 [ -n "${judge:-}" ] && { kill "$judge"; wait "$judge"; cat $D/judge.log; }
+for run in "${keep[@]}"; do # the latest checkpoint only: what `cli train` continues from
+  last=$(ls $D/$run/checkpoints | sort | tail -n 1)
+  tar czf - -C $D $run/run.json $run/history.jsonl $run/checkpoints/$last | split -b 15m -d - $OUT/$run-state.tgz.
+done
 for f in $D/*.log; do echo "== $f"; grep -E "eval|rc |wrote|Error|error" "$f" | tail -n 8; done
 echo "done at $(( $(date +%s) - t0 )) s"

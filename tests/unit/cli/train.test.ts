@@ -17,6 +17,7 @@ import { DEFAULT_SFT, preset, presetOn, sftSteps, type Recipe } from '../../../s
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
 import { EXIT_STUCK, parseTrainArgs } from '../../../scripts/cli/train-args';
 import { savedRecipe, trainRecipe } from '../../../scripts/cli/train-recipe';
+import { checkSameRun } from '../../../src/lib/agent/backend/run-open';
 import { runCli, usageText, type CliRun } from './run-cli';
 
 const ROOT = join(import.meta.dirname, '../../..');
@@ -177,6 +178,45 @@ describe('cli train: the recipe from flags', () => {
 			};
 			await writeFile(join(dir, 'run.json'), JSON.stringify(meta(own, own.baseModel, '')));
 			expect(await savedRecipe(dir, '/s')).toEqual(own);
+		} finally {
+			await rm(dir, { recursive: true, force: true });
+		}
+	});
+
+	it('a run cli train began here continues: its locations are not "moved" for a trailing slash', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'tabrl-continue-'));
+		try {
+			// as a fresh `cli train --env tictactoe --warm-start preset` saves it: resolved, no slash
+			const first = recipe(['--warm-start', 'preset']);
+			const meta = {
+				name: 'tl',
+				project: 'tabrl-cli',
+				baseModel: first.baseModel,
+				warmStart: first.warmStart!,
+				recipe: first,
+				step: 140,
+				lastReward: 0.8,
+				created: '2026-12-06T00:00:00.000Z',
+				updated: '2026-12-06T00:00:00.000Z'
+			};
+			await writeFile(join(dir, 'run.json'), JSON.stringify(meta));
+			const saved = await savedRecipe(dir, '/s');
+			expect(saved).toEqual(first);
+			expect(JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'))).toEqual(meta);
+			const again = recipe(['--warm-start', 'preset'], saved);
+			const spec = {
+				name: 'tl',
+				project: 'tabrl-cli',
+				baseModel: again.baseModel,
+				warmStart: again.warmStart!
+			};
+			expect(() => checkSameRun(meta, spec)).not.toThrow();
+			// the same folders written with a slash are the same run; another folder is not
+			const slashed = { ...meta, baseModel: `${meta.baseModel}/` };
+			expect(() => checkSameRun(slashed, spec)).not.toThrow();
+			expect(() => checkSameRun(meta, { ...spec, baseModel: '/s/models/other' })).toThrow(
+				/already exists/
+			);
 		} finally {
 			await rm(dir, { recursive: true, force: true });
 		}
