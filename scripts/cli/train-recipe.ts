@@ -5,6 +5,7 @@
  */
 import { join, resolve } from 'node:path';
 import { NodeRunStore } from '../../src/lib/grpo/store/node/run-store';
+import { sameLocation } from '../../src/lib/agent/backend/run-open';
 import {
 	bundledModelPath,
 	DEFAULT_PRESET,
@@ -174,7 +175,10 @@ export async function savedRecipe(
 	}
 	const here = rootBundled(recipe, staticRoot);
 	const moved = (from: string | undefined, to: string | undefined) =>
-		from !== undefined && to !== undefined && from !== to && to.startsWith(staticRoot);
+		from !== undefined &&
+		to !== undefined &&
+		!sameLocation(from, to) &&
+		to.startsWith(staticRoot);
 	if (
 		!moved(meta.baseModel, here.baseModel) &&
 		!moved(meta.warmStart?.adapter, here.warmStart?.adapter)

@@ -69,13 +69,21 @@ export async function applyWarmStart(
 	return { weights: base.weights, initial: adapter };
 }
 
+const trimSlash = (location: string) => location.replace(/\/+$/, '');
+
+/** One folder however its location ends: `/models/tabrl-tiny` and `/models/tabrl-tiny/`. */
+export const sameLocation = (a: string, b: string) => trimSlash(a) === trimSlash(b);
+
 /** Refuses to reopen a saved run with another base model or warm start. */
 export function checkSameRun(meta: RunMeta | undefined, spec: ModelSpec): void {
 	if (!meta) return;
 	// the mode too: a merged run's adapter was trained on the merged base, not on the base
 	const warm = (w?: { adapter: string; mode?: string }) =>
-		w ? `${w.adapter} (${w.mode ?? 'merged'})` : 'none';
-	if (meta.baseModel !== spec.baseModel || warm(meta.warmStart) !== warm(spec.warmStart))
+		w ? `${trimSlash(w.adapter)} (${w.mode ?? 'merged'})` : 'none';
+	if (
+		!sameLocation(meta.baseModel, spec.baseModel) ||
+		warm(meta.warmStart) !== warm(spec.warmStart)
+	)
 		throw new AgentError(
 			'run-exists',
 			`a run named '${spec.name}' already exists with base model ${meta.baseModel} and warm start ${warm(meta.warmStart)}; ` +
