@@ -175,10 +175,7 @@ export async function savedRecipe(
 	}
 	const here = rootBundled(recipe, staticRoot);
 	const moved = (from: string | undefined, to: string | undefined) =>
-		from !== undefined &&
-		to !== undefined &&
-		!sameLocation(from, to) &&
-		to.startsWith(staticRoot);
+		from !== undefined && to !== undefined && !sameLocation(from, to) && to.startsWith(staticRoot);
 	if (
 		!moved(meta.baseModel, here.baseModel) &&
 		!moved(meta.warmStart?.adapter, here.warmStart?.adapter)
