@@ -380,6 +380,8 @@ export async function trainPanelChecks(
 	let worked = ''; // the advantages pause's text: a group worked through
 	let done = ''; // the pause after the first update
 	let keyed = 0; // pauses gone on from with Enter (the Next button had the focus)
+	let barsAtRewards = -1; // advantage bars on the cards at the first pause (none: not yet explained)
+	let outlined: string[] = []; // the outlined cards' rewards at the advantages pause, in page order
 	for (let i = 0; i < 40 && !done; i++) {
 		const paused = await page
 			.waitForSelector(testid('phase-guide'), { timeout: TRAIN_TIMEOUT_MS })
@@ -391,8 +393,13 @@ export async function trainPanelChecks(
 		const text = (await page.textContent(testid('phase-guide'))) ?? '';
 		if (title.startsWith('4')) done = text;
 		else {
+			if (title.startsWith('1') && barsAtRewards < 0)
+				barsAtRewards = (await page.$$(testid('train-game-advantage'))).length;
 			if (title.startsWith('2') && !worked) {
 				worked = text;
+				outlined = await page.$$eval(`${testid('train-game')}[data-guided]`, (cards) =>
+					cards.map((c) => String(Number(Number(c.getAttribute('data-reward')).toFixed(3))))
+				);
 				await page.screenshot({ path: 'test-results/train-step-through.png', fullPage: true });
 				await secondTabRefused(page, server.url, check);
 			}
@@ -414,12 +421,24 @@ export async function trainPanelChecks(
 		'step-through pauses at each phase in order (games and rewards, advantages, update, then the step done), Next and Enter go on',
 		pauses[0]?.startsWith('1 · Games played') &&
 			pauses[1]?.startsWith('2 · Group-relative advantages') &&
-			pauses[2]?.startsWith('3 · The update') &&
+			pauses[2]?.startsWith('3 · ') &&
 			pauses.at(-1)!.startsWith('4 · Step 1 done') &&
 			/loss \d/.test(done) &&
-			/Group \d+: (rewards .* → mean .* → advantages|every game scored)/.test(worked) &&
+			/Group \d+( \([^)]*\))?: (rewards .* → mean .* → advantages|every game scored)/.test(
+				worked
+			) &&
 			keyed === pauses.length - 1,
 		`${pauses.join(' | ')}; ${keyed} by Enter; ${worked}`
+	);
+	const workedRewards = /rewards ([^→]*) →/.exec(worked)?.[1].split(', ') ?? [];
+	check(
+		"the lesson shows what it explains when it explains it: no advantage bars before the advantages pause; there the worked group's cards are outlined and its rewards read in the cards' order",
+		barsAtRewards === 0 &&
+			(/every game scored/.test(worked) ||
+				(outlined.length > 0 &&
+					outlined.every((r, i) => workedRewards[i] === r) &&
+					/outlined cards? below/.test(worked))),
+		`bars at pause 1: ${barsAtRewards}; outlined ${JSON.stringify(outlined)}; worked ${worked.slice(0, 300)}`
 	);
 	const shifted = await page.$$eval(`${testid('policy-shift')} [data-before]`, (spans) =>
 		spans.map((s) => [Number(s.getAttribute('data-before')), Number(s.getAttribute('data-after'))])

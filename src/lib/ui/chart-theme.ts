@@ -49,6 +49,31 @@ export function stepAxes(c: Palette): uPlot.Axis[] {
 			ticks: { stroke: c.line },
 			incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 		},
-		{ stroke: c.muted, grid: { stroke: c.line }, ticks: { stroke: c.line }, size: 48 }
+		{
+			stroke: c.muted,
+			grid: { stroke: c.line },
+			ticks: { stroke: c.line },
+			values: (_u, splits) => splits.map(tickLabel),
+			// wide enough for the longest label (a fixed width cut the minus off "-0.0004")
+			size: (_u, values) => 12 + 7 * Math.max(3, ...(values ?? []).map((v) => v.length))
+		}
 	];
+}
+
+/**
+ * A y tick's label: short (3 significant digits; 2.5e−3 below 0.01, 12.3k from 10,000) and with a
+ * real minus sign, so a negative loss reads as negative.
+ */
+export function tickLabel(v: number): string {
+	if (!Number.isFinite(v)) return '';
+	const a = Math.abs(v);
+	const text =
+		a === 0
+			? '0'
+			: a >= 1e4
+				? `${Number((v / 1000).toPrecision(3))}k`
+				: a < 1e-2
+					? Number(v.toPrecision(2)).toExponential().replace('e-', 'e−')
+					: String(Number(v.toPrecision(3)));
+	return text.replace(/^-/, '−');
 }

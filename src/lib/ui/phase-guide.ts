@@ -7,7 +7,7 @@
  */
 import { groupAdvantages } from '../grpo/advantages';
 import type { GroupGame, PausePhase, Recipe } from '../run';
-import { describeShift, type ShiftView } from './policy-shift';
+import { againstAdvantage, describeShift, type ShiftView } from './policy-shift';
 
 export interface PhaseGuide {
 	title: string;
@@ -19,8 +19,13 @@ export interface PhaseGuide {
 /** What the guide reads from the run (the recipe, the latest group and step). */
 export interface GuideContext {
 	recipe: Pick<Recipe, 'environment' | 'grpo' | 'reward'>;
-	/** The group shown worked through: its games' rewards and advantages. */
-	group?: { group: number; games: GroupGame[] };
+	/**
+	 * The group worked through: its games in the order their cards show them (newest first),
+	 * `shown` of them on cards (outlined while the guide talks about them), the rest after.
+	 */
+	group?: { group: number; games: GroupGame[]; shown: number };
+	/** Whether any group of this round has a spread of rewards (false: nothing to learn). */
+	signal?: boolean;
 	/** The step just made ('updated'): its metrics, and how it moved two games' tokens. */
 	metrics?: Record<string, number>;
 	shift?: ShiftView;
@@ -28,7 +33,7 @@ export interface GuideContext {
 }
 
 const REWARD_RULES: Record<Recipe['environment'], string> = {
-	tictactoe: 'the game: a win 1, a draw 0.5, a loss 0, an illegal move less than 0',
+	tictactoe: 'the game: a win 1, a draw 0.5, a lost game 0, an illegal move less than 0',
 	'2048':
 		'the game: 2 for reaching the winning tile, otherwise a score of the largest tile and the board, −1 for a malformed reply',
 	inbox:
@@ -40,17 +45,23 @@ const num = (x: number | undefined, digits = 3) =>
 	x === undefined || !Number.isFinite(x) ? '—' : Number(x.toFixed(digits)).toString();
 const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${num(Math.abs(x), 2)}`;
 
-/** The group's numbers worked through: rewards -> mean and spread -> advantages. */
+/** The group's numbers worked through, in its cards' order: rewards -> mean and spread -> advantages. */
 function workedGroup(g: NonNullable<GuideContext['group']>): string {
-	const games = [...g.games].sort((a, b) => a.index - b.index);
+	const games = g.games;
 	const rewards = games.map((x) => x.reward);
 	const { mean, std } = groupAdvantages(rewards); // (the spread GRPO divides by)
 	const list = (xs: string[]) =>
 		xs.length > 8 ? `${xs.slice(0, 8).join(', ')}, …` : xs.join(', ');
 	if (std === 0)
 		return `Group ${g.group + 1}: every game scored ${num(mean)}, so every advantage is 0: this group teaches nothing this step.`;
+	const where =
+		g.shown === 0
+			? ''
+			: g.shown === games.length
+				? ' (its cards are outlined below, in the order shown)'
+				: ` (${g.shown} of its ${games.length} games are the outlined cards below, in the order shown; the rest follow)`;
 	return (
-		`Group ${g.group + 1}: rewards ${list(rewards.map((r) => num(r)))} → mean ${num(mean)}, ` +
+		`Group ${g.group + 1}${where}: rewards ${list(rewards.map((r) => num(r)))} → mean ${num(mean)}, ` +
 		`spread ${num(std)} → advantages ${list(games.map((x) => signed(x.advantage)))}.`
 	);
 }
@@ -77,11 +88,22 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 				paragraphs: [
 					"GRPO scores each game against its own group: advantage = (reward − the group's mean) ÷ the group's spread. Games better than their siblings get a positive advantage (the green bar on the card), worse ones a negative one (red). No critic network is needed: the group is the baseline.",
 					...(c.group ? [workedGroup(c.group)] : []),
-					'A group whose games all scored the same has no spread, and no say in the update.'
+					c.signal === false
+						? 'No group of this round has a spread: every game scored like its siblings, so every advantage is 0 and these games have nothing to teach.'
+						: 'A group whose games all scored the same has no spread, and no say in the update.'
 				],
-				next: 'Next: the update'
+				next: c.signal === false ? 'Next: why nothing is learned' : 'Next: the update'
 			};
 		case 'update':
+			if (c.signal === false)
+				return {
+					title: '3 · No update this time',
+					paragraphs: [
+						"With every advantage 0 the loss has no gradient: nothing was learned from these games, and the weights stay as they are. GRPO learns only from differences within a group; when the policy plays a group's games all alike (all won, all lost), there is none.",
+						`The step is not counted: the model plays a new round of games for step ${c.step}${c.recipe.grpo.temperature < 1 ? ', and a higher temperature would make its games differ more' : ''}. Several such rounds in a row end the run as stuck.`
+					],
+					next: 'Next: play new games'
+				};
 			return {
 				title: '3 · The update',
 				paragraphs: [
@@ -105,7 +127,8 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 					...(c.shift && c.shift.step === c.step
 						? [
 								"How the update moved the same replies' tokens, probability when sampled → now:",
-								...describeShift(c.shift)
+								...describeShift(c.shift),
+								...againstAdvantage(c.shift)
 							]
 						: []),
 					"The next games are sampled from the updated policy: compare the new cards' token colours with these — moves of games that beat their group should have become surer."

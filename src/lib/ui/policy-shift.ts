@@ -86,3 +86,25 @@ export function describeShift(view: ShiftView, shown = 6): string[] {
 		);
 	});
 }
+
+/**
+ * The tokens that moved against their game's advantage (the best game's that fell, the
+ * worst game's that rose), one sentence per such game saying why that happens: empty when
+ * every shown change goes the advantage's way.
+ */
+export function againstAdvantage(view: ShiftView): string[] {
+	return view.games.flatMap((g) => {
+		const against = g.advantage > 0 ? 'down' : g.advantage < 0 ? 'up' : null;
+		if (!against) return [];
+		const moved = g.tokens.filter((t) => shiftDirection(t) === against);
+		if (moved.length === 0) return [];
+		const example = moved[0];
+		return [
+			`${moved.length} of the ${g.kind} game's ${g.tokens.length} tokens ${against === 'up' ? 'rose' : 'fell'} although its advantage is ${g.advantage > 0 ? 'positive' : 'negative'} ` +
+				`(${JSON.stringify(example.text)} ${p2(example.before)} → ${p2(example.after)}). ` +
+				'One update moves the shared LoRA weights for every game of the step at once: a token that also comes in games on the other side of their group ' +
+				'(the same move, the same formatting) is pushed both ways, and the sum decides; ' +
+				'the KL penalty pulls every token back towards the reference, and the ratio clip bounds how far any one is pushed.'
+		];
+	});
+}

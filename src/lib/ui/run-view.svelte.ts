@@ -35,6 +35,13 @@ import {
 	type StepRow
 } from './run-rows';
 
+/** A scored group of a round, as the guide works it through. */
+interface GuideGroup {
+	round: number;
+	group: number;
+	games: GroupGame[];
+}
+
 /** Games kept for display (the newest). */
 const GAMES_SHOWN = 8;
 
@@ -88,16 +95,54 @@ export class RunView {
 	#roundReplies = new Map<string, ReplyToken[][]>();
 	#round = -1;
 	/** Where a step-through run waits, and what the guide says there (null: not paused). */
-	paused = $state<{ phase: PausePhase; guide: PhaseGuide } | null>(null);
+	/** `guided`: the group the guide works through (its cards are outlined), if any. */
+	paused = $state<{
+		phase: PausePhase;
+		guide: PhaseGuide;
+		guided?: { round: number; group: number };
+	} | null>(null);
 	/** The run's recipe, the first scored group of the round and the last step's numbers, for the guide. */
 	#recipe: Recipe | null = null;
-	#guideGroup: { round: number; group: number; games: GroupGame[] } | null = null;
+	/** The round's scored groups (the guide picks one to work through). */
+	#roundGroups: GuideGroup[] = [];
 	#lastMetrics: Record<string, number> = {};
 	#rowKey = 0;
 	/** Games per round of the run going (known before the first one finishes). */
 	#groupGames = 0;
 	/** The environment of the run in progress (its replay draws the games). */
 	#environment: EnvironmentName = DEFAULT_PRESET;
+
+	/**
+	 * The group the guide works through: of the round's groups with games on cards, the one
+	 * with the widest spread of rewards (then the most cards); else the widest of all.
+	 */
+	#guideGroup(): GuideGroup | undefined {
+		const cards = (g: GuideGroup) =>
+			this.games.filter((x) => x.round === g.round && x.group === g.group).length;
+		const better = (a: GuideGroup, b: GuideGroup) =>
+			spread(a.games) - spread(b.games) || cards(a) - cards(b);
+		const shown = this.#roundGroups.filter((g) => cards(g) > 0);
+		const pool = shown.length ? shown : this.#roundGroups;
+		return pool.reduce<GuideGroup | undefined>(
+			(best, g) => (!best || better(g, best) > 0 ? g : best),
+			undefined
+		);
+	}
+
+	/**
+	 * The guide's group as its cards show it: its games on cards in their order (newest
+	 * first), then the rest by index; `shown` of them are on cards.
+	 */
+	#asShown(g: GuideGroup) {
+		const onCards = this.games.filter((x) => x.round === g.round && x.group === g.group);
+		const at = (index: number) => onCards.findIndex((x) => x.index === index);
+		const games = [...g.games].sort((a, b) => {
+			const [i, j] = [at(a.index), at(b.index)];
+			if (i >= 0 && j >= 0) return i - j;
+			return i >= 0 ? -1 : j >= 0 ? 1 : a.index - b.index;
+		});
+		return { group: g.group, games, shown: games.filter((x) => at(x.index) >= 0).length };
+	}
 
 	/** Shows a run's stored history (its rows, charts and judge totals); nothing of a run going. */
 	show(history: HistoryEntry[]): void {
@@ -134,6 +179,7 @@ export class RunView {
 		this.shift = null;
 		this.#roundReplies.clear();
 		this.#round = -1;
+		this.#roundGroups = [];
 	}
 
 	/** The run ended (finished, stopped or refused): no phase, no progress, no pause. */
@@ -205,13 +251,8 @@ export class RunView {
 				);
 				break;
 			case 'group':
-				// the guide works through the round's group with the widest spread of rewards
-				if (
-					!this.#guideGroup ||
-					this.#guideGroup.round !== event.round ||
-					spread(event.games) > spread(this.#guideGroup.games)
-				)
-					this.#guideGroup = event;
+				if (this.#roundGroups[0]?.round !== event.round) this.#roundGroups = [];
+				this.#roundGroups.push({ round: event.round, group: event.group, games: event.games });
 				for (const game of this.games)
 					if (game.round === event.round && game.group === event.group)
 						game.scored = event.games.find((g) => g.index === game.index);
@@ -227,19 +268,26 @@ export class RunView {
 					this.#lastMetrics = event.metrics;
 				}
 				break;
-			case 'paused':
-				if (this.#recipe)
-					this.paused = {
-						phase: event.phase,
-						guide: phaseGuide(event.phase, {
-							recipe: this.#recipe,
-							group: this.#guideGroup ?? undefined,
-							metrics: this.#lastMetrics,
-							shift: this.shift ?? undefined,
-							step: event.step
-						})
-					};
+			case 'paused': {
+				if (!this.#recipe) break;
+				const groups = this.#roundGroups;
+				const pick = this.#guideGroup();
+				this.paused = {
+					phase: event.phase,
+					guide: phaseGuide(event.phase, {
+						recipe: this.#recipe,
+						group: pick ? this.#asShown(pick) : undefined,
+						signal: groups.length ? groups.some((g) => spread(g.games) > 0) : undefined,
+						metrics: this.#lastMetrics,
+						shift: this.shift ?? undefined,
+						step: event.step
+					}),
+					...(pick && (event.phase === 'advantages' || event.phase === 'update')
+						? { guided: { round: pick.round, group: pick.group } }
+						: {})
+				};
 				break;
+			}
 			case 'eval': {
 				const { step, temperature, reward } = event.report;
 				const key = temperature === 0 ? 'val/reward' : `val/reward_t${temperature}`;

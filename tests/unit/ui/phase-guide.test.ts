@@ -34,21 +34,46 @@ describe('phase guide', () => {
 		);
 	});
 
-	it("works one group's advantages through with its numbers", () => {
+	it("works one group's advantages through with its numbers, in its cards' order", () => {
 		const text = phaseGuide('advantages', {
 			recipe: ttt,
 			step: 3,
-			group: { group: 0, games: games([1, 0, 0.5, 0]).reverse() } // any order: shown by index
+			group: { group: 0, games: games([1, 0, 0.5, 0]).reverse(), shown: 4 }, // as the cards show them
+			signal: true
 		}).paragraphs.join(' ');
 		// mean 0.375, population spread sqrt(0.171875) = 0.415; (1 - 0.375) / 0.415 = 1.51
-		expect(text).toContain('Group 1: rewards 1, 0, 0.5, 0 → mean 0.375, spread 0.415');
-		expect(text).toContain('advantages +1.51, −0.9, +0.3, −0.9');
+		expect(text).toContain(
+			'Group 1 (its cards are outlined below, in the order shown): rewards 0, 0.5, 0, 1 → mean 0.375, spread 0.415'
+		);
+		expect(text).toContain('advantages −0.9, +0.3, −0.9, +1.51');
+		const partly = phaseGuide('advantages', {
+			recipe: ttt,
+			step: 3,
+			group: { group: 1, games: games([1, 0, 0.5, 0]), shown: 3 }
+		}).paragraphs.join(' ');
+		expect(partly).toContain('3 of its 4 games are the outlined cards below');
 		const flat = phaseGuide('advantages', {
 			recipe: ttt,
 			step: 3,
-			group: { group: 2, games: games([0.5, 0.5]) }
+			group: { group: 2, games: games([0.5, 0.5]), shown: 0 }
 		}).paragraphs.join(' ');
 		expect(flat).toContain('Group 3: every game scored 0.5, so every advantage is 0');
+	});
+
+	it('a round where no group has a spread says nothing is learned and why, and what comes next', () => {
+		const group = { group: 0, games: games([1, 1, 1, 1]), shown: 4 };
+		const adv = phaseGuide('advantages', { recipe: ttt, step: 2, group, signal: false });
+		expect(adv.paragraphs.join(' ')).toContain('No group of this round has a spread');
+		expect(adv.next).toBe('Next: why nothing is learned');
+		const none = phaseGuide('update', { recipe: ttt, step: 2, group, signal: false });
+		expect(none.title).toBe('3 · No update this time');
+		expect(none.paragraphs.join(' ')).toContain('nothing was learned from these games');
+		expect(none.paragraphs.join(' ')).toContain('a new round of games for step 2');
+		expect(none.next).toBe('Next: play new games');
+		// with a spread somewhere, the update is explained as usual
+		expect(phaseGuide('update', { recipe: ttt, step: 2, group, signal: true }).title).toBe(
+			'3 · The update'
+		);
 	});
 
 	it('explains the loss the recipe uses', () => {

@@ -6,7 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../../src/lib/run';
-import { describeShift, shiftDirection, shiftView } from '../../../src/lib/ui/policy-shift';
+import {
+	againstAdvantage,
+	describeShift,
+	shiftDirection,
+	shiftView
+} from '../../../src/lib/ui/policy-shift';
 
 const event: Extract<RunEvent, { type: 'shift' }> = {
 	type: 'shift',
@@ -66,6 +71,26 @@ describe('policy shift view', () => {
 		expect(describeShift(view, 1)[0]).toBe(
 			'The best game of group 2 (advantage +1.50): "<move>" 0.50 → 0.60, ….'
 		);
+	});
+
+	it("explains tokens that moved against their game's advantage, and only those", () => {
+		const view = shiftView(event, () => undefined);
+		// the best game's three tokens all rose; the worst game's "#21" rose 0.00 -> 0.01
+		const notes = againstAdvantage(view);
+		expect(notes).toHaveLength(1);
+		expect(notes[0]).toMatch(
+			/^1 of the worst game's 2 tokens rose although its advantage is negative \("#21" 0\.00 → 0\.01\)\. One update moves the shared LoRA weights/
+		);
+		expect(notes[0]).toContain('KL penalty');
+		const fell = {
+			...view,
+			games: [{ ...view.games[0], tokens: [{ text: 'B2', before: 0.9, after: 0.7 }] }]
+		};
+		expect(againstAdvantage(fell)[0]).toMatch(
+			/^1 of the best game's 1 tokens fell although its advantage is positive/
+		);
+		const flat = { ...view, games: [{ ...view.games[1], advantage: 0 }] };
+		expect(againstAdvantage(flat)).toEqual([]);
 	});
 
 	it('colours only changes the page shows: 1.00 -> 1.00 is no change', () => {
