@@ -1,12 +1,14 @@
 /**
  * @file The Train panel's state as Svelte 5 runes: drives a run in the tab's worker (start,
  * resume, step through, stop) and ties together the form (`form`), the run shown (`view`),
- * the share link (`link`), the saved runs (`runs`) and the one error the panel shows.
+ * the share link (`link`), the saved runs (`runs`), the cached models (`cached`) and the one
+ * error the panel shows.
  */
 import { recordedSettings, type Recipe } from '../run';
 import type { HistoryEntry } from '../agent/backend/types';
 import type { BackendHandle } from '../worker/client';
 import type { BackendError, SavedRun } from '../worker/protocol';
+import { CachedModels } from './cached-models.svelte';
 import { RecipeForm } from './recipe-form.svelte';
 import { RunView } from './run-view.svelte';
 import { SavedRuns } from './saved-runs.svelte';
@@ -22,6 +24,8 @@ export class TrainSession {
 	readonly view = new RunView();
 	readonly link = new TrainLink(this.form, () => this.view.history);
 	readonly runs: SavedRuns;
+	/** The models in the browser's model cache (listed under the model choice). */
+	readonly cached = new CachedModels();
 
 	#backend: () => BackendHandle | null;
 
