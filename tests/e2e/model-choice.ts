@@ -4,9 +4,11 @@
  * catalog model shows its size, the GPU memory the run needs and a verdict, with nothing
  * fetched from the Hub; "Other" shows the URL field; back to the bundled model. A link whose
  * model is a catalog URL selects that entry. Readable at 390 px (no sideways scroll), every
- * control named. Screenshots: test-results/train-model-choice*.png.
+ * control named. Then the list of cached models (cached-models.ts). Screenshots:
+ * test-results/train-model-choice*.png, train-cached-models.png.
  */
 import type { Browser, Page } from 'playwright-core';
+import { cachedModelChecks } from './cached-models';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
 import { openTrainPage, phoneLayout, since, testid, unnamedControls } from './train-page';
@@ -144,6 +146,8 @@ export async function modelChoiceChecks(
 				(await page.inputValue(testid('train-lr'))) === '0.00005',
 			`${linked} ${await page.inputValue(testid('train-model'))}`
 		);
+		// the models cached in this browser, listed under the choice, deleted from there
+		await cachedModelChecks(check, page, server);
 		check('model select: nothing was requested from the Hub', hub.length === 0, hub.join(' '));
 		check('model select: no page or console error', errors.length === 0, errors.join(' | '));
 		console.log(`model select: ${since(t0)}`);
