@@ -28,6 +28,8 @@ export interface ShiftView {
 	step: number;
 	group: number;
 	games: ShiftGame[];
+	/** The KL penalty's β the update ran with (0: none), when known. */
+	klBeta?: number;
 }
 
 const prob = (logprob: number) => (Number.isFinite(logprob) ? Math.exp(logprob) : 0);
@@ -44,11 +46,13 @@ export function shiftDirection(t: ShiftToken): 'up' | 'down' | 'same' {
 /** The view of a 'shift' event; `replies(index)`: that game's replies, when known. */
 export function shiftView(
 	event: Extract<RunEvent, { type: 'shift' }>,
-	replies: (index: number) => ReplyToken[][] | undefined
+	replies: (index: number) => ReplyToken[][] | undefined,
+	klBeta?: number
 ): ShiftView {
 	return {
 		step: event.step,
 		group: event.group,
+		...(klBeta !== undefined ? { klBeta } : {}),
 		games: event.games.map((g, i) => {
 			const texts =
 				replies(g.rolloutIndex)
@@ -104,7 +108,10 @@ export function againstAdvantage(view: ShiftView): string[] {
 				`(${JSON.stringify(example.text)} ${p2(example.before)} → ${p2(example.after)}). ` +
 				'One update moves the shared LoRA weights for every game of the step at once: a token that also comes in games on the other side of their group ' +
 				'(the same move, the same formatting) is pushed both ways, and the sum decides; ' +
-				'the KL penalty pulls every token back towards the reference, and the ratio clip bounds how far any one is pushed.'
+				(view.klBeta
+					? `the KL penalty (β ${view.klBeta}) pulls every token back towards the reference, and `
+					: '') +
+				'the ratio clip bounds how far any one token is pushed.'
 		];
 	});
 }

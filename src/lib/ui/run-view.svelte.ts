@@ -246,8 +246,10 @@ export class RunView {
 				break;
 			}
 			case 'shift':
-				this.shift = shiftView(event, (index) =>
-					this.#roundReplies.get(`${event.round}-${event.group}-${index}`)
+				this.shift = shiftView(
+					event,
+					(index) => this.#roundReplies.get(`${event.round}-${event.group}-${index}`),
+					this.#recipe?.grpo.klBeta
 				);
 				break;
 			case 'group':

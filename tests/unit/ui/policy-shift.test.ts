@@ -74,14 +74,16 @@ describe('policy shift view', () => {
 	});
 
 	it("explains tokens that moved against their game's advantage, and only those", () => {
-		const view = shiftView(event, () => undefined);
+		const view = shiftView(event, () => undefined, 0.05);
 		// the best game's three tokens all rose; the worst game's "#21" rose 0.00 -> 0.01
 		const notes = againstAdvantage(view);
 		expect(notes).toHaveLength(1);
 		expect(notes[0]).toMatch(
 			/^1 of the worst game's 2 tokens rose although its advantage is negative \("#21" 0\.00 → 0\.01\)\. One update moves the shared LoRA weights/
 		);
-		expect(notes[0]).toContain('KL penalty');
+		expect(notes[0]).toContain('the KL penalty (β 0.05) pulls every token back');
+		// no KL penalty: none named
+		expect(againstAdvantage({ ...view, klBeta: 0 })[0]).not.toContain('KL');
 		const fell = {
 			...view,
 			games: [{ ...view.games[0], tokens: [{ text: 'B2', before: 0.9, after: 0.7 }] }]
