@@ -14,6 +14,7 @@ import {
 	PRESET_NAMES,
 	preset,
 	presetOn,
+	recordedSettings,
 	rootBundled,
 	sizedGrpo,
 	validateRecipe,
@@ -155,7 +156,9 @@ function rewardConfig(args: TrainArgs, base: RewardConfig | undefined): RewardCo
  * The recipe OUT/run.json keeps (undefined for a new run, or one saved without a recipe).
  * A run made under another root (the page's export, unzipped: its bundled model is
  * /models/tabrl-tiny/ on the site) is moved onto this checkout's static/ folder first, its
- * run.json rewritten to say so (rootBundled), with a warning.
+ * run.json rewritten to say so (rootBundled), with a warning. The learning rate, KL β and
+ * temperature its last trained step recorded (changed while the page paused it) are what it
+ * goes on with, as the page's Resume does; flags still replace them (trainRecipe).
  */
 export async function savedRecipe(
 	out: string,
@@ -173,6 +176,10 @@ export async function savedRecipe(
 				`(${(error as Error).message}); give another --out`
 		);
 	}
+	// (run.json keeps the recipe as it was given; the live settings are the history's)
+	const live = recordedSettings(await store.readHistory());
+	const goOn = (r: Recipe): Recipe =>
+		Object.keys(live).length ? { ...r, grpo: { ...r.grpo, ...live } } : r;
 	const here = rootBundled(recipe, staticRoot);
 	const moved = (from: string | undefined, to: string | undefined) =>
 		from !== undefined && to !== undefined && !sameLocation(from, to) && to.startsWith(staticRoot);
@@ -180,7 +187,7 @@ export async function savedRecipe(
 		!moved(meta.baseModel, here.baseModel) &&
 		!moved(meta.warmStart?.adapter, here.warmStart?.adapter)
 	)
-		return recipe;
+		return goOn(recipe);
 	const warm = here.warmStart;
 	await store.writeMeta({
 		...meta,
@@ -191,5 +198,5 @@ export async function savedRecipe(
 	process.stderr.write(
 		`warning: ${out} was made with its bundled model at ${meta.baseModel}; it continues on ${here.baseModel}\n`
 	);
-	return here;
+	return goOn(here);
 }

@@ -222,6 +222,43 @@ describe('cli train: the recipe from flags', () => {
 		}
 	});
 
+	it('a continued run goes on with the live settings its last step recorded; flags still win', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'tabrl-live-'));
+		try {
+			const first = recipe([]);
+			const meta = {
+				name: 'r',
+				project: 'tabrl-page',
+				baseModel: first.baseModel,
+				warmStart: first.warmStart!,
+				recipe: first,
+				step: 2,
+				lastReward: 0.5,
+				created: '2026-12-06T00:00:00.000Z',
+				updated: '2026-12-06T00:00:00.000Z'
+			};
+			await writeFile(join(dir, 'run.json'), JSON.stringify(meta));
+			// step 1 as the recipe said; step 2 after the page's pause changed all three
+			const line = (step: number, lr: number, kl: number, t: number) =>
+				JSON.stringify({ step, 'train/lr': lr, 'train/kl_beta': kl, 'train/temperature': t });
+			await writeFile(
+				join(dir, 'history.jsonl'),
+				`${line(1, first.grpo.learningRate, first.grpo.klBeta, 1)}\n${line(2, 1e-4, 0, 0.7)}\n`
+			);
+			const saved = await savedRecipe(dir, '/s');
+			expect(saved!.grpo).toMatchObject({ learningRate: 1e-4, klBeta: 0, temperature: 0.7 });
+			expect(recipe(['--lr', '3e-4'], saved).grpo).toMatchObject({
+				learningRate: 3e-4,
+				klBeta: 0,
+				temperature: 0.7
+			});
+			// run.json keeps the recipe as given
+			expect(JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')).recipe).toEqual(first);
+		} finally {
+			await rm(dir, { recursive: true, force: true });
+		}
+	});
+
 	it('--reward ruler names the judge (URL, model, rubric), never its key', () => {
 		const judge = ['--judge-base-url', 'http://127.0.0.1:9/v1', '--judge-model', 'j'];
 		const r = recipe(['--env', 'letters', '--reward', 'ruler+env', ...judge]);
