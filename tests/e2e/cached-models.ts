@@ -2,8 +2,9 @@
  * @file The Train panel's list of cached models in real Chromium (part of model-choice.ts):
  * none on a fresh page; a fixture model loaded in the Model panel (served on loopback under
  * FIXTURES_PATH) then shows under the model choice with the size its files take in the Cache
- * API; Delete asks first (dismissed: it stays), confirmed it goes from the list and from the
- * cache, manifest and all. Screenshots: test-results/train-cached-models{,-phone}.png.
+ * API; while another loads, Delete is off; Delete asks first (dismissed: it stays),
+ * confirmed it goes from the list and from the cache, manifest and all, the other kept.
+ * Screenshots: test-results/train-cached-models{,-phone}.png.
  */
 import type { Page } from 'playwright-core';
 import { MODEL_CACHE_NAME } from '../../src/lib/model/hf/url-checkpoint';
@@ -78,6 +79,38 @@ export async function cachedModelChecks(
 		JSON.stringify(phone)
 	);
 
+	// while another model loads (its weights held back), Delete is off; on again after
+	let release = () => {};
+	const held = new Promise<void>((r) => (release = r));
+	const shard = `**${FIXTURES_PATH}qwen2/model.safetensors`;
+	let hits = 0;
+	await page.route(shard, async (route) => {
+		hits++;
+		await held;
+		await route.continue();
+	});
+	const del = `${row(prefix)} ${testid('cached-model-delete')}`;
+	await page.fill(testid('model-url'), `${FIXTURES_PATH.slice(1)}qwen2/`);
+	await page.click(testid('model-load'));
+	// (the weights are asked for once the config and headers are read: the load is under way)
+	for (const t0 = Date.now(); hits === 0 && Date.now() - t0 < 30_000;)
+		await page.waitForTimeout(50);
+	const disabledDuring = await page.$eval(del, (b) => (b as HTMLButtonElement).disabled);
+	const during = hits;
+	release();
+	await page.waitForSelector(`${testid('model-summary')}, ${testid('model-error')}`, {
+		timeout: LOAD_TIMEOUT_MS
+	});
+	await page.unroute(shard);
+	await page.waitForSelector(`${del}:not([disabled])`, { timeout: 10_000 }).catch(() => undefined);
+	check(
+		'cached models: Delete is off while a model loads, and on again after',
+		disabledDuring &&
+			hits > 0 &&
+			!(await page.$eval(del, (b) => (b as HTMLButtonElement).disabled)),
+		`${during} held requests`
+	);
+
 	// Delete asks first: dismissed, nothing goes
 	let asked = '';
 	page.once('dialog', (d) => {
@@ -102,9 +135,11 @@ export async function cachedModelChecks(
 		.then(() => true)
 		.catch(() => false);
 	const left = await cachedUnder(page, prefix);
+	const other = `${server.url.replace(/\/$/, '')}${FIXTURES_PATH}qwen2/`;
+	const kept = (await cachedUnder(page, other)).urls.length;
 	check(
-		'cached models: a confirmed Delete takes it from the list and every file of it from the cache',
-		gone && left.urls.length === 0 && !(await page.$(testid('cached-models'))),
-		`${left.urls.length} files left: ${left.urls.join(' ')}`
+		'cached models: a confirmed Delete takes it from the list and every file of it from the cache, and only it',
+		gone && left.urls.length === 0 && !!(await page.$(row(other))) && kept > 0,
+		`${left.urls.length} files left: ${left.urls.join(' ')}; the other model's ${kept} files kept`
 	);
 }
