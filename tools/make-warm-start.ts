@@ -2,14 +2,15 @@
  * @file Makes the warm start a preset ships: SFT of the bundled model on the environment's
  * demonstrations through the run loop (warmStartRecipe), the adapter written as f16 with its
  * manifest (the base's hash, the adapter's sha256, the command, what it scores), then
- * checked as the page uses it. --resume continues a cut-short SFT in --work; --sft-* and
- * --explore override the preset's SFT; --from DIR continues another warm start's adapter
+ * checked as the page uses it. --resume continues a cut-short SFT in --work; --sft-*,
+ * --explore and --read-every-change (inbox: the expert reads every change of the asked
+ * email, not only one of the asked fact) override the preset's SFT; --from DIR continues another warm start's adapter
  * (stacked: the SFT trains its weights) instead of a fresh one; --check-grpo N trains N GRPO
  * steps from it.
  *
  *   npx tsx tools/make-warm-start.ts --env tictactoe|2048|inbox [--out DIR] [--work DIR] [--resume]
  *       [--from DIR] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P]
- *       [--changes SHARE]
+ *       [--changes SHARE] [--read-every-change]
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -167,7 +168,8 @@ async function main(): Promise<void> {
 					'sft-batch': 'batchSize',
 					'sft-lr': 'learningRate',
 					explore: 'explore'
-				})
+				}),
+				...(argv.includes('--read-every-change') ? { readEveryChange: true } : {})
 			},
 			// evaluated once, below: the written f16 files merged, as the page uses them
 			eval: { ...made.eval, every: 0 }
@@ -199,6 +201,9 @@ async function main(): Promise<void> {
 				(from ? `continuing the warm start ${from} ` : '') +
 				`on ${recipe.sft!.games} ${DEMONSTRATIONS[env]} ` +
 				(changes === undefined ? '' : `(a share ${changes} of the questions on changed emails) `) +
+				(recipe.sft!.readEveryChange
+					? "(the expert reading every asked email's change, whatever fact it moves) "
+					: '') +
 				(recipe.sft!.explore
 					? `(a share ${recipe.sft!.explore} of the moves played at random, replies the expert's) `
 					: '') +

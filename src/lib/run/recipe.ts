@@ -34,6 +34,13 @@ export interface SftPhaseConfig {
 	 * recorded stay the expert's: game2048/demonstrations.ts); absent or 0: the expert's games.
 	 */
 	explore?: number;
+	/**
+	 * inbox only: the expert reads the later email that changes the asked one whatever fact it
+	 * changes (as a model must: a subject line does not say which fact moved), not only when
+	 * it changes the asked fact (inbox/policies.ts); absent or false: as the shipped warm
+	 * starts were made.
+	 */
+	readEveryChange?: boolean;
 }
 
 export interface GrpoPhaseConfig {
@@ -250,6 +257,12 @@ export function validateRecipe(r: Recipe): Recipe {
 		if (s.explore !== undefined && s.explore !== 0) {
 			if (r.environment !== '2048') bad('sft.explore', s.explore, '0 (only 2048 explores)');
 			if (!(s.explore > 0 && s.explore < 1)) bad('sft.explore', s.explore, 'a number in [0, 1)');
+		}
+		if (s.readEveryChange !== undefined && s.readEveryChange !== false) {
+			if (s.readEveryChange !== true)
+				bad('sft.readEveryChange', s.readEveryChange, 'true or false');
+			if (r.environment !== 'inbox')
+				bad('sft.readEveryChange', s.readEveryChange, 'false (only inbox has changes)');
 		}
 		if (!Number.isSafeInteger(s.seed)) bad('sft.seed', s.seed, 'an integer');
 	}

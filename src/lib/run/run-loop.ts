@@ -159,12 +159,10 @@ export async function runRecipe(
 		if (step < sftTotal) {
 			const sft = recipe.sft!;
 			const perEpoch = Math.ceil(sft.games / sft.batchSize);
-			const demos = await env.demonstrations!(
-				sft.games,
-				sft.seed,
-				recipe.envOptions ?? {},
-				sft.explore
-			); // (checked above)
+			const demos = await env.demonstrations!(sft.games, sft.seed, recipe.envOptions ?? {}, {
+				explore: sft.explore,
+				readEveryChange: sft.readEveryChange
+			}); // (checked above)
 			while (step < sftTotal) {
 				checkStop();
 				emit({ type: 'phase', phase: 'sft', step });

@@ -153,6 +153,19 @@ describe('presets', () => {
 			expect(() => validateRecipe({ ...r, sft: { ...r.sft!, explore } })).toThrow(/sft\.explore/);
 	});
 
+	it("inbox's SFT may have the expert read every change; other environments have none", () => {
+		const r = warmStartRecipe('inbox', 'static');
+		const reads = validateRecipe({ ...r, sft: { ...r.sft!, readEveryChange: true } });
+		expect(reads.sft!.readEveryChange).toBe(true);
+		const ttt = warmStartRecipe('tictactoe', 'static');
+		expect(() => validateRecipe({ ...ttt, sft: { ...ttt.sft!, readEveryChange: true } })).toThrow(
+			/sft\.readEveryChange/
+		);
+		expect(() =>
+			validateRecipe({ ...r, sft: { ...r.sft!, readEveryChange: 'yes' as unknown as boolean } })
+		).toThrow(/sft\.readEveryChange/);
+	});
+
 	it('refuses environment options out of range', () => {
 		const r = preset('2048', '/');
 		for (const envOptions of [

@@ -143,8 +143,8 @@ export interface Environment<Name extends string = string> {
 		count: number,
 		seed: number,
 		options: EnvOptions,
-		/** 2048: the share of moves played at random (run/recipe.ts SftPhaseConfig.explore). */
-		explore?: number
+		/** How the demonstrating player plays (run/recipe.ts SftPhaseConfig explore, readEveryChange). */
+		style?: { explore?: number; readEveryChange?: boolean }
 	): Promise<Trajectory[]>;
 	/** Numbers of an evaluation beyond the mean reward (e.g. the share of illegal moves). */
 	evalMetrics(games: readonly Trajectory[]): Record<string, number>;

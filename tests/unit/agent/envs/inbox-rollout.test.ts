@@ -171,6 +171,38 @@ describe('changes: two-email questions', () => {
 		expect(followed).toBeGreaterThan(5);
 	});
 
+	it('readEveryChange: the expert reads the change of the asked email whatever fact it moves, and still answers right', async () => {
+		const seeds = Array.from({ length: 300 }, (_, i) => EVAL_SEED + i);
+		let irrelevant = 0;
+		for (const seed of seeds) {
+			const s = scenario(seed, { changes: 1 });
+			if (!s.changedBy) continue;
+			const t = await rollout(policyClient(expertPolicy(s, { readEveryChange: true })), {
+				model: 'm',
+				seed,
+				changes: 1
+			});
+			expect(t.metrics.correct, `seed ${seed}`).toBe(1);
+			expect(t.metrics.cited_email).toBe(1);
+			// both emails read and cited, whether the change moved the asked fact or another
+			expect(t.metadata.reference_message_ids).toBe(`${s.messageIds[0]} ${s.changedBy.id}`);
+			if (s.messageIds.length === 1) {
+				irrelevant++;
+				// the expert as shipped reads the asked email only there
+				const plain = await rollout(policyClient(expertPolicy(s)), {
+					model: 'm',
+					seed,
+					changes: 1
+				});
+				expect(plain.metadata.reference_message_ids).toBe(s.messageIds[0]);
+			} else expect(s.changedBy.id).toBe(s.messageIds[1]);
+		}
+		expect(irrelevant).toBeGreaterThan(20);
+		// a question on an email that nothing changes has no changedBy (invoices never change)
+		const unchanged = seeds.map((seed) => scenario(seed, { changes: 1 })).find((s) => !s.changedBy);
+		expect(unchanged?.kind).toBe('invoice');
+	});
+
 	it('demonstrations with changes are the expert solving them; without, they are as before', async () => {
 		const demos = await demonstrations(40, 3, { changes: 1 });
 		expect(demos.every((t) => t.metrics.correct === 1)).toBe(true);

@@ -28,8 +28,8 @@ export const game2048Environment: Environment<'2048'> = {
 			request: { temperature: r.temperature, ...sampling(r) }
 		}),
 	// Each turn the model read is a conversation (one per turn with a history window).
-	demonstrations: (count, seed, options, explore) =>
-		demonstrationConversations(count, seed, { ...options, explore }),
+	demonstrations: (count, seed, options, style) =>
+		demonstrationConversations(count, seed, { ...options, explore: style?.explore }),
 	evalMetrics: (games) => ({
 		...meanMetrics(games, ['win', 'max_value', 'num_moves']),
 		invalid: mean(games.map((t) => (t.metadata.outcome === 'invalid' ? 1 : 0)))

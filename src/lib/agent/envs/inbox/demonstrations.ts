@@ -33,12 +33,13 @@ export function demonstrationSeeds(count: number, seed: number): number[] {
 export async function demonstrations(
 	count: number,
 	seed: number,
-	options: { maxTurns?: number; changes?: number } = {}
+	options: { maxTurns?: number; changes?: number; readEveryChange?: boolean } = {}
 ): Promise<Trajectory[]> {
 	const out: Trajectory[] = [];
-	const { maxTurns, changes } = options;
+	const { maxTurns, changes, readEveryChange } = options;
 	for (const s of demonstrationSeeds(count, seed)) {
-		const client = policyClient(expertPolicy(scenario(s, { changes })), 'expert');
+		const expert = expertPolicy(scenario(s, { changes }), { readEveryChange });
+		const client = policyClient(expert, 'expert');
 		const t = await rollout(client, { model: 'expert', seed: s, maxTurns, changes });
 		t.metadata.source = 'expert';
 		out.push(t);

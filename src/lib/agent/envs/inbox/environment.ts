@@ -28,8 +28,12 @@ export const inboxEnvironment: Environment<'inbox'> = {
 			signal: r.signal,
 			request: { temperature: r.temperature, ...sampling(r) }
 		}),
-	demonstrations: (count, seed, options) =>
-		demonstrations(count, seed, { maxTurns: options.maxTurns, changes: options.changes }),
+	demonstrations: (count, seed, options, style) =>
+		demonstrations(count, seed, {
+			maxTurns: options.maxTurns,
+			changes: options.changes,
+			readEveryChange: style?.readEveryChange
+		}),
 	evalMetrics: (games) =>
 		meanMetrics(games, ['correct', 'format_error', 'tool_calls', 'cited_email']),
 	outcome: (t) => ({

@@ -9,7 +9,10 @@
  *   gave (the scenario's followUp), else with the longer keywords; and answers with the
  *   answer copied from the latest email read that holds it, citing the emails read; "I don't
  *   know" when none shows up. One tool call per reply: three replies per episode, five when
- *   a change is searched for and read too.
+ *   a change is searched for and read too. With `readEveryChange` it reads the change of the
+ *   asked email whatever fact it changes (searching for it as for an expected one), as a
+ *   model must, which cannot tell from a subject line which fact a change moved; the answer
+ *   comes from the latest email read that holds it, citing every email read.
  * - `randomPolicy(seed)`: a random tool each turn with plausible random arguments (words of
  *   the question, ids seen in tool results, words seen as the answer); always well-formed.
  *
@@ -60,8 +63,12 @@ const question = (messages: ChatCompletionMessageParam[]) =>
 export const I_DONT_KNOW_ANSWER = "I don't know";
 
 /** The scripted expert of one scenario (see the file's doc). */
-export function expertPolicy(s: Scenario): Policy {
+export function expertPolicy(s: Scenario, options: { readEveryChange?: boolean } = {}): Policy {
 	const keywords = questionKeywords(s.question);
+	// the emails to read, in order: the expected ones, or the asked one and its change
+	const toRead =
+		options.readEveryChange && s.changedBy ? [s.messageIds[0], s.changedBy.id] : s.messageIds;
+	const followUp = options.readEveryChange ? s.changedBy?.via : s.followUp;
 	const idk = call('return_final_answer', {
 		answer: I_DONT_KNOW_ANSWER,
 		reference_message_ids: []
@@ -95,19 +102,19 @@ export function expertPolicy(s: Scenario): Policy {
 			}
 		}
 		// each expected email in turn (the one named, then its change): read once listed
-		const next = s.messageIds.find((id) => listed.has(id) && !read.has(id));
+		const next = toRead.find((id) => listed.has(id) && !read.has(id));
 		if (next) return call('read_email', { message_id: next });
-		if (s.messageIds.some((id) => !listed.has(id))) {
+		if (toRead.some((id) => !listed.has(id))) {
 			// a change names the email by its number: search for that once the email is read
-			if (s.followUp && read.has(s.messageIds[0]) && !searched.has(s.followUp))
-				return call('search_inbox', { keywords: [s.followUp] });
+			if (followUp && read.has(toRead[0]) && !searched.has(followUp))
+				return call('search_inbox', { keywords: [followUp] });
 			const longer = keywords.filter((k) => k.length >= 4);
 			if (searches < 2 && longer.length && longer.length < keywords.length)
 				return call('search_inbox', { keywords: longer });
 			if (read.size === 0) return idk;
 		}
 		// the answer as the latest email read that holds it writes it (a change's new value)
-		const cited = s.messageIds.filter((id) => read.has(id));
+		const cited = toRead.filter((id) => read.has(id));
 		for (const id of [...cited].reverse()) {
 			const body = read.get(id)!;
 			const at = body.indexOf(s.answer);

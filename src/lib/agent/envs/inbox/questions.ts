@@ -48,6 +48,11 @@ export interface Scenario extends Question {
 	/** A two-email question's: what names the first email in its change (its number or code),
 	 * the keyword that finds the change. */
 	followUp?: string;
+	/**
+	 * The later email that changes the asked one, whatever fact it changes (in `messageIds`
+	 * only when it changes the asked fact), and what it names the asked email by.
+	 */
+	changedBy?: { id: string; via?: string };
 }
 
 const possessive = (name: string) => `${name}'s`;
@@ -150,6 +155,9 @@ export function scenario(seed: number, mailboxOptions: MailboxOptions = {}): Sce
 	const options = questionsFor(email);
 	const [fact, question] = options[rng.int(options.length)];
 	const change = mailbox.changeOf.get(`${email.id}/${fact}`);
+	const changedBy = Object.keys(email.facts)
+		.map((f) => mailbox.changeOf.get(`${email.id}/${f}`))
+		.find((e) => e !== undefined);
 	return {
 		seed,
 		mailboxSeed,
@@ -164,6 +172,14 @@ export function scenario(seed: number, mailboxOptions: MailboxOptions = {}): Sce
 					...(change.changes!.via === undefined ? {} : { followUp: change.changes!.via })
 				}
 			: { answer: email.facts[fact], messageIds: [email.id] }),
+		...(changedBy
+			? {
+					changedBy: {
+						id: changedBy.id,
+						...(changedBy.changes!.via === undefined ? {} : { via: changedBy.changes!.via })
+					}
+				}
+			: {}),
 		...(share > 0 ? { changes: share } : {})
 	};
 }
