@@ -7,10 +7,10 @@
 import {
 	deleteCachedModel,
 	listCachedModels,
-	openModelCache,
 	type CachedModel,
 	type ListableCache
 } from '../model/hf/model-cache';
+import { defaultModelCache } from '../model/hf/url-checkpoint';
 
 export class CachedModels {
 	/** The models cached, by name; null until first listed (or where there is no cache). */
@@ -25,7 +25,7 @@ export class CachedModels {
 	#cache: () => Promise<ListableCache | null>;
 	#generation = 0;
 
-	constructor(cache: () => Promise<ListableCache | null> = openModelCache) {
+	constructor(cache: () => Promise<ListableCache | null> = defaultModelCache) {
 		this.#cache = cache;
 	}
 

@@ -5,7 +5,7 @@
  * folder. Sizes come from each entry's Content-Length (url-checkpoint writes one), a body is
  * read only where that header is missing. The cache is injectable (a browser `Cache` fits).
  */
-import { MANIFEST_NAME, MODEL_CACHE_NAME, type CacheLike } from './url-checkpoint';
+import { MANIFEST_NAME, type CacheLike } from './url-checkpoint';
 
 /** CacheLike with the Cache API's `keys()`: the requests stored, by their URL. */
 export interface ListableCache extends CacheLike {
@@ -23,17 +23,6 @@ export interface CachedModel {
 	files: number;
 	/** A load finished: its manifest is there and every file it lists as present is cached. */
 	complete: boolean;
-}
-
-/** The browser's model cache with keys(), or null where there is none (Node, insecure origins). */
-export async function openModelCache(): Promise<ListableCache | null> {
-	const caches = (globalThis as { caches?: CacheStorage }).caches;
-	if (!caches) return null;
-	try {
-		return await caches.open(MODEL_CACHE_NAME);
-	} catch {
-		return null;
-	}
 }
 
 const RESOLVE = /^(.*?\/resolve\/[^/]+\/)/;

@@ -52,8 +52,11 @@ interface Manifest {
 	files: Record<string, boolean>;
 }
 
-/** The Cache API's model cache, or null where there is none (Node, insecure origins). */
-export async function defaultModelCache(): Promise<CacheLike | null> {
+/**
+ * The Cache API's model cache, or null where there is none (Node, insecure origins): a
+ * browser Cache, so it also lists its keys (model-cache.ts).
+ */
+export async function defaultModelCache(): Promise<Cache | null> {
 	const caches = (globalThis as { caches?: CacheStorage }).caches;
 	if (!caches) return null;
 	try {
