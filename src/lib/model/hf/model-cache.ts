@@ -5,7 +5,7 @@
  * folder. Sizes come from each entry's Content-Length (url-checkpoint writes one), a body is
  * read only where that header is missing. The cache is injectable (a browser `Cache` fits).
  */
-import { MANIFEST_NAME, type CacheLike } from './url-checkpoint';
+import { MANIFEST_NAME, validManifest, type CacheLike } from './url-checkpoint';
 
 /** CacheLike with the Cache API's `keys()`: the requests stored, by their URL. */
 export interface ListableCache extends CacheLike {
@@ -77,14 +77,9 @@ async function readManifest(
 	if (!res) return undefined;
 	const body = await res.arrayBuffer();
 	try {
-		const m = JSON.parse(new TextDecoder().decode(body)) as {
-			version?: number;
-			files?: Record<string, boolean>;
-		};
+		const m = validManifest(JSON.parse(new TextDecoder().decode(body)));
 		const complete =
-			m.version === 1 &&
-			!!m.files &&
-			typeof m.files === 'object' &&
+			!!m &&
 			Object.entries(m.files).every(([name, present]) => !present || urls.has(prefix + name));
 		return { bytes: body.byteLength, complete };
 	} catch {
@@ -101,7 +96,9 @@ async function groups(cache: ListableCache): Promise<Map<string, string[]>> {
 	const byPrefix = new Map<string, string[]>();
 	for (const url of urls) {
 		const prefix = prefixOf(url, manifestFolders);
-		byPrefix.set(prefix, [...(byPrefix.get(prefix) ?? []), url]);
+		const group = byPrefix.get(prefix);
+		if (group) group.push(url);
+		else byPrefix.set(prefix, [url]);
 	}
 	return byPrefix;
 }

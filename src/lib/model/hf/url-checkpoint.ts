@@ -46,10 +46,16 @@ export const MODEL_CACHE_NAME = 'tabrl-models-v1';
 /** The cache key of the manifest: beside the files, never fetched. */
 export const MANIFEST_NAME = '.tabrl-manifest.json';
 
-interface Manifest {
+export interface Manifest {
 	version: 1;
 	/** name -> whether the file exists under the prefix. */
 	files: Record<string, boolean>;
+}
+
+/** A parsed manifest if it is one this version wrote (version 1, a files map), else undefined. */
+export function validManifest(m: unknown): Manifest | undefined {
+	const x = m as Partial<Manifest> | null;
+	return x?.version === 1 && !!x.files && typeof x.files === 'object' ? (x as Manifest) : undefined;
 }
 
 /**
@@ -118,8 +124,7 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 			const res = await (await cache())?.match(base + MANIFEST_NAME);
 			if (!res) return undefined;
 			try {
-				const m = (await res.json()) as Manifest;
-				return m.version === 1 && m.files && typeof m.files === 'object' ? m : undefined;
+				return validManifest(await res.json());
 			} catch {
 				return undefined;
 			}

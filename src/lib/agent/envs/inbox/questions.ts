@@ -154,10 +154,11 @@ export function scenario(seed: number, mailboxOptions: MailboxOptions = {}): Sce
 	const email = answerable[rng.int(answerable.length)];
 	const options = questionsFor(email);
 	const [fact, question] = options[rng.int(options.length)];
-	const change = mailbox.changeOf.get(`${email.id}/${fact}`);
+	// an email has one change at most: of the asked fact (a two-email question) or another
 	const changedBy = Object.keys(email.facts)
 		.map((f) => mailbox.changeOf.get(`${email.id}/${f}`))
 		.find((e) => e !== undefined);
+	const change = changedBy?.changes!.fact === fact ? changedBy : undefined;
 	return {
 		seed,
 		mailboxSeed,
