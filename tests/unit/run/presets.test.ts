@@ -234,7 +234,7 @@ const SOFTWARE_GPU = {
 			temperatures: [0]
 		},
 		envOptions: {
-			maxTurns: 4,
+			maxTurns: 5,
 			changes: 1
 		}
 	},
