@@ -382,6 +382,7 @@ export async function trainPanelChecks(
 	let keyed = 0; // pauses gone on from with Enter (the Next button had the focus)
 	let barsAtRewards = -1; // advantage bars on the cards at the first pause (none: not yet explained)
 	let outlined: string[] = []; // the outlined cards' rewards at the advantages pause, in page order
+	let outlinedCharts: string[] = []; // the charts outlined at the step-done pause
 	for (let i = 0; i < 40 && !done; i++) {
 		const paused = await page
 			.waitForSelector(testid('phase-guide'), { timeout: TRAIN_TIMEOUT_MS })
@@ -391,8 +392,13 @@ export async function trainPanelChecks(
 		const title = (await page.textContent(`${testid('phase-guide')} h3`)) ?? '';
 		pauses.push(title);
 		const text = (await page.textContent(testid('phase-guide'))) ?? '';
-		if (title.startsWith('4')) done = text;
-		else {
+		if (title.startsWith('4')) {
+			done = text;
+			outlinedCharts = await page.$$eval('figure[data-outlined]', (figs) =>
+				figs.map((f) => f.getAttribute('data-testid') ?? '')
+			);
+			await page.screenshot({ path: 'test-results/train-step-done.png', fullPage: true });
+		} else {
 			if (title.startsWith('1') && barsAtRewards < 0)
 				barsAtRewards = (await page.$$(testid('train-game-advantage'))).length;
 			if (title.startsWith('2')) {
@@ -443,6 +449,12 @@ export async function trainPanelChecks(
 					outlined.every((r, i) => workedRewards[i] === r) &&
 					/outlined cards? below/.test(worked))),
 		`bars at pause 1: ${barsAtRewards}; outlined ${JSON.stringify(outlined)}; worked ${worked.slice(0, 300)}`
+	);
+	check(
+		'the step-done pause outlines the charts its numbers are read from (reward, loss, KL, gradient norm)',
+		outlinedCharts.join() === 'chart-reward,chart-loss,chart-kl,chart-grad' &&
+			/outlined chart/.test(done),
+		`outlined ${outlinedCharts.join()}`
 	);
 	const shifted = await page.$$eval(`${testid('policy-shift')} [data-before]`, (spans) =>
 		spans.map((s) => [Number(s.getAttribute('data-before')), Number(s.getAttribute('data-after'))])

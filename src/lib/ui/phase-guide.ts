@@ -7,6 +7,7 @@
  */
 import { groupAdvantages } from '../grpo/advantages';
 import type { GroupGame, PausePhase, Recipe } from '../run';
+import type { ChartSpec } from './chart-series';
 import { againstAdvantage, describeShift, type ShiftView } from './policy-shift';
 
 export interface PhaseGuide {
@@ -14,6 +15,8 @@ export interface PhaseGuide {
 	paragraphs: string[];
 	/** The label of the button that goes on. */
 	next: string;
+	/** The charts the text talks about (outlined on the page while it does). */
+	charts?: ChartSpec['key'][];
 }
 
 /** What the guide reads from the run (the recipe, the latest group and step). */
@@ -123,7 +126,7 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 			return {
 				title: `4 · Step ${c.step} done`,
 				paragraphs: [
-					`Mean reward of these games ${num(m['train/reward'])}; loss ${num(m['train/loss'], 4)}, KL to the reference ${num(m['train/kl'], 4)}, gradient norm ${num(m['train/grad_norm'])} (the charts above have every step).`,
+					`Mean reward of these games ${num(m['train/reward'])}; loss ${num(m['train/loss'], 4)}, KL to the reference ${num(m['train/kl'], 4)}, gradient norm ${num(m['train/grad_norm'])}: the last point of each outlined chart above, which has every step.`,
 					...(c.shift && c.shift.step === c.step
 						? [
 								"How the update moved the same replies' tokens, probability when sampled → now:",
@@ -133,7 +136,8 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 						: []),
 					"The next games are sampled from the updated policy: compare the new cards' token colours with these — moves of games that beat their group should have become surer."
 				],
-				next: 'Next: play the next games'
+				next: 'Next: play the next games',
+				charts: ['reward', 'loss', 'kl', 'grad']
 			};
 		}
 	}

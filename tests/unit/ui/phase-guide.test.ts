@@ -106,5 +106,10 @@ describe('phase guide', () => {
 			'Mean reward of these games 0.625; loss 0.0123, KL to the reference 0.0005, gradient norm 1.5'
 		);
 		expect(phaseGuide('updated', { recipe: ttt, step: 4 }).paragraphs[0]).toContain('loss —');
+		// the charts it reads from are the ones outlined, and only after the update
+		expect(g.paragraphs[0]).toContain('outlined chart');
+		expect(g.charts).toEqual(['reward', 'loss', 'kl', 'grad']);
+		for (const phase of ['rewards', 'advantages', 'update'] as const)
+			expect(phaseGuide(phase, { recipe: ttt, step: 4 }).charts).toBeUndefined();
 	});
 });
