@@ -11,6 +11,7 @@
 import type { RecipeDefaults } from '../agent/envs/environment';
 import { ENVIRONMENTS, ENVIRONMENT_NAMES, type EnvironmentName } from '../agent/envs/registry';
 import { DEFAULT_SFT, type Recipe, type SftPhaseConfig } from './recipe';
+import { withoutTrailingSlash } from '../util/location';
 
 const defaults = (env: EnvironmentName): RecipeDefaults => ENVIRONMENTS[env].recipe;
 
@@ -46,8 +47,7 @@ export const PRESET_TITLES: Record<PresetName, string> = byName((env) => default
 
 /** Whether `location` is `path` below some root (trailing slashes aside). */
 function endsWithPath(location: string, path: string): boolean {
-	const bare = (s: string) => s.replace(/\/+$/, '');
-	const [l, p] = [bare(location), bare(path)];
+	const [l, p] = [withoutTrailingSlash(location), withoutTrailingSlash(path)];
 	return l === p || l.endsWith(`/${p}`);
 }
 

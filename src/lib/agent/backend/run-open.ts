@@ -18,6 +18,7 @@ import type { ModelSpec } from './types';
 import type { Gpu } from '../../gpu/device';
 import type { RunStore } from '../../grpo';
 import type { LoadProgress } from '../../util/throttle-progress';
+import { withoutTrailingSlash } from '../../util/location';
 
 export interface ModelRunEnv {
 	gpu: Gpu;
@@ -69,17 +70,16 @@ export async function applyWarmStart(
 	return { weights: base.weights, initial: adapter };
 }
 
-const trimSlash = (location: string) => location.replace(/\/+$/, '');
-
 /** One folder however its location ends: `/models/tabrl-tiny` and `/models/tabrl-tiny/`. */
-export const sameLocation = (a: string, b: string) => trimSlash(a) === trimSlash(b);
+export const sameLocation = (a: string, b: string) =>
+	withoutTrailingSlash(a) === withoutTrailingSlash(b);
 
 /** Refuses to reopen a saved run with another base model or warm start. */
 export function checkSameRun(meta: RunMeta | undefined, spec: ModelSpec): void {
 	if (!meta) return;
 	// the mode too: a merged run's adapter was trained on the merged base, not on the base
 	const warm = (w?: { adapter: string; mode?: string }) =>
-		w ? `${trimSlash(w.adapter)} (${w.mode ?? 'merged'})` : 'none';
+		w ? `${withoutTrailingSlash(w.adapter)} (${w.mode ?? 'merged'})` : 'none';
 	if (
 		!sameLocation(meta.baseModel, spec.baseModel) ||
 		warm(meta.warmStart) !== warm(spec.warmStart)

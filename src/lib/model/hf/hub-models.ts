@@ -8,6 +8,7 @@
 import { parseModelConfig } from './config';
 import { weightSpecs } from './weight-spec';
 import type { ModelConfig } from '../types';
+import { withoutTrailingSlash } from '../../util/location';
 
 export interface HubModel {
 	/** Short name in links and the CLI ('smollm2-135m'). */
@@ -176,7 +177,7 @@ export const hubUrl = (id: string): string => `https://huggingface.co/${id}/reso
 
 /** The entry whose repo a location names (a resolve URL of it), or undefined. */
 export function hubModelAt(location: string): HubModel | undefined {
-	const s = location.trim().replace(/\/+$/, '') + '/';
+	const s = withoutTrailingSlash(location.trim()) + '/';
 	return HUB_MODELS.find((m) => s === hubUrl(m.id) || s === `https://huggingface.co/${m.id}/`);
 }
 

@@ -6,6 +6,7 @@
  * read only where that header is missing. The cache is injectable (a browser `Cache` fits).
  */
 import { MANIFEST_NAME, validManifest, type CacheLike } from './url-checkpoint';
+import { withoutTrailingSlash } from '../../util/location';
 
 /** CacheLike with the Cache API's `keys()`: the requests stored, by their URL. */
 export interface ListableCache extends CacheLike {
@@ -43,7 +44,7 @@ export function cachedModelName(prefix: string): string {
 	try {
 		url = new URL(prefix);
 	} catch {
-		return prefix.replace(/\/+$/, '');
+		return withoutTrailingSlash(prefix);
 	}
 	const parts = url.pathname.split('/').filter(Boolean);
 	const at = parts.lastIndexOf('resolve');
