@@ -137,7 +137,8 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 					"The next games are sampled from the updated policy: compare the new cards' token colours with these — moves of games that beat their group should have become surer."
 				],
 				next: 'Next: play the next games',
-				charts: ['reward', 'loss', 'kl', 'grad']
+				// the KL chart only when the step has a KL to read (a run without the penalty has none)
+				charts: ['reward', 'loss', ...(m['train/kl'] === undefined ? [] : ['kl' as const]), 'grad']
 			};
 		}
 	}

@@ -109,6 +109,11 @@ describe('phase guide', () => {
 		// the charts it reads from are the ones outlined, and only after the update
 		expect(g.paragraphs[0]).toContain('outlined chart');
 		expect(g.charts).toEqual(['reward', 'loss', 'kl', 'grad']);
+		expect(phaseGuide('updated', { recipe: ttt, step: 4, metrics: {} }).charts).toEqual([
+			'reward',
+			'loss',
+			'grad'
+		]);
 		for (const phase of ['rewards', 'advantages', 'update'] as const)
 			expect(phaseGuide(phase, { recipe: ttt, step: 4 }).charts).toBeUndefined();
 	});
