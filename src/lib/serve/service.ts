@@ -23,6 +23,7 @@ import {
 import { ChatDecoding, type Prepared } from './service-decode';
 import type { ServiceRequest, ServiceResponse } from './service-options';
 import { responseEventFrames, sseFrames } from './sse';
+import { withoutTrailingSlash } from '../util/location';
 
 /** A request's signal with the service's deadline added (the outer one as is without). */
 interface Deadline {
@@ -115,7 +116,7 @@ export class ChatService extends ChatDecoding {
 	}
 
 	private async route(req: ServiceRequest): Promise<ServiceResponse> {
-		const path = req.path.replace(/\/+$/, '');
+		const path = withoutTrailingSlash(req.path);
 		const method = req.method.toUpperCase();
 		const allow = (m: string) => {
 			if (method !== m)
