@@ -4,11 +4,14 @@
  *   play --env ENV --policy random|expert|model [--games N] [--seed S] [--winning-value W]
  *       [--history-turns K|all] [--max-turns N] [--model DIR] [--adapter DIR|none]
  *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] [--changes SHARE]
+ *       [--opponent random|perfect]
  *
  * random and expert are the environment's scripted players through the same rollout code
  * (no GPU); model plays the preset's model with its warm start (or --model, --adapter,
  * --run), greedy unless --temperature. Game i plays scenario S + i (default: the evaluation
- * seed). --games-out writes every game as ART's JSONL. stdout: one JSON object of rates.
+ * seed). --games-out writes every game as ART's JSONL. --opponent perfect (tictactoe) plays a
+ * minimax opponent: the draw rate says how often the agent holds it. stdout: one JSON object of
+ * rates.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -40,7 +43,8 @@ export const PLAY_USAGE =
 	'usage: npm run -s cli -- play --env ENV --policy random|expert|model [--games N] [--seed S] ' +
 	'[--winning-value W] [--history-turns K|all] [--max-turns N] [--model DIR] ' +
 	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] ' +
-	'[--changes SHARE (inbox: the share 0..1 of emails a later email changes)]';
+	'[--changes SHARE (inbox: the share 0..1 of emails a later email changes)] ' +
+	'[--opponent random|perfect (tictactoe: a perfect opponent draws at best)]';
 
 export type PolicyName = 'random' | 'expert' | 'model';
 
@@ -67,6 +71,7 @@ const FLAGS = {
 	'history-turns': {},
 	'max-turns': {},
 	changes: {},
+	opponent: {},
 	model: {},
 	adapter: {},
 	run: {},
@@ -126,6 +131,13 @@ export function parsePlayArgs(argv: readonly string[]): PlayArgs {
 	if (changes !== undefined) {
 		if (f.env !== 'inbox') throw new UsageError('--changes: only for --env inbox', PLAY_USAGE);
 		envOptions.changes = changes;
+	}
+	if (f.opponent !== undefined) {
+		if (f.env !== 'tictactoe')
+			throw new UsageError('--opponent: only for --env tictactoe', PLAY_USAGE);
+		if (f.opponent !== 'random' && f.opponent !== 'perfect')
+			throw new UsageError(`--opponent: ${f.opponent}: one of random, perfect`, PLAY_USAGE);
+		envOptions.opponent = f.opponent;
 	}
 	return {
 		env: f.env as EnvironmentName,

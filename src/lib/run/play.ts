@@ -69,6 +69,7 @@ export interface PlaySummary {
 	env: EnvironmentName;
 	games: number;
 	win_rate?: number;
+	draw_rate?: number;
 	mean_reward: number;
 	mean_moves: number;
 	illegal_rate: number;
@@ -96,6 +97,8 @@ export function summarizeGames(
 			: undefined;
 	const winRate = share((o) => o.won);
 	if (winRate !== undefined) summary.win_rate = winRate;
+	const drawRate = share((o) => o.drawn);
+	if (drawRate !== undefined) summary.draw_rate = drawRate;
 	const accuracy = share((o) => o.correct);
 	if (accuracy !== undefined) summary.accuracy = accuracy;
 	if (outcomes.some((o) => o.toolCalls !== undefined))

@@ -222,6 +222,10 @@ export function validateRecipe(r: Recipe): Recipe {
 		!(typeof o.changes === 'number' && o.changes >= 0 && o.changes <= 1)
 	)
 		bad('envOptions.changes', o.changes, 'a share from 0 to 1');
+	if (o.opponent !== undefined && !(o.opponent === 'random' || o.opponent === 'perfect'))
+		bad('envOptions.opponent', o.opponent, "'random' or 'perfect'");
+	if (o.opponent !== undefined && r.environment !== 'tictactoe')
+		bad('envOptions.opponent', o.opponent, 'absent (only tictactoe has an opponent)');
 	if (r.reward) validateReward(r, bad);
 	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
 		bad('baseModel', r.baseModel, 'a model folder or URL');

@@ -137,6 +137,18 @@ describe('cli play', () => {
 		expect(out.mean_moves).toBeLessThanOrEqual(5);
 	});
 
+	it('tic-tac-toe against the perfect opponent: random play never wins and draws rarely', async () => {
+		const argv = ['--env', 'tictactoe', '--policy', 'random', '--games', '400'];
+		const vsPerfect = await runPlay(parsePlayArgs([...argv, '--opponent', 'perfect']));
+		const vsRandom = await runPlay(parsePlayArgs(argv));
+		expect(vsPerfect.win_rate).toBe(0);
+		expect(vsPerfect.draw_rate).toBeGreaterThan(0);
+		expect(vsPerfect.draw_rate).toBeLessThan(0.25);
+		expect(vsPerfect.mean_reward).toBeCloseTo(vsPerfect.draw_rate! / 2, 10);
+		expect(vsRandom.draw_rate).toBeGreaterThan(0);
+		expect(vsRandom.mean_reward).toBeGreaterThan(vsPerfect.mean_reward + 0.2);
+	});
+
 	it('refuses bad flags with the usage line', () => {
 		const bad = (argv: string[], message: RegExp) =>
 			expect(() => parsePlayArgs(argv)).toThrow(message);
@@ -148,6 +160,11 @@ describe('cli play', () => {
 		bad(['--env', '2048', '--policy', 'random', '--games', '0'], /--games/);
 		bad(['--env', '2048', '--policy', 'random', '--adapter', 'x'], /only with --policy model/);
 		bad(['--env', '2048', '--policy', 'model', '--run', 'a', '--model', 'b'], /--run/);
+		bad(
+			['--env', '2048', '--policy', 'random', '--opponent', 'perfect'],
+			/only for --env tictactoe/
+		);
+		bad(['--env', 'tictactoe', '--policy', 'random', '--opponent', 'smart'], /random, perfect/);
 		expect(
 			parsePlayArgs(['--env', '2048', '--policy', 'random', '--history-turns', 'all']).envOptions
 		).toEqual({

@@ -183,6 +183,17 @@ describe('presets', () => {
 			winningValue: 64,
 			historyTurns: null
 		});
+		// the opponent: tic-tac-toe's, and only a random or a perfect one
+		const ttt = preset('tictactoe', '/');
+		expect(() => validateRecipe({ ...r, envOptions: { opponent: 'perfect' } })).toThrow(
+			/envOptions\.opponent.*only tictactoe/
+		);
+		expect(() =>
+			validateRecipe({ ...ttt, envOptions: { opponent: 'smart' as 'perfect' } })
+		).toThrow(/envOptions\.opponent/);
+		expect(validateRecipe({ ...ttt, envOptions: { opponent: 'perfect' } }).envOptions).toEqual({
+			opponent: 'perfect'
+		});
 	});
 });
 

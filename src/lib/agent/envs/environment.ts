@@ -45,12 +45,16 @@ export interface EnvOptions {
 	 * changed fact needs both emails (default 0: every question needs one).
 	 */
 	changes?: number;
+	/** tictactoe: the opponent, random (default, ART's) or perfect (minimax: draws at best). */
+	opponent?: 'random' | 'perfect';
 }
 
 /** How one finished game went, in the terms every environment shares (run/play.ts). */
 export interface GameOutcome {
 	/** Absent for a game without wins. */
 	won?: boolean;
+	/** Ended in a draw (games that can be drawn only). */
+	drawn?: boolean;
 	/** The agent's moves (tool calls for an agent that uses tools). */
 	moves: number;
 	/** Ended by a reply the rules refuse (illegal move, malformed reply or call). */

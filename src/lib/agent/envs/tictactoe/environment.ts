@@ -23,6 +23,7 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 			model: r.model,
 			seed,
 			mark: choice === 0 ? 'x' : 'o',
+			opponent: r.options.opponent,
 			maxTokens: r.maxTokens,
 			signal: r.signal,
 			request: {
@@ -35,6 +36,7 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 	demonstrations: async (count, seed) => legalPlayTranscripts(count, seed),
 	outcome: (t) => ({
 		won: t.metadata.outcome === 'win',
+		drawn: t.metadata.outcome === 'draw',
 		moves: Number(t.metrics.num_moves ?? 0),
 		illegal: t.metadata.outcome === 'illegal'
 	}),

@@ -8,7 +8,8 @@
  * - the system prompt (our wording of what ART's asks: play to win, answer with the move
  *   as `<move>A1</move>`, squares named row letter + column digit, which mark is yours); each turn the board is a user message (renderBoard) and
  *   the model's reply a choice — trained — appended to the trajectory;
- * - the opponent plays a uniformly random empty square;
+ * - the opponent plays a uniformly random empty square (ART's); `opponent: 'perfect'` (ours, for
+ *   evaluation) plays a minimax move instead, a random one of the equally good (perfect.ts);
  * - win 1, draw 0.5, loss 0; an illegal or unparsable reply ends the game with
  *   -1 + ln(n + 1) / ln(100), n the agent's legal moves before it (tictactoe-game.ts);
  * - metrics `win` (1, 0.5 or 0, when the game was finished), `num_moves` (the agent's legal
@@ -41,6 +42,7 @@ import {
 	type Board,
 	type Mark
 } from './rules';
+import { perfectMoves } from './perfect';
 
 export * from './rules';
 
@@ -62,6 +64,8 @@ export interface TicTacToeOptions {
 	seed: number;
 	/** The agent's mark, instead of the seed's draw (the opponent's moves stay the seed's). */
 	mark?: Mark;
+	/** Who the opponent is: a random player (default, ART's) or a perfect one. */
+	opponent?: OpponentKind;
 	/** max_completion_tokens of each reply. Default 128 (ART). */
 	maxTokens?: number;
 	/** Parse replies strictly, as ART (default), or take the last <move> anywhere. */
@@ -71,6 +75,9 @@ export interface TicTacToeOptions {
 }
 
 export type Outcome = 'win' | 'loss' | 'draw' | 'illegal';
+
+/** The opponent: uniformly random legal moves (ART's), or perfect play (minimax). */
+export type OpponentKind = 'random' | 'perfect';
 
 const OUTCOME_WORDS: Record<Outcome, string> = {
 	win: 'you win.',
@@ -85,27 +92,33 @@ export function gameOverMessage(board: Board, outcome: Outcome, illegal?: string
 	return `${renderBoard(board)}${why}Game over: ${OUTCOME_WORDS[outcome]}`;
 }
 
-/** The opponent's move: a uniformly random empty square (ART's random.choice). */
-function opponentMove(board: Board, rng: Rng): number {
-	const moves = legalMoves(board);
+/** The opponent's move: a uniformly random square of its choices (ART's random.choice). */
+function opponentMove(board: Board, rng: Rng, kind: OpponentKind, mark: Mark): number {
+	const moves = kind === 'perfect' ? perfectMoves(board, mark) : legalMoves(board);
 	return moves[rng.int(moves.length)];
 }
 
 /** Plays one game; the trajectory's reward, metrics and logs say how it went. */
 export async function rollout(client: OpenAI, options: TicTacToeOptions): Promise<Trajectory> {
 	const { model, seed, maxTokens = 128, strict = true, request = {}, signal } = options;
+	const opponentKind = options.opponent ?? 'random';
 	const rng = new Rng(seed);
 	const drawn: Mark = rng.int(2) === 0 ? 'x' : 'o';
 	const agent = options.mark ?? drawn;
 	const opponent = otherMark(agent);
 	const trajectory = new Trajectory({
 		messagesAndChoices: [{ role: 'system', content: systemPrompt(agent) }],
-		metadata: { environment: 'tic-tac-toe', seed, agent_symbol: agent }
+		metadata: {
+			environment: 'tic-tac-toe',
+			seed,
+			agent_symbol: agent,
+			...(opponentKind === 'perfect' ? { opponent: 'perfect' } : {})
+		}
 	});
 
 	let board: Board = emptyBoard();
 	const opponentPlays = () => {
-		const index = opponentMove(board, rng);
+		const index = opponentMove(board, rng, opponentKind, opponent);
 		board = play(board, index, opponent);
 		trajectory.log(`opponent (${opponent}) plays ${squareName(index)}`);
 	};
