@@ -3,7 +3,10 @@
  * (`bodyLimitFor`: BYTES_PER_TOKEN a token, between a floor and a cap), 413 beyond. A
  * refusal is written whole, then the rest of the body is drained before the socket closes:
  * closing with unread input sends RST, and an uploading client would see ECONNRESET
- * instead of the reply. A client still sending after DRAIN_MS is cut off.
+ * instead of the reply. The drain goes on while the body keeps coming: a client is cut off
+ * when it goes quiet (DRAIN.quietTicks ticks of DRAIN.tickMs without data) or sends more than
+ * DRAIN.maxBytes. Ticks, not a deadline: an event loop stalled for seconds (a kernel compile)
+ * delays the client's data and the timer alike, and a late tick counts once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { OpenAIApiError, type OpenAIErrorBody } from '../errors';
@@ -14,8 +17,13 @@ const BYTES_PER_TOKEN = 16;
 const MIN_BODY_BYTES = 1 << 20;
 /** The most, whatever the context (16 MiB). */
 const MAX_BODY_BYTES = 1 << 24;
-/** Longest a refused body is read and dropped before the socket is closed anyway. */
-const DRAIN_MS = 5000;
+/** How a refused body is drained: quiet for 20 ticks of 250 ms (5 s), or past 64 MiB, ends it. */
+export interface DrainLimits {
+	tickMs: number;
+	quietTicks: number;
+	maxBytes: number;
+}
+const DRAIN: DrainLimits = { tickMs: 250, quietTicks: 20, maxBytes: 4 * MAX_BODY_BYTES };
 
 /** The body limit for a model of `contextLength` tokens. */
 export function bodyLimitFor(contextLength: number): number {
@@ -64,7 +72,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
 export function refuseAndClose(
 	req: IncomingMessage,
 	res: ServerResponse,
-	error: OpenAIApiError
+	error: OpenAIApiError,
+	limits: DrainLimits = DRAIN
 ): void {
 	const body = JSON.stringify(error.toBody() satisfies OpenAIErrorBody);
 	res.writeHead(error.status, {
@@ -78,14 +87,24 @@ export function refuseAndClose(
 	const end = () => {
 		if (ended) return;
 		ended = true;
-		clearTimeout(timer);
+		clearInterval(ticker);
 		res.end();
 	};
-	const timer = setTimeout(() => {
+	const cutOff = () => {
 		end();
 		req.socket.destroy();
-	}, DRAIN_MS);
+	};
+	let quiet = 0;
+	let drained = 0;
+	const ticker = setInterval(() => {
+		if (++quiet >= limits.quietTicks) cutOff();
+	}, limits.tickMs);
 	if (req.complete) return end();
+	req.on('data', (part: Buffer) => {
+		quiet = 0;
+		drained += part.length;
+		if (drained > limits.maxBytes) cutOff();
+	});
 	req.on('end', end);
 	req.on('error', end);
 	req.on('close', end);
