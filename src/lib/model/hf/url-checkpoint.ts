@@ -1,9 +1,12 @@
 /**
  * @file A model under a URL prefix (e.g. a Hub resolve/main/ URL) as a CheckpointStore,
  * every file cached so a second load makes no request. Weight headers come first by range
- * request, so a mismatch is refused before gigabytes download; a weight file is cached only
- * when exactly its declared size arrived; a manifest of present and absent files follows a
- * complete load. `fetch` and the cache are injectable (browser default: the Cache API).
+ * request, so a mismatch is refused before gigabytes download; a weight file whose body
+ * breaks off or ends short is resumed by range request from the byte it reached (MAX_RESUMES
+ * times; If-Range with the first answer's ETag, so a file changed meanwhile starts over), and
+ * is cached only when exactly its declared size arrived; a manifest of present and absent
+ * files follows a complete load. `fetch` and the cache are injectable (browser default: the
+ * Cache API).
  */
 import { blobByteSource, type ByteSource } from './byte-source';
 import {
@@ -43,6 +46,8 @@ export interface UrlStoreOptions {
 }
 
 export const MODEL_CACHE_NAME = 'tabrl-models-v1';
+/** Range requests that may continue one weight file after its body broke off. */
+export const MAX_RESUMES = 4;
 /** The cache key of the manifest: beside the files, never fetched. */
 export const MANIFEST_NAME = '.tabrl-manifest.json';
 
@@ -91,6 +96,12 @@ function statusError(url: string, res: Response): DownloadError {
 			? ' (the repo may be gated or private: accept its license and pass an access token)'
 			: '';
 	return new DownloadError(url, `HTTP ${res.status} ${res.statusText}${hint}`, res.status);
+}
+
+/** The first byte a 206's Content-Range covers (`bytes START-END/TOTAL`). */
+function rangeStart(res: Response): number | undefined {
+	const m = res.headers.get('content-range')?.match(/^bytes\s+(\d+)-/);
+	return m ? Number(m[1]) : undefined;
 }
 
 /** Total file size from a 206's Content-Range or a 200's Content-Length. */
@@ -189,6 +200,64 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 		return { bytes: all.subarray(0, length), size: sizeOf(res) };
 	}
 
+	/**
+	 * A weight file of `expected` bytes: one GET, then up to MAX_RESUMES range requests from
+	 * the byte reached when a body breaks off or ends short. A 200 to a range request (no range
+	 * support, or If-Range saw a changed file) starts the file over. Progress counts a byte
+	 * once, so it stays monotone across restarts.
+	 */
+	async function downloadWeights(
+		url: string,
+		name: string,
+		expected: number,
+		onBytes: (n: number) => void
+	): Promise<Blob> {
+		let chunks: Uint8Array<ArrayBuffer>[] = [];
+		let received = 0;
+		let reported = 0;
+		let validator: string | null = null;
+		for (let resumes = 0; ; resumes++) {
+			const resuming = received > 0;
+			const range = resuming
+				? { Range: `bytes=${received}-`, ...(validator ? { 'If-Range': validator } : {}) }
+				: undefined;
+			const res = await get(url, range);
+			if (!res.ok) throw statusError(url, res);
+			if (res.status === 206) {
+				const start = rangeStart(res);
+				if (!resuming || start !== received)
+					throw new DownloadError(url, `the server sent bytes from ${start}, not ${received}`);
+			} else {
+				chunks = [];
+				received = 0;
+				validator = res.headers.get('etag');
+			}
+			let broke: unknown;
+			await readBody(url, res, (chunk) => {
+				received += chunk.length;
+				if (received > expected)
+					throw new CorruptCheckpointError(
+						name,
+						`the server sent more than the ${expected} bytes the header declares`
+					);
+				chunks.push(chunk);
+				if (received > reported) {
+					onBytes(received - reported);
+					reported = received;
+				}
+			}).catch((error: unknown) => {
+				if (!(error instanceof DownloadError) || options.signal?.aborted) throw error;
+				broke = error;
+			});
+			const size = sizeOf(res);
+			if (size !== undefined && size !== expected)
+				throw new IncompleteDownloadError(url, received, size);
+			if (received === expected) return new Blob(chunks);
+			if (resumes === MAX_RESUMES)
+				throw broke ?? new IncompleteDownloadError(url, received, expected);
+		}
+	}
+
 	async function cachePut(url: string, body: Blob): Promise<void> {
 		const c = await cache();
 		// A full disk (QuotaExceededError) loses the cache, not the load.
@@ -274,26 +343,7 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 				onBytes(cachedBlob.size);
 				return blobByteSource(cachedBlob);
 			}
-			const res = await get(url);
-			if (!res.ok) throw statusError(url, res);
-			const expected = header.declaredSize;
-			const chunks: Uint8Array<ArrayBuffer>[] = [];
-			let received = 0;
-			await readBody(url, res, (chunk) => {
-				received += chunk.length;
-				if (received > expected)
-					throw new CorruptCheckpointError(
-						name,
-						`the server sent more than the ${expected} bytes the header declares`
-					);
-				chunks.push(chunk);
-				onBytes(chunk.length);
-			});
-			if (received !== expected) throw new IncompleteDownloadError(url, received, expected);
-			const declaredLength = sizeOf(res);
-			if (declaredLength !== undefined && declaredLength !== received)
-				throw new IncompleteDownloadError(url, received, declaredLength);
-			const blob = new Blob(chunks);
+			const blob = await downloadWeights(url, name, header.declaredSize, onBytes);
 			await cachePut(url, blob);
 			return blobByteSource(blob);
 		},

@@ -4,7 +4,8 @@
  * implementation of the Cache API subset (the real Cache API is exercised by the e2e suite).
  * Checks: the files and tensors arrive intact, headers are range-read and checked before
  * any weight download, progress is monotone and ends at the total, a second load makes no
- * request, and a download that did not finish is never cached.
+ * request, a cut download resumes by range (or starts over where ranges are refused or the
+ * file changed), and a download that did not finish is never cached.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,7 @@ import {
 } from '../../../../src/lib/model/transformer/memory';
 import {
 	MANIFEST_NAME,
+	MAX_RESUMES,
 	openCheckpointFromUrl,
 	type CacheLike,
 	type FetchLike
@@ -46,8 +48,13 @@ interface Logged {
 class FixtureServer {
 	readonly repos = new Map<string, Map<string, Uint8Array | string>>();
 	readonly log: Logged[] = [];
-	/** Paths whose body is cut off halfway (the socket is destroyed). */
+	/** Paths whose every download is cut off halfway (the socket is destroyed). */
 	readonly cutOff = new Set<string>();
+	/** Paths whose next download only is cut off halfway; `afterCut` runs then. */
+	readonly cutOnce = new Set<string>();
+	afterCut?: () => void;
+	/** Each file's ETag (its version: bump it when a test changes the file). */
+	readonly etags = new Map<string, string>();
 	/** Answer every request with the whole file (no Range support). */
 	ignoreRange = false;
 	/** Status to answer for every request (e.g. 401), when set. */
@@ -87,26 +94,35 @@ class FixtureServer {
 			return;
 		}
 		const body = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-		const r = range?.match(/^bytes=(\d+)-(\d+)$/);
-		if (r && !this.ignoreRange) {
+		const etag = `"${this.etags.get(path) ?? 'v1'}"`;
+		const ifRange = req.headers['if-range'];
+		const r = range?.match(/^bytes=(\d+)-(\d*)$/);
+		let part = body;
+		if (r && !this.ignoreRange && (ifRange === undefined || ifRange === etag)) {
 			const start = Number(r[1]);
-			const end = Math.min(Number(r[2]), body.length - 1);
+			const end = r[2] ? Math.min(Number(r[2]), body.length - 1) : body.length - 1;
 			log(206);
 			res.writeHead(206, {
 				'content-range': `bytes ${start}-${end}/${body.length}`,
 				'content-length': String(end - start + 1),
-				'accept-ranges': 'bytes'
+				'accept-ranges': 'bytes',
+				etag
 			});
-			res.end(body.subarray(start, end + 1));
+			part = body.subarray(start, end + 1);
+		} else {
+			log(200);
+			res.writeHead(200, { 'content-length': String(body.length), etag });
+		}
+		// header probes (a closed range) come whole; downloads and resumes may be cut
+		const download = !r || r[2] === '';
+		if (download && (this.cutOff.has(path) || this.cutOnce.delete(path))) {
+			res.write(part.subarray(0, part.length >> 1), () => {
+				res.destroy();
+				this.afterCut?.();
+			});
 			return;
 		}
-		log(200);
-		res.writeHead(200, { 'content-length': String(body.length) });
-		if (this.cutOff.has(path)) {
-			res.write(body.subarray(0, body.length >> 1), () => res.destroy());
-			return;
-		}
-		res.end(body);
+		res.end(part);
 	}
 }
 
@@ -124,6 +140,8 @@ afterAll(() => server.stop());
 beforeEach(() => {
 	server.log.length = 0;
 	server.cutOff.clear();
+	server.cutOnce.clear();
+	server.afterCut = undefined;
 	server.ignoreRange = false;
 	server.forceStatus = undefined;
 });
@@ -208,10 +226,32 @@ describe('openCheckpointFromUrl', () => {
 		expect(server.log.every((l) => l.status !== 206)).toBe(true);
 	});
 
-	it('a connection cut mid-download: typed error, nothing of it cached; a retry completes', async () => {
+	it('a connection cut mid-download resumes from the byte it reached: intact, counted once, cached', async () => {
 		const cache = new MemoryCache();
 		const weightsUrl = server.url('llama') + 'model.safetensors';
-		server.cutOff.add(new URL(weightsUrl).pathname);
+		const path = new URL(weightsUrl).pathname;
+		server.cutOnce.add(path);
+		const events: LoadProgress[] = [];
+		const ckpt = await openCheckpointFromUrl(server.url('llama'), {
+			cache,
+			onProgress: (p) => events.push(p)
+		});
+		await expectIntact(ckpt, llama);
+		expectMonotone(events, weightBytes(llama));
+		const weights = server.log.filter((l) => l.path === path);
+		// the header probe, the cut download, the resume from where it broke
+		expect(weights.map((l) => l.status)).toEqual([206, 200, 206]);
+		const from = Number(weights[2].range?.match(/^bytes=(\d+)-$/)?.[1]);
+		expect(from).toBeGreaterThan(0);
+		expect(from).toBeLessThan(weightBytes(llama));
+		expect(cache.entries.get(weightsUrl)?.size).toBe(weightBytes(llama));
+	});
+
+	it('a connection cut on every try: typed error after MAX_RESUMES resumes, nothing cached; a later load completes', async () => {
+		const cache = new MemoryCache();
+		const weightsUrl = server.url('llama') + 'model.safetensors';
+		const path = new URL(weightsUrl).pathname;
+		server.cutOff.add(path);
 		const events: LoadProgress[] = [];
 		const err = await openCheckpointFromUrl(server.url('llama'), {
 			cache,
@@ -219,6 +259,11 @@ describe('openCheckpointFromUrl', () => {
 		}).catch((e) => e);
 		expect(err.kind).toBe('download-failed');
 		expect(err.url).toBe(weightsUrl);
+		// each resume went on from further in the file
+		const resumes = server.log.filter((l) => l.path === path && l.range?.endsWith('-'));
+		expect(resumes).toHaveLength(MAX_RESUMES);
+		const starts = resumes.map((l) => Number(l.range!.slice(6, -1)));
+		for (let i = 1; i < starts.length; i++) expect(starts[i]).toBeGreaterThan(starts[i - 1]);
 		expect(cache.entries.has(weightsUrl)).toBe(false);
 		expect(cache.entries.has(server.url('llama') + MANIFEST_NAME)).toBe(false);
 		expect(events[events.length - 1].loaded).toBeLessThan(weightBytes(llama));
@@ -229,20 +274,65 @@ describe('openCheckpointFromUrl', () => {
 		expect(cache.entries.get(weightsUrl)?.size).toBe(weightBytes(llama));
 	});
 
-	it('a body that ends early without an error is not taken for a complete file', async () => {
+	it('a server without ranges starts the file over after a cut; progress stays monotone', async () => {
+		server.ignoreRange = true;
+		const path = new URL(server.url('llama') + 'model.safetensors').pathname;
+		server.cutOnce.add(path);
+		const events: LoadProgress[] = [];
+		const ckpt = await openCheckpointFromUrl(server.url('llama'), {
+			cache: new MemoryCache(),
+			onProgress: (p) => events.push(p)
+		});
+		await expectIntact(ckpt, llama);
+		expectMonotone(events, weightBytes(llama));
+		const weights = server.log.filter((l) => l.path === path);
+		expect(weights.map((l) => l.status)).toEqual([200, 200, 200]);
+	});
+
+	it('a file changed on the server between the cut and the resume starts over (If-Range)', async () => {
+		const cache = new MemoryCache();
+		const changed = (llama.files.get('model.safetensors') as Uint8Array).slice();
+		changed[changed.length - 1] ^= 0x01; // a weight's last byte: same header, other values
+		server.repos.set('changing', new Map(llama.files));
+		const changingPath = `/changing/resolve/main/model.safetensors`;
+		server.cutOnce.add(changingPath);
+		server.afterCut = () => {
+			server.repos.get('changing')!.set('model.safetensors', changed);
+			server.etags.set(changingPath, 'v2');
+		};
+		await openCheckpointFromUrl(server.url('changing'), { cache });
+		const weights = server.log.filter((l) => l.path === changingPath);
+		// the resume asked for a range of version 1; the server answered with all of version 2
+		expect(weights.map((l) => l.status)).toEqual([206, 200, 200]);
+		expect(weights[2].range).toMatch(/^bytes=\d+-$/);
+		const cached = new Uint8Array(
+			await cache.entries.get(server.url('changing') + 'model.safetensors')!.arrayBuffer()
+		);
+		expect(cached).toEqual(changed);
+		server.etags.delete(changingPath);
+	});
+
+	it('a body that ends early on every try is not taken for a complete file', async () => {
 		const cache = new MemoryCache();
 		const weightsUrl = server.url('llama') + 'model.safetensors';
-		// A proxy that passes requests on but ends the weights body cleanly after 1000 bytes.
+		// A proxy that passes requests on but ends each weights body cleanly after 1000 bytes:
+		// the whole file's (200) and each resume's (a range from a byte past 0).
 		const shortBody: FetchLike = async (url, init) => {
 			const res = await fetch(url, init);
-			if (url !== weightsUrl || res.status !== 200) return res;
+			const range = new Headers(init?.headers).get('range') ?? '';
+			const resume = /^bytes=[1-9]\d*-$/.test(range);
+			if (url !== weightsUrl || !(res.status === 200 || resume)) return res;
 			const bytes = new Uint8Array(await res.arrayBuffer()).slice(0, 1000);
-			return new Response(bytes, { status: 200 });
+			return new Response(bytes, { status: res.status, headers: res.headers });
 		};
 		const err = await openCheckpointFromUrl(server.url('llama'), { cache, fetch: shortBody }).catch(
 			(e) => e
 		);
-		expect(err).toMatchObject({ kind: 'incomplete-download', received: 1000, url: weightsUrl });
+		expect(err).toMatchObject({
+			kind: 'incomplete-download',
+			received: 1000 * (1 + MAX_RESUMES),
+			url: weightsUrl
+		});
 		expect(err.expected).toBe(weightBytes(llama));
 		expect(cache.entries.has(weightsUrl)).toBe(false);
 		expect(cache.entries.has(server.url('llama') + MANIFEST_NAME)).toBe(false);
