@@ -6,6 +6,9 @@
 #      grpo:ENV:WS:RUN[:FLAGS]          `cli train` into .scratch/dev/RUN from warm start WS
 #                                       (a NAME above, or `preset`: the shipped one)
 #      wsgrpo:ENV:NAME:RUN[:WSFLAGS[:FLAGS]]   the warm start, then GRPO from it
+#      grpoplay:ENV:WS:RUN[:FLAGS[:PLAYFLAGS]]  grpo, stopped 90 s before the call's end, then
+#                                       `cli play --policy model --run` of it into RUN-play.json
+#                                       (e.g. --opponent+perfect: tic-tac-toe's draw rate)
 #      play:ENV:NAME[:FLAGS]            `cli play` (e.g. --policy+model+--games+200) into NAME.json
 #                                       (its games too with --games-out+.scratch/dev/NAME.jsonl)
 #      prof:ENV:NAME[:FLAGS]            `cli train` from the shipped warm start under node's CPU
@@ -45,13 +48,13 @@ warm_start() { # ENV NAME [FLAGS]
     > $D/ws-$2.json 2>> $D/ws-$2.log
   local rc=$?; echo "rc $rc at $(( $(date +%s) - t0 )) s" >> $D/ws-$2.log; return $rc
 }
-grpo() { # ENV WS RUN [FLAGS]
-  local flags=${4:-} ws=$2
+grpo() { # ENV WS RUN [FLAGS [RESERVE]]   RESERVE: seconds kept for what follows it
+  local flags=${4:-} ws=$2 reserve=${5:-0}
   flags=${flags//@judge/http://127.0.0.1:${judge_port:-0}/v1}
   [ "$ws" = preset ] || ws=$D/ws/$2
   # when the run began (a continued run keeps its first call's), for tools/eval-rise.ts
   [ -e $D/$3 ] || date -u +%FT%T.%3NZ > $D/$3.started
-  timeout -s TERM "$(left)" node .gpu/cli.mjs train --env "$1" --warm-start "$ws" \
+  timeout -s TERM "$(( $(left) - reserve ))" node .gpu/cli.mjs train --env "$1" --warm-start "$ws" \
     --out $D/$3 --steps 300 --eval-games 200 ${flags//+/ } > $D/$3.json 2>> $D/$3.log
   echo "rc $? at $(( $(date +%s) - t0 )) s" >> $D/$3.log
 }
@@ -69,6 +72,10 @@ for job in "$@"; do
     prof) ( timeout "$(left)" node --cpu-prof --cpu-prof-dir=$D/$a-prof .gpu/cli.mjs train --env "$env" \
               --out $D/$a --eval-every 1000 ${b//+/ } > $D/$a.json 2> $D/$a.log
             cp $D/$a-prof/*.cpuprofile $D/$a.cpuprofile; pack $a $a.json $a.log $a.cpuprofile $a/history.jsonl ) & ;;
+    grpoplay) ( grpo "$env" "$a" "$b" "$c" 90
+                timeout "$(left)" node .gpu/cli.mjs play --env "$env" --policy model --run $D/$b \
+                  ${d//+/ } > $D/$b-play.json 2> $D/$b-play.log
+                pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json $b-play.json $b-play.log ) & ;;
     keep) keep+=("$env") ;;
     judge) node .gpu/rule-judge.mjs --port "$env" > $D/judge.log 2>&1 & judge=$! judge_port=$env; sleep 1 ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
