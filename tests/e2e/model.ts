@@ -2,7 +2,8 @@
  * @file The Model panel's e2e checks (from run.ts), fixture models mounted at /fixtures/:
  * load llama by URL, logprobs within 1e-4 of the f64 reference, files in the Cache API; a
  * reload loads from the cache with no request; a memory budget refuses before downloading;
- * a shard cut off ('cut', 'short') is a typed error, not cached, and a retry works.
+ * a shard cut off on every try ('cut', 'short') is a typed error, not cached; cut once, it
+ * resumes by range; a retry works.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -336,6 +337,25 @@ async function brokenDownload(
 		);
 	}
 	server.faults.delete(shardPath);
+	// one cut only: the page resumes the shard from the byte it reached and the load completes
+	server.faults.set(shardPath, 'cut-once');
+	const from = server.log.length;
+	const resumed = await loadInPage(page, prefix);
+	const resumes = server.log
+		.slice(from)
+		.filter((r) => r.path === shardPath && /^bytes=[1-9]\d*-$/.test(r.range ?? ''));
+	check(
+		`a download of ${shard} cut once resumes from where it broke (a range request) and loads`,
+		resumed.ok && resumes.length === 1 && resumes[0].status === 206,
+		resumed.ok ? JSON.stringify(resumes) : `${resumed.kind}: ${resumed.message}`
+	);
+	await page.evaluate(
+		async ({ name, prefix }) => {
+			const cache = await caches.open(name);
+			for (const req of await cache.keys()) if (req.url.startsWith(prefix)) await cache.delete(req);
+		},
+		{ name: MODEL_CACHE_NAME, prefix }
+	);
 	const t0 = Date.now();
 	const retry = await loadInPage(page, prefix);
 	check(

@@ -1,8 +1,10 @@
 /**
  * @file A tiny static server for the built site (`build/`) on 127.0.0.1 (a secure context,
  * as WebGPU requires), SPA fallback `200.html`. Mounts serve more folders under a prefix as a
- * model host does (206 ranges, 404 unknowns, every request logged) with faults on demand:
- * 'cut' drops the connection halfway under a full Content-Length, 'short' ends early.
+ * model host does (206 ranges, 404 unknowns, every request logged) with faults on demand on
+ * a file's downloads, whole or resumed from a byte (header probes, closed ranges, come whole):
+ * 'cut' drops the connection halfway under a full Content-Length, 'short' ends early,
+ * 'cut-once' cuts the next download only.
  */
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
@@ -35,14 +37,14 @@ export interface ServedRequest {
 	status: number;
 }
 
-/** How to spoil a full (non-range) response; see the file comment. */
-export type Fault = 'cut' | 'short';
+/** How to spoil a download; see the file comment. */
+export type Fault = 'cut' | 'short' | 'cut-once';
 
 export interface StaticServer {
 	url: string;
 	/** Requests under the mounts, in order of arrival. */
 	readonly log: ServedRequest[];
-	/** URL path -> fault applied to its full responses while it is set. */
+	/** URL path -> fault applied to its downloads (whole, or resumed from a byte) while set. */
 	readonly faults: Map<string, Fault>;
 	close(): Promise<void>;
 }
@@ -67,8 +69,9 @@ async function serveMounted(
 	res: ServerResponse,
 	entry: Omit<ServedRequest, 'status'>,
 	log: ServedRequest[],
-	fault: Fault | undefined
+	faults: Map<string, Fault>
 ): Promise<void> {
+	const fault = faults.get(entry.path);
 	const answer = (status: number) => log.push({ ...entry, status });
 	if (!file || !(await isFile(file))) {
 		answer(404);
@@ -83,29 +86,31 @@ async function serveMounted(
 		'accept-ranges': 'bytes'
 	};
 	const range = req.headers.range?.match(/^bytes=(\d+)-(\d*)$/);
+	let part: Buffer = body;
+	let head: Record<string, string> = headers;
+	let status = 200;
 	if (range && Number(range[1]) < body.length) {
+		status = 206;
 		const start = Number(range[1]);
 		const end = Math.min(range[2] ? Number(range[2]) : body.length - 1, body.length - 1);
-		answer(206);
-		res.writeHead(206, {
-			...headers,
-			'content-range': `bytes ${start}-${end}/${body.length}`,
-			'content-length': String(end - start + 1)
-		});
-		res.end(body.subarray(start, end + 1));
-		return;
+		part = body.subarray(start, end + 1);
+		head = { ...headers, 'content-range': `bytes ${start}-${end}/${body.length}` };
 	}
-	answer(200);
-	const half = body.subarray(0, body.length >> 1);
-	if (fault === 'cut') {
-		res.writeHead(200, { ...headers, 'content-length': String(body.length) });
+	answer(status);
+	// a header probe (a closed range) comes whole; a download or a resume (bytes=N-) may not
+	const download = !range || range[2] === '';
+	const spoil = download ? fault : undefined;
+	if (spoil === 'cut-once') faults.delete(entry.path);
+	const half = part.subarray(0, part.length >> 1);
+	if (spoil === 'cut' || spoil === 'cut-once') {
+		res.writeHead(status, { ...head, 'content-length': String(part.length) });
 		res.write(half, () => res.destroy());
-	} else if (fault === 'short') {
-		res.writeHead(200, headers);
+	} else if (spoil === 'short') {
+		res.writeHead(status, head);
 		res.end(half);
 	} else {
-		res.writeHead(200, { ...headers, 'content-length': String(body.length) });
-		res.end(body);
+		res.writeHead(status, { ...head, 'content-length': String(part.length) });
+		res.end(part);
 	}
 }
 
@@ -134,7 +139,7 @@ export async function serveStatic(
 			const [prefix, dir] = mount;
 			const entry = { path: pathname, range: req.headers.range };
 			const file = inside(dir, pathname.slice(prefix.length));
-			await serveMounted(file, req, res, entry, log, faults.get(pathname));
+			await serveMounted(file, req, res, entry, log, faults);
 			return;
 		}
 		let file = normalize(join(base, pathname));

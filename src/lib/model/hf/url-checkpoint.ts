@@ -3,8 +3,8 @@
  * every file cached so a second load makes no request. Weight headers come first by range
  * request, so a mismatch is refused before gigabytes download; a weight file whose body
  * breaks off or ends short is resumed by range request from the byte it reached (MAX_RESUMES
- * times; If-Range with the first answer's ETag, so a file changed meanwhile starts over), and
- * is cached only when exactly its declared size arrived; a manifest of present and absent
+ * times; a resume whose ETag differs from the first answer's, or whose start cannot be read,
+ * starts the file over), and is cached only when exactly its declared size arrived; a manifest of present and absent
  * files follows a complete load. `fetch` and the cache are injectable (browser default: the
  * Cache API).
  */
@@ -203,8 +203,10 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 	/**
 	 * A weight file of `expected` bytes: one GET, then up to MAX_RESUMES range requests from
 	 * the byte reached when a body breaks off or ends short. A 200 to a range request (no range
-	 * support, or If-Range saw a changed file) starts the file over. Progress counts a byte
-	 * once, so it stays monotone across restarts.
+	 * support) starts the file over; so does a 206 of another version of the file (its ETag)
+	 * or one whose Content-Range a cross-origin answer does not expose: the next try is a plain
+	 * GET. No If-Range: it is not a CORS-safelisted header, and a preflight the file's CDN may
+	 * refuse would lose the resume. Progress counts a byte once, so it stays monotone.
 	 */
 	async function downloadWeights(
 		url: string,
@@ -215,22 +217,27 @@ export function urlStore(prefix: string, options: UrlStoreOptions = {}): Checkpo
 		let chunks: Uint8Array<ArrayBuffer>[] = [];
 		let received = 0;
 		let reported = 0;
-		let validator: string | null = null;
+		let etag: string | null = null;
 		for (let resumes = 0; ; resumes++) {
 			const resuming = received > 0;
-			const range = resuming
-				? { Range: `bytes=${received}-`, ...(validator ? { 'If-Range': validator } : {}) }
-				: undefined;
-			const res = await get(url, range);
+			const res = await get(url, resuming ? { Range: `bytes=${received}-` } : undefined);
 			if (!res.ok) throw statusError(url, res);
 			if (res.status === 206) {
 				const start = rangeStart(res);
-				if (!resuming || start !== received)
+				const tag = res.headers.get('etag');
+				if (!resuming || (start !== undefined && start !== received))
 					throw new DownloadError(url, `the server sent bytes from ${start}, not ${received}`);
+				if (start === undefined || (etag !== null && tag !== null && tag !== etag)) {
+					await res.body?.cancel().catch(() => {});
+					chunks = [];
+					received = 0;
+					if (resumes === MAX_RESUMES) throw new IncompleteDownloadError(url, 0, expected);
+					continue;
+				}
 			} else {
 				chunks = [];
 				received = 0;
-				validator = res.headers.get('etag');
+				etag = res.headers.get('etag');
 			}
 			let broke: unknown;
 			await readBody(url, res, (chunk) => {
