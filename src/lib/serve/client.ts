@@ -109,6 +109,14 @@ export type LocalClientOptions = Omit<
 >;
 
 /**
+ * The local client's request timeout: the longest a timer takes (~24.8 days), not the
+ * package's 10 minutes. A request waits in the engine's queue behind the whole batch, which
+ * on a software GPU takes longer than that (200 games of tic-tac-toe); nothing is remote to
+ * wait for. A caller that wants a limit passes `timeout` or a signal.
+ */
+export const LOCAL_TIMEOUT_MS = 2 ** 31 - 1;
+
+/**
  * An `openai` client whose requests the local engine serves. Give the engine options (a
  * new ChatService is made) or a ChatService to share one scheduler between clients.
  */
@@ -124,6 +132,7 @@ export function openaiClient(
 				: new ChatService(options);
 	return new OpenAI({
 		maxRetries: 0,
+		timeout: LOCAL_TIMEOUT_MS,
 		...clientOptions,
 		apiKey: 'tabrl-local',
 		baseURL: LOCAL_BASE_URL,
