@@ -4,11 +4,13 @@
  * catalog model shows its size, the GPU memory the run needs and a verdict, with nothing
  * fetched from the Hub; "Other" shows the URL field; back to the bundled model. A link whose
  * model is a catalog URL selects that entry. Readable at 390 px (no sideways scroll), every
- * control named. Then the list of cached models (cached-models.ts). Screenshots:
- * test-results/train-model-choice*.png, train-cached-models.png.
+ * control named. Then the list of cached models (cached-models.ts), and a model by URL from a
+ * Hub-like host trained one step (hub-model.ts). Screenshots:
+ * test-results/train-model-choice*.png, train-cached-models.png, train-hub-model.png.
  */
 import type { Browser, Page } from 'playwright-core';
 import { cachedModelChecks } from './cached-models';
+import { hubModelChecks } from './hub-model';
 import type { CheckFn } from './model';
 import type { StaticServer } from './serve';
 import { openTrainPage, phoneLayout, since, testid, unnamedControls } from './train-page';
@@ -148,6 +150,8 @@ export async function modelChoiceChecks(
 		);
 		// the models cached in this browser, listed under the choice, deleted from there
 		await cachedModelChecks(check, page, server);
+		// a model by URL, trained one step from a host that acts as the Hub
+		await hubModelChecks(check, page, server);
 		check('model select: nothing was requested from the Hub', hub.length === 0, hub.join(' '));
 		check('model select: no page or console error', errors.length === 0, errors.join(' | '));
 		console.log(`model select: ${since(t0)}`);

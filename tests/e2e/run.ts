@@ -260,7 +260,10 @@ async function main(): Promise<void> {
 	let models: ModelFixtures | undefined;
 	try {
 		models = await writeModelFixtures();
-		server = await serveStatic('build', 0, { mounts: { [FIXTURES_PATH]: models.dir } });
+		server = await serveStatic('build', 0, {
+			mounts: { [FIXTURES_PATH]: models.dir },
+			hub: models.dir
+		});
 		browser = await chromium.launch({
 			executablePath: CHROMIUM,
 			headless: process.env.E2E_HEADED !== '1',

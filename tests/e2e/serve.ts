@@ -27,7 +27,22 @@ const TYPES: Record<string, string> = {
 export interface ServeOptions {
 	/** URL path prefix (e.g. '/fixtures/') -> the folder served under it. */
 	mounts?: Record<string, string>;
+	/**
+	 * A folder of model folders served as the Hub serves repos, for pages of another origin:
+	 * `HUB_PATH<repo>/resolve/main/<file>` answers CORS preflights, sends small files itself
+	 * and redirects weight files (302) to `HUB_CDN_PATH<repo>/<file>`, all with CORS headers.
+	 */
+	hub?: string;
 }
+
+export const HUB_PATH = '/hub/';
+export const HUB_CDN_PATH = '/hub-cdn/';
+
+/** What the Hub and its CDN send cross-origin: any origin, and the headers a loader reads. */
+const CORS_HEADERS = {
+	'access-control-allow-origin': '*',
+	'access-control-expose-headers': 'content-range, content-length, etag, accept-ranges'
+};
 
 /** One request for a file under a mount. */
 export interface ServedRequest {
@@ -69,13 +84,14 @@ async function serveMounted(
 	res: ServerResponse,
 	entry: Omit<ServedRequest, 'status'>,
 	log: ServedRequest[],
-	faults: Map<string, Fault>
+	faults: Map<string, Fault>,
+	extraHeaders: Record<string, string> = {}
 ): Promise<void> {
 	const fault = faults.get(entry.path);
 	const answer = (status: number) => log.push({ ...entry, status });
 	if (!file || !(await isFile(file))) {
 		answer(404);
-		res.writeHead(404, { 'content-type': 'text/plain' }).end('Entry not found');
+		res.writeHead(404, { 'content-type': 'text/plain', ...extraHeaders }).end('Entry not found');
 		return;
 	}
 	const body = await readFile(file);
@@ -83,7 +99,8 @@ async function serveMounted(
 	const headers = {
 		'content-type': 'application/octet-stream',
 		'cache-control': 'no-store',
-		'accept-ranges': 'bytes'
+		'accept-ranges': 'bytes',
+		...extraHeaders
 	};
 	const range = req.headers.range?.match(/^bytes=(\d+)-(\d*)$/);
 	let part: Buffer = body;
@@ -114,6 +131,43 @@ async function serveMounted(
 	}
 }
 
+/** The Hub's answers (ServeOptions.hub): preflight, redirect of weights to the CDN path, files. */
+async function serveHub(
+	dir: string,
+	pathname: string,
+	req: IncomingMessage,
+	res: ServerResponse,
+	log: ServedRequest[],
+	faults: Map<string, Fault>
+): Promise<void> {
+	const entry = { path: pathname, range: req.headers.range };
+	if (req.method === 'OPTIONS') {
+		log.push({ ...entry, status: 204 });
+		res.writeHead(204, {
+			...CORS_HEADERS,
+			'access-control-allow-methods': 'GET, HEAD, OPTIONS',
+			'access-control-allow-headers': 'range, authorization, content-type',
+			'access-control-max-age': '600'
+		});
+		res.end();
+		return;
+	}
+	const repoFile = pathname.startsWith(HUB_CDN_PATH)
+		? pathname.slice(HUB_CDN_PATH.length).match(/^([^/]+)\/([^/]+)$/)
+		: pathname.slice(HUB_PATH.length).match(/^([^/]+)\/resolve\/main\/([^/]+)$/);
+	if (repoFile && pathname.startsWith(HUB_PATH) && repoFile[2].endsWith('.safetensors')) {
+		log.push({ ...entry, status: 302 });
+		res.writeHead(302, {
+			...CORS_HEADERS,
+			location: `${HUB_CDN_PATH}${repoFile[1]}/${repoFile[2]}`
+		});
+		res.end();
+		return;
+	}
+	const file = repoFile ? inside(dir, `${repoFile[1]}/${repoFile[2]}`) : undefined;
+	await serveMounted(file, req, res, entry, log, faults, CORS_HEADERS);
+}
+
 /** Serves `root` on 127.0.0.1 (and `options.mounts`); `port` 0 picks a free one. */
 export async function serveStatic(
 	root: string,
@@ -126,12 +180,17 @@ export async function serveStatic(
 	);
 	const log: ServedRequest[] = [];
 	const faults = new Map<string, Fault>();
+	const hub = options.hub ? resolve(options.hub) : undefined;
 	const server: Server = createServer(async (req, res) => {
 		let pathname: string;
 		try {
 			pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
 		} catch {
 			res.writeHead(400).end(); // '//x' or a malformed escape: not a path (and not a crash)
+			return;
+		}
+		if (hub && (pathname.startsWith(HUB_PATH) || pathname.startsWith(HUB_CDN_PATH))) {
+			await serveHub(hub, pathname, req, res, log, faults);
 			return;
 		}
 		const mount = mounts.find(([prefix]) => pathname.startsWith(prefix));

@@ -1,0 +1,58 @@
+/**
+ * @file A model by URL from a host that acts as the Hub (from model-choice.ts): the fixture
+ * llama on another origin (localhost; the page is on 127.0.0.1) under
+ * /hub/llama/resolve/main/, its weights redirected (302) to a CDN path, CORS on every answer
+ * (serve.ts). As a visitor: letters, Model "Other", the URL, Train; the run downloads through
+ * the redirect, plays and updates one step, then Stop. Screenshot:
+ * test-results/train-hub-model.png.
+ */
+import type { Page } from 'playwright-core';
+import type { CheckFn } from './model';
+import { HUB_CDN_PATH, HUB_PATH, type StaticServer } from './serve';
+import { errorText, since, status, testid, waitIdle } from './train-page';
+
+/** A fixture model's first step (download, step 0's evaluation, one step) on SwiftShader. */
+const STEP_TIMEOUT_MS = 5 * 60_000;
+
+export async function hubModelChecks(
+	check: CheckFn,
+	page: Page,
+	server: StaticServer
+): Promise<void> {
+	const t0 = Date.now();
+	const origin = server.url.replace('127.0.0.1', 'localhost').replace(/\/$/, '');
+	const url = `${origin}${HUB_PATH}llama/resolve/main/`;
+	await page.selectOption(testid('train-preset'), 'letters');
+	await page.selectOption(testid('train-model'), 'other');
+	await page.fill(testid('train-url'), url);
+	await page.fill(testid('train-run'), 'hub-llama');
+	const from = server.log.length;
+	await page.click(testid('train-start'));
+	await page.waitForFunction(
+		() => {
+			const s = document.querySelector('[data-testid="train-status"]');
+			return (
+				Number(s?.getAttribute('data-step')) >= 1 ||
+				!!s?.getAttribute('data-status') ||
+				!!document.querySelector('[data-testid="train-error"]')
+			);
+		},
+		undefined,
+		{ timeout: STEP_TIMEOUT_MS }
+	);
+	const step = Number(await status(page, 'data-step'));
+	const error = await errorText(page);
+	if (!error) await page.click(testid('train-stop'));
+	await waitIdle(page, STEP_TIMEOUT_MS);
+	const served = server.log.slice(from).map((r) => `${r.status} ${r.path}`);
+	const weights = 'llama/model.safetensors';
+	check(
+		'a model by URL from a Hub-like host (another origin, CORS, weights redirected) trains a step in the page',
+		step >= 1 &&
+			!error &&
+			served.includes(`302 ${HUB_PATH}${weights.replace('/', '/resolve/main/')}`) &&
+			served.includes(`200 ${HUB_CDN_PATH}${weights}`),
+		`step ${step} in ${since(t0)} ${error} | ${served.join(', ')}`
+	);
+	await page.screenshot({ path: 'test-results/train-hub-model.png', fullPage: true });
+}
