@@ -64,7 +64,7 @@ const PRESETS = {
 		sft: null,
 		grpo: {
 			steps: 100,
-			learningRate: 0.0002,
+			learningRate: 0.0001,
 			loss: 'cispo',
 			klBeta: 0.05,
 			temperature: 1,
@@ -188,7 +188,7 @@ const SOFTWARE_GPU = {
 	'2048': {
 		grpo: {
 			steps: 10,
-			learningRate: 0.0002,
+			learningRate: 0.0001,
 			loss: 'cispo',
 			klBeta: 0.05,
 			temperature: 1,
