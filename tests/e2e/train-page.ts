@@ -7,7 +7,6 @@ import type { Page } from 'playwright-core';
 export const testid = (id: string) => `[data-testid="${id}"]`;
 export const since = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
 
-/** An attribute of the panel's status line (data-phase, data-status, ...). */
 /** Opens `url` and waits for the Train panel and the GPU probe (its limits reach the form). */
 export async function openTrainPage(page: Page, url: string): Promise<void> {
 	await page.goto(url);
@@ -22,6 +21,19 @@ export async function openTrainPage(page: Page, url: string): Promise<void> {
 	);
 }
 
+/** Opens the page and waits until its saved runs are listed (they follow the GPU probe). */
+export async function openTrainPageWithRuns(page: Page, url: string): Promise<void> {
+	await page.goto(url);
+	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
+	await page.waitForSelector(`${testid('saved-runs')}, ${testid('saved-runs-empty')}`, {
+		timeout: 120_000
+	});
+}
+
+/** How long a train-panel run or pause may take on SwiftShader. */
+export const TRAIN_TIMEOUT_MS = 600_000;
+
+/** An attribute of the panel's status line (data-phase, data-status, ...). */
 export const status = (page: Page, attr: string) => page.getAttribute(testid('train-status'), attr);
 
 /** The panel's error as "kind: message", or '' when it shows none. */

@@ -9,7 +9,8 @@
  *    The 2048 and inbox presets start from their warm starts (games begin), then Stop; the
  *    inbox run loses its GPU device mid-run (a plain error: saved, press Resume) and Resume
  *    plays on on a new device.
- * 2. The letters preset (chosen in the select) trains GRPO steps; Stop after the first.
+ * 2. The letters preset (chosen in the select) trains GRPO steps, stepped through phase by
+ *    phase (step-through.ts); Stop after the first.
  * 3. A reload lists both saved runs (IndexedDB) with step and last reward; Resume continues
  *    the letters run from its saved step (never from 0); Export downloads the run as one zip
  *    (checked in Node: summary, history, adapter, optimizer, trained games) and Delete removes
@@ -27,9 +28,12 @@ import type { Browser, Page } from 'playwright-core';
 import { unpackRunArchive } from '../../src/lib/grpo/store/run-archive';
 import { FIXTURES_PATH, type CheckFn } from './model';
 import type { StaticServer } from './serve';
+import { stepThroughChecks } from './step-through';
 import {
 	errorText,
+	openTrainPageWithRuns,
 	since,
+	TRAIN_TIMEOUT_MS,
 	status,
 	testid,
 	phoneLayout,
@@ -38,8 +42,6 @@ import {
 } from './train-page';
 
 const TRAIN_VIEWPORT = { width: 1200, height: 1400 };
-
-const TRAIN_TIMEOUT_MS = 600_000;
 
 /** What the form says of its model (the bundled one's folder name first). */
 const modelAbout = async (page: Page) =>
@@ -110,28 +112,6 @@ async function deviceLostAndResume(page: Page, check: CheckFn): Promise<void> {
 	);
 }
 
-/**
- * While letters-1 runs (paused) in `page`, a second tab of the site resumes it: refused at
- * once with 'run-locked' (IndexedDB's writer holds the run's Web Lock), the run untouched.
- */
-async function secondTabRefused(page: Page, url: string, check: CheckFn): Promise<void> {
-	const other = await page.context().newPage();
-	try {
-		await openPage(other, url);
-		await other.click(`${testid('saved-runs')} tr[data-run="letters-1"] ${testid('run-resume')}`);
-		await other.waitForSelector(testid('train-error'), { timeout: 60_000 });
-		const refused = await errorText(other);
-		check(
-			'a second tab resuming the run going in the first is refused (run-locked), nothing written',
-			/^run-locked: .*another tab of this site.*Stop the run in that tab/.test(refused) &&
-				(await page.$(testid('phase-guide'))) !== null,
-			refused
-		);
-	} finally {
-		await other.close();
-	}
-}
-
 /** Waits until the run is in `phase` (or shows an error); false on timeout. */
 function waitRunPhase(page: Page, phase: string): Promise<boolean> {
 	return page
@@ -169,15 +149,6 @@ async function savedRuns(page: Page): Promise<{ run: string; step: string; rewar
 			return { run: tr.getAttribute('data-run') ?? '', step, reward };
 		})
 	);
-}
-
-async function openPage(page: Page, url: string): Promise<void> {
-	await page.goto(url);
-	await page.waitForSelector(testid('train-panel'), { timeout: 60_000 });
-	// the saved-runs listing follows the GPU probe
-	await page.waitForSelector(`${testid('saved-runs')}, ${testid('saved-runs-empty')}`, {
-		timeout: 120_000
-	});
 }
 
 /** Points each chart plots (its data-points) and the canvases drawn, once uPlot has drawn. */
@@ -222,7 +193,7 @@ export async function trainPanelChecks(
 	page.on('console', (m) => {
 		if (m.type() === 'error') errors.push(`console: ${m.text()}`);
 	});
-	await openPage(page, server.url);
+	await openTrainPageWithRuns(page, server.url);
 
 	// 1. Defaults: press Train, nothing typed.
 	const preset = await page.inputValue(testid('train-preset'));
@@ -361,133 +332,10 @@ export async function trainPanelChecks(
 		);
 	}
 
-	// 2. The letters preset trains steps, stepped through phase by phase: each pause says what
-	// the phase does; Next goes on (Enter on the focused button, as a keyboard user would).
+	// 2. The letters preset trains steps, stepped through phase by phase (step-through.ts).
 	await page.selectOption(testid('train-preset'), 'letters');
-	await page.check(testid('train-step-through'));
-	// every text the status line's progress shows, as the run goes (read after the step)
-	await page.evaluate(() => {
-		const seen = new Set<string>();
-		(window as unknown as { progressSeen: Set<string> }).progressSeen = seen;
-		new MutationObserver(() => {
-			const text = document.querySelector('[data-testid="train-progress"]')?.textContent;
-			if (text) seen.add(text.replace(/\s+/g, ' ').trim());
-		}).observe(document.body, { subtree: true, childList: true, characterData: true });
-	});
 	const t2 = Date.now();
-	await page.click(testid('train-start'));
-	const pauses: string[] = [];
-	let worked = ''; // the advantages pause's text: a group worked through
-	let done = ''; // the pause after the first update
-	let keyed = 0; // pauses gone on from with Enter (the Next button had the focus)
-	let barsAtRewards = -1; // advantage bars on the cards at the first pause (none: not yet explained)
-	let outlined: string[] = []; // the outlined cards' rewards at the advantages pause, in page order
-	let outlinedCharts: string[] = []; // the charts outlined at the step-done pause
-	for (let i = 0; i < 40 && !done; i++) {
-		const paused = await page
-			.waitForSelector(testid('phase-guide'), { timeout: TRAIN_TIMEOUT_MS })
-			.then(() => true)
-			.catch(() => false);
-		if (!paused) break;
-		const title = (await page.textContent(`${testid('phase-guide')} h3`)) ?? '';
-		pauses.push(title);
-		const text = (await page.textContent(testid('phase-guide'))) ?? '';
-		if (title.startsWith('4')) {
-			done = text;
-			outlinedCharts = await page.$$eval('figure[data-outlined]', (figs) =>
-				figs.map((f) => f.getAttribute('data-testid') ?? '')
-			);
-			await page.screenshot({ path: 'test-results/train-step-done.png', fullPage: true });
-		} else {
-			if (title.startsWith('1') && barsAtRewards < 0)
-				barsAtRewards = (await page.$$(testid('train-game-advantage'))).length;
-			if (title.startsWith('2')) {
-				// the last advantages pause before the update: its round is the one trained on
-				const first = !worked;
-				worked = text;
-				outlined = await page.$$eval(`${testid('train-game')}[data-guided]`, (cards) =>
-					cards.map((c) => String(Number(Number(c.getAttribute('data-reward')).toFixed(3))))
-				);
-				if (first) {
-					await page.screenshot({ path: 'test-results/train-step-through.png', fullPage: true });
-					await secondTabRefused(page, server.url, check);
-				}
-			}
-			const focused = await page.evaluate(
-				() => document.activeElement?.getAttribute('data-testid') ?? ''
-			);
-			if (focused === 'phase-next') {
-				await page.keyboard.press('Enter');
-				keyed++;
-			} else await page.click(testid('phase-next'));
-			await page.waitForFunction(
-				(t) => document.querySelector('[data-testid="phase-guide"] h3')?.textContent !== t,
-				title,
-				{ timeout: TRAIN_TIMEOUT_MS }
-			);
-		}
-	}
-	check(
-		'step-through pauses at each phase in order (games and rewards, advantages, update, then the step done), Next and Enter go on',
-		pauses[0]?.startsWith('1 · Games played') &&
-			pauses[1]?.startsWith('2 · Group-relative advantages') &&
-			pauses[2]?.startsWith('3 · ') &&
-			pauses.at(-1)!.startsWith('4 · Step 1 done') &&
-			/loss \d/.test(done) &&
-			/Group \d+( \([^)]*\))?: (rewards .* → mean .* → advantages|every game scored)/.test(
-				worked
-			) &&
-			keyed === pauses.length - 1,
-		`${pauses.join(' | ')}; ${keyed} by Enter; ${worked}`
-	);
-	const workedRewards = /rewards ([^→]*) →/.exec(worked)?.[1].split(', ') ?? [];
-	check(
-		"the lesson shows what it explains when it explains it: no advantage bars before the advantages pause; there the worked group's cards are outlined and its rewards read in the cards' order",
-		barsAtRewards === 0 &&
-			(/every game scored/.test(worked) ||
-				(outlined.length > 0 &&
-					outlined.every((r, i) => workedRewards[i] === r) &&
-					/outlined cards? below/.test(worked))),
-		`bars at pause 1: ${barsAtRewards}; outlined ${JSON.stringify(outlined)}; worked ${worked.slice(0, 300)}`
-	);
-	check(
-		'the step-done pause outlines the charts its numbers are read from (reward, loss, KL when it has one, gradient norm)',
-		// the KL chart too when the step reports a KL (a run without the penalty has none)
-		outlinedCharts.join() ===
-			(/KL to the reference —/.test(done)
-				? 'chart-reward,chart-loss,chart-grad'
-				: 'chart-reward,chart-loss,chart-kl,chart-grad') && /outlined chart/.test(done),
-		`outlined ${outlinedCharts.join()}`
-	);
-	const shifted = await page.$$eval(`${testid('policy-shift')} [data-before]`, (spans) =>
-		spans.map((s) => [Number(s.getAttribute('data-before')), Number(s.getAttribute('data-after'))])
-	);
-	check(
-		"after the update, the same replies' tokens scored again: the best and the worst game's, before -> after, in the panel and the guide",
-		shifted.length >= 2 &&
-			shifted.every(([b, a]) => b >= 0 && b <= 1 && a >= 0 && a <= 1) &&
-			/The best game of group \d+ \(advantage \+/.test(done) &&
-			/The worst game of group \d+ \(advantage −/.test(done),
-		`${JSON.stringify(shifted.slice(0, 6))} ${done.slice(0, 400)}`
-	);
-	await page.screenshot({ path: 'test-results/train-step-done.png', fullPage: true });
-	const progressSeen = await page.evaluate(() => [
-		...(window as unknown as { progressSeen: Set<string> }).progressSeen
-	]);
-	check(
-		'the status line shows the progress of each phase: games played with the time left, then the update by micro-batch',
-		progressSeen.some((t) => /^\(\d+ \/ \d+ games · about \d+ (s|min) left\)$/.test(t)) &&
-			progressSeen.some((t) => /^\(update: micro-batch \d+ \/ \d+\)$/.test(t)),
-		JSON.stringify(progressSeen.slice(0, 8))
-	);
-	const t2s = Date.now();
-	await page.click(testid('train-stop'));
-	await waitIdle(page);
-	check(
-		'Stop ends a paused run at once',
-		(await status(page, 'data-status')) === 'stopped' && Date.now() - t2s < 60_000,
-		since(t2s)
-	);
+	await stepThroughChecks(check, page, server.url);
 	await page.uncheck(testid('train-step-through'));
 	const lettersRows = await page.$$eval(`${testid('train-history')} tbody tr`, (trs) =>
 		trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''))
@@ -534,7 +382,7 @@ export async function trainPanelChecks(
 	const opened = await page.context().newPage();
 	let sharedNote = '';
 	try {
-		await openPage(opened, shared);
+		await openTrainPageWithRuns(opened, shared);
 		sharedNote = (await opened.textContent(testid('train-shared-result'))) ?? '';
 	} finally {
 		await opened.close();
@@ -560,7 +408,7 @@ export async function trainPanelChecks(
 	);
 
 	// 3. After a reload: saved runs listed; resume, export, delete with buttons.
-	await openPage(page, server.url);
+	await openTrainPageWithRuns(page, server.url);
 	const listed = await savedRuns(page);
 	const letters = listed.find((r) => r.run === 'letters-1');
 	check(
@@ -630,7 +478,7 @@ export async function trainPanelChecks(
 		undefined,
 		{ timeout: 30_000 }
 	);
-	await openPage(page, server.url);
+	await openTrainPageWithRuns(page, server.url);
 	check(
 		'Delete removes a saved run (also after a reload)',
 		(await savedRuns(page)).map((r) => r.run).join() === 'letters-1'
