@@ -52,6 +52,9 @@ export interface ServedRequest {
 	status: number;
 }
 
+/** How long a cut download's first half has to reach the client before the drop. */
+const CUT_DELAY_MS = 200;
+
 /** How to spoil a download; see the file comment. */
 export type Fault = 'cut' | 'short' | 'cut-once';
 
@@ -121,7 +124,8 @@ async function serveMounted(
 	const half = part.subarray(0, part.length >> 1);
 	if (spoil === 'cut' || spoil === 'cut-once') {
 		res.writeHead(status, { ...head, 'content-length': String(part.length) });
-		res.write(half, () => res.destroy());
+		// the half reaches the client before the connection drops (a resume starts from it)
+		res.write(half, () => setTimeout(() => res.destroy(), CUT_DELAY_MS));
 	} else if (spoil === 'short') {
 		res.writeHead(status, head);
 		res.end(half);

@@ -115,10 +115,13 @@ class FixtureServer {
 		// header probes (a closed range) come whole; downloads and resumes may be cut
 		const download = !r || r[2] === '';
 		if (download && (this.cutOff.has(path) || this.cutOnce.delete(path))) {
-			res.write(part.subarray(0, part.length >> 1), () => {
-				res.destroy();
-				this.afterCut?.();
-			});
+			// the half reaches the client before the drop (a resume starts from it)
+			res.write(part.subarray(0, part.length >> 1), () =>
+				setTimeout(() => {
+					res.destroy();
+					this.afterCut?.();
+				}, 20)
+			);
 			return;
 		}
 		res.end(part);
