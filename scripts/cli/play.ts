@@ -35,6 +35,7 @@ import {
 	type Recipe
 } from '../../src/lib/run';
 import { playGames, summarizeGames, type PlaySummary } from '../../src/lib/run';
+import { isOpponentKind, OPPONENT_KINDS } from '../../src/lib/agent/envs/tictactoe/rollout';
 import { ensureBundledModel } from '../default-model';
 import { CliInputError, numberFlag, parseFlags, UsageError } from './args';
 import { STATIC_ROOT } from './static-root';
@@ -135,8 +136,11 @@ export function parsePlayArgs(argv: readonly string[]): PlayArgs {
 	if (f.opponent !== undefined) {
 		if (f.env !== 'tictactoe')
 			throw new UsageError('--opponent: only for --env tictactoe', PLAY_USAGE);
-		if (f.opponent !== 'random' && f.opponent !== 'perfect')
-			throw new UsageError(`--opponent: ${f.opponent}: one of random, perfect`, PLAY_USAGE);
+		if (!isOpponentKind(f.opponent))
+			throw new UsageError(
+				`--opponent: ${f.opponent}: one of ${OPPONENT_KINDS.join(', ')}`,
+				PLAY_USAGE
+			);
 		envOptions.opponent = f.opponent;
 	}
 	return {

@@ -12,6 +12,7 @@
  */
 import type { EnvOptions } from '../agent/envs/environment';
 import { ENVIRONMENT_NAMES, isEnvironmentName, type EnvironmentName } from '../agent/envs/registry';
+import { isOpponentKind, OPPONENT_KINDS } from '../agent/envs/tictactoe/rollout';
 import type { WarmStartMode } from '../model/hf/warm-start';
 import { RunError } from './errors';
 import type { AutoSize } from './sizing';
@@ -222,8 +223,8 @@ export function validateRecipe(r: Recipe): Recipe {
 		!(typeof o.changes === 'number' && o.changes >= 0 && o.changes <= 1)
 	)
 		bad('envOptions.changes', o.changes, 'a share from 0 to 1');
-	if (o.opponent !== undefined && !(o.opponent === 'random' || o.opponent === 'perfect'))
-		bad('envOptions.opponent', o.opponent, "'random' or 'perfect'");
+	if (o.opponent !== undefined && !isOpponentKind(o.opponent))
+		bad('envOptions.opponent', o.opponent, `one of ${OPPONENT_KINDS.join(', ')}`);
 	if (o.opponent !== undefined && r.environment !== 'tictactoe')
 		bad('envOptions.opponent', o.opponent, 'absent (only tictactoe has an opponent)');
 	if (r.reward) validateReward(r, bad);

@@ -12,6 +12,7 @@ import type OpenAI from 'openai';
 import type { Policy } from '../policy-client';
 import type { Trajectory } from '../trajectory';
 import type { ReplayItem } from './replay';
+import type { OpponentKind } from './tictactoe/rollout';
 
 export interface RolloutRequest {
 	model: string;
@@ -46,7 +47,7 @@ export interface EnvOptions {
 	 */
 	changes?: number;
 	/** tictactoe: the opponent, random (default, ART's) or perfect (minimax: draws at best). */
-	opponent?: 'random' | 'perfect';
+	opponent?: OpponentKind;
 }
 
 /** How one finished game went, in the terms every environment shares (run/play.ts). */

@@ -4,9 +4,9 @@
  * request, so a mismatch is refused before gigabytes download; a weight file whose body
  * breaks off or ends short is resumed by range request from the byte it reached (MAX_RESUMES
  * times; a resume whose ETag differs from the first answer's, or whose start cannot be read,
- * starts the file over), and is cached only when exactly its declared size arrived; a manifest of present and absent
- * files follows a complete load. `fetch` and the cache are injectable (browser default: the
- * Cache API).
+ * starts the file over), and is cached only when exactly its declared size arrived; a
+ * manifest of present and absent files follows a complete load. `fetch` and the cache are
+ * injectable (browser default: the Cache API).
  */
 import { blobByteSource, type ByteSource } from './byte-source';
 import {

@@ -148,6 +148,10 @@ beforeEach(() => {
 	server.forceStatus = undefined;
 });
 
+/** Whether a request resumes a download: a range from a byte past 0 to the end. */
+const isResume = (init?: RequestInit) =>
+	/^bytes=[1-9]\d*-$/.test(new Headers(init?.headers).get('range') ?? '');
+
 function weightBytes(fixture: Fixture): number {
 	let n = 0;
 	for (const file of fixture.shards.keys()) n += (fixture.files.get(file) as Uint8Array).length;
@@ -321,8 +325,7 @@ describe('openCheckpointFromUrl', () => {
 		server.cutOnce.add(path);
 		const hidden: FetchLike = async (url, init) => {
 			const res = await fetch(url, init);
-			const range = new Headers(init?.headers).get('range') ?? '';
-			if (url !== weightsUrl || !/^bytes=[1-9]\d*-$/.test(range)) return res;
+			if (url !== weightsUrl || !isResume(init)) return res;
 			const headers = new Headers(res.headers);
 			headers.delete('content-range');
 			return new Response(res.body, { status: res.status, headers });
@@ -343,9 +346,7 @@ describe('openCheckpointFromUrl', () => {
 		// the whole file's (200) and each resume's (a range from a byte past 0).
 		const shortBody: FetchLike = async (url, init) => {
 			const res = await fetch(url, init);
-			const range = new Headers(init?.headers).get('range') ?? '';
-			const resume = /^bytes=[1-9]\d*-$/.test(range);
-			if (url !== weightsUrl || !(res.status === 200 || resume)) return res;
+			if (url !== weightsUrl || !(res.status === 200 || isResume(init))) return res;
 			const bytes = new Uint8Array(await res.arrayBuffer()).slice(0, 1000);
 			return new Response(bytes, { status: res.status, headers: res.headers });
 		};

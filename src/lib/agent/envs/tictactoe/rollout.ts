@@ -76,8 +76,12 @@ export interface TicTacToeOptions {
 
 export type Outcome = 'win' | 'loss' | 'draw' | 'illegal';
 
-/** The opponent: uniformly random legal moves (ART's), or perfect play (minimax). */
-export type OpponentKind = 'random' | 'perfect';
+/** The opponents: uniformly random legal moves (ART's), or perfect play (minimax). */
+export const OPPONENT_KINDS = ['random', 'perfect'] as const;
+export type OpponentKind = (typeof OPPONENT_KINDS)[number];
+
+export const isOpponentKind = (x: unknown): x is OpponentKind =>
+	OPPONENT_KINDS.includes(x as OpponentKind);
 
 const OUTCOME_WORDS: Record<Outcome, string> = {
 	win: 'you win.',
