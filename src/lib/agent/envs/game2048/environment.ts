@@ -48,7 +48,7 @@ export const game2048Environment: Environment<'2048'> = {
 		fromWarmStart: true,
 		// (a step of 4 x 8 games takes ~7 s on an H200: fewer groups would learn too little).
 		// lr 1e-4: every GRPO run from the shipped warm start used it; 16 x 8 games reached a
-		// win of 0.83 at step 30 (BENCHMARKS.md, session 23)
+		// win of 0.83 at step 30 (BENCHMARKS.md, "2048 from the shipped warm start (G3)")
 		grpo: {
 			learningRate: 1e-4,
 			groups: 4,
