@@ -8,7 +8,7 @@ import { EVAL_SEED } from '../agent/envs/seeds';
 import type { EvaluationReport } from './events';
 import { playGames } from './play';
 import type { Recipe } from './recipe';
-import { sizedEvaluation } from './sizing';
+import { evalSeconds, sizedEvaluation } from './sizing';
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
@@ -18,7 +18,7 @@ export async function evaluateOnce(
 	client: ReturnType<TrainableModel['openaiClient']>,
 	name: string,
 	recipe: Recipe,
-	/** `games` null: as many of recipe.eval.games as the device plays in EVAL_SECONDS. */
+	/** `games` null: as many of recipe.eval.games as the device plays in evalSeconds. */
 	{ temperature, games: count }: { temperature: number; games: number | null },
 	step: number,
 	signal?: AbortSignal
@@ -36,7 +36,9 @@ export async function evaluateOnce(
 			signal
 		});
 	const games =
-		count === null ? await sizedEvaluation(play, recipe.eval.games) : await play(0, count);
+		count === null
+			? await sizedEvaluation(play, recipe.eval.games, evalSeconds(recipe.grpo.autoSize))
+			: await play(0, count);
 	return {
 		step,
 		temperature,

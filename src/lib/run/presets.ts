@@ -98,7 +98,7 @@ export function preset(name: PresetName, root = '/'): Recipe {
 			...d.grpo
 		},
 		lora: d.lora ?? { rank: 64, alpha: 128 },
-		// at most 200 games: auto sizing plays as many as this device affords in EVAL_SECONDS
+		// at most 200 games: auto sizing plays as many as this device affords in evalSeconds
 		eval: d.eval ?? { every: 5, games: 200, temperatures: [0] },
 		...(d.envOptions ? { envOptions: d.envOptions } : {})
 	};

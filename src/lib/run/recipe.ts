@@ -80,7 +80,7 @@ export interface EvalConfig {
 	games: number;
 	/**
 	 * Whether the first evaluation plays only as many of `games` as the device plays in
-	 * EVAL_SECONDS (sizing.ts), the later ones as many. Absent: as the games per step are
+	 * evalSeconds (sizing.ts), the later ones as many. Absent: as the games per step are
 	 * (`grpo.autoSize`). False: every one plays all `games`, as asked (`cli train --eval-games`).
 	 */
 	sized?: boolean;
@@ -250,6 +250,9 @@ export function validateRecipe(r: Recipe): Recipe {
 		!(isCount(auto?.minGroups) && isCount(auto.maxGroups) && auto.minGroups <= auto.maxGroups)
 	)
 		bad('grpo.autoSize', auto, 'groups bounds {minGroups, maxGroups}, integers 1 <= min <= max');
+	const aim = auto?.stepSeconds;
+	if (aim !== undefined && !(isPositive(aim?.low) && isPositive(aim.high) && aim.low < aim.high))
+		bad('grpo.autoSize.stepSeconds', aim, 'seconds {low, high}, positive, low < high');
 	if (r.sft) {
 		const s = r.sft;
 		if (!isCount(s.games)) bad('sft.games', s.games, 'an integer >= 1');

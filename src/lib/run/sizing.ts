@@ -13,12 +13,30 @@
 import type { GrpoPhaseConfig } from './recipe';
 
 /** The time a step should take, in seconds: long enough to fill a GPU, short enough to watch. */
-export const STEP_SECONDS = { low: 2, high: 4, target: 3 } as const;
+export const STEP_SECONDS: StepSeconds = { low: 2, high: 4 };
+
+/** A step's time in seconds that auto sizing keeps to: grown under `low`, shrunk over `high`. */
+export interface StepSeconds {
+	low: number;
+	high: number;
+}
 
 /** The bounds of `grpo.autoSize`. */
 export interface AutoSize {
 	minGroups: number;
 	maxGroups: number;
+	/**
+	 * The step time to keep to, where the preset's shortest useful step is longer than
+	 * STEP_SECONDS (absent: STEP_SECONDS): a 2048 game is ~85 sequential replies, so a step
+	 * lasts seconds at any size and more groups cost little more time.
+	 */
+	stepSeconds?: StepSeconds;
+}
+
+/** The step time `bounds` keeps to, and the middle it aims at when it resizes. */
+export function stepTarget(bounds: AutoSize): StepSeconds & { target: number } {
+	const { low, high } = bounds.stepSeconds ?? STEP_SECONDS;
+	return { low, high, target: (low + high) / 2 };
 }
 
 /** The bounds given to a recipe that asks for auto without its own (a form's, a flag's). */
@@ -37,18 +55,16 @@ export function sizedGrpo(grpo: GrpoPhaseConfig, groups: number | 'auto'): GrpoP
 
 /**
  * The groups of the next step, given that a step of `groups` took `seconds`: doubled at most
- * while under STEP_SECONDS.low (the step time grows slower than its games), scaled down by the
- * overshoot when over STEP_SECONDS.high, else kept; always within the bounds.
+ * while under the bounds' low step time (the step time grows slower than its games), scaled
+ * down by the overshoot when over the high one, else kept; always within the bounds.
  */
 export function nextGroups(groups: number, seconds: number, bounds: AutoSize): number {
 	const clamp = (g: number) => Math.min(bounds.maxGroups, Math.max(bounds.minGroups, g));
+	const { low, high, target } = stepTarget(bounds);
 	if (!(seconds > 0)) return clamp(groups);
-	if (seconds < STEP_SECONDS.low)
-		return clamp(
-			Math.max(groups + 1, Math.round(groups * Math.min(2, STEP_SECONDS.target / seconds)))
-		);
-	if (seconds > STEP_SECONDS.high)
-		return clamp(Math.min(groups - 1, Math.floor((groups * STEP_SECONDS.target) / seconds)));
+	if (seconds < low)
+		return clamp(Math.max(groups + 1, Math.round(groups * Math.min(2, target / seconds))));
+	if (seconds > high) return clamp(Math.min(groups - 1, Math.floor((groups * target) / seconds)));
 	return clamp(groups);
 }
 
@@ -75,14 +91,15 @@ export function sizingReason(
 	bounds: AutoSize
 ): string {
 	const games = (g: number) => `${g} × ${groupSize} games`;
-	const aim = `aiming at ${STEP_SECONDS.low}–${STEP_SECONDS.high} s a step on this device`;
+	const { low, high } = stepTarget(bounds);
+	const aim = `aiming at ${low}–${high} s a step on this device`;
 	if (!before) return `Games per step: auto, starting at ${games(groups)} (${aim}).`;
 	const took = `a step of ${games(before.groups)} took ${before.seconds.toFixed(1)} s`;
 	if (groups === before.groups) {
 		const limit =
-			groups === bounds.maxGroups && before.seconds < STEP_SECONDS.low
+			groups === bounds.maxGroups && before.seconds < low
 				? `, the most this preset plays`
-				: groups === bounds.minGroups && before.seconds > STEP_SECONDS.high
+				: groups === bounds.minGroups && before.seconds > high
 					? `, the fewest this preset plays`
 					: '';
 		return `Games per step: auto, ${games(groups)}${limit} (${took}; ${aim}).`;
@@ -90,8 +107,12 @@ export function sizingReason(
 	return `Games per step: auto, now ${games(groups)} (${took}; ${aim}).`;
 }
 
-/** The time the first evaluation of an auto-sized run may take, in seconds (then its size stays). */
-export const EVAL_SECONDS = 2 * STEP_SECONDS.high;
+/**
+ * The time the first evaluation of an auto-sized run may take, in seconds (then its size
+ * stays): two of its longest steps.
+ */
+export const evalSeconds = (bounds: AutoSize | undefined): number =>
+	2 * stepTarget(bounds ?? DEFAULT_AUTO_SIZE).high;
 
 /** The games of an evaluation's first batch, when its size is being found. */
 export const FIRST_EVAL_BATCH = 16;
@@ -99,7 +120,7 @@ export const FIRST_EVAL_BATCH = 16;
 /**
  * The first evaluation of an auto-sized run, sized to the device: games [0, n) of the series
  * in batches that double (16, 16, 32, 64, ...; a model's requests batch within one) until
- * EVAL_SECONDS have passed or `max` games are played. The clock starts after the first batch:
+ * `seconds` have passed (evalSeconds) or `max` games are played. The clock starts after the first batch:
  * it carries the device's first compile of the decode pipelines (8 s of an H100's first 128
  * games), not what a game costs. Later evaluations play as many (the history's `val/games`),
  * so every evaluation of a run scores the same games.
@@ -107,6 +128,7 @@ export const FIRST_EVAL_BATCH = 16;
 export async function sizedEvaluation<T>(
 	play: (from: number, games: number) => Promise<T[]>,
 	max: number,
+	seconds: number,
 	now: () => number = () => performance.now()
 ): Promise<T[]> {
 	const out: T[] = [];
@@ -115,7 +137,7 @@ export async function sizedEvaluation<T>(
 		const batch = Math.min(max - out.length, Math.max(FIRST_EVAL_BATCH, out.length));
 		out.push(...(await play(out.length, batch)));
 		if (out.length === batch) t0 = now();
-		else if ((now() - t0) / 1000 > EVAL_SECONDS) break;
+		else if ((now() - t0) / 1000 > seconds) break;
 	}
 	return out;
 }

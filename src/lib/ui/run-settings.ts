@@ -54,7 +54,7 @@ export function runSettings(f: RecipeForm) {
 		groups: {
 			label: 'Groups per step',
 			title:
-				'Groups per step, or auto: as many as this device plays in 2–4 s a step. The games of a group start alike, so they can be compared',
+				'Groups per step, or auto: as many as this device plays in a few seconds a step (2–4 s; 12–20 s for 2048, whose games are long). The games of a group start alike, so they can be compared',
 			testid: 'train-groups',
 			type: 'text',
 			inputmode: 'numeric',

@@ -74,7 +74,8 @@ const PRESETS = {
 			tokenBudget: 32768,
 			autoSize: {
 				minGroups: 4,
-				maxGroups: 32
+				maxGroups: 32,
+				stepSeconds: { low: 12, high: 20 }
 			}
 		},
 		lora: {

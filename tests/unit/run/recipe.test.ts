@@ -45,6 +45,15 @@ const BAD: Mutation[] = [
 	['grpo.temperature', (r) => (r.grpo.temperature = 0)],
 	['grpo.maxTokens', (r) => (r.grpo.maxTokens = 0)],
 	['grpo.tokenBudget', (r) => (r.grpo.tokenBudget = 2.5)],
+	['grpo.autoSize', (r) => (r.grpo.autoSize = { minGroups: 8, maxGroups: 4 })],
+	[
+		'grpo.autoSize.stepSeconds',
+		(r) => (r.grpo.autoSize = { minGroups: 1, maxGroups: 4, stepSeconds: { low: 5, high: 5 } })
+	],
+	[
+		'grpo.autoSize.stepSeconds',
+		(r) => (r.grpo.autoSize = { minGroups: 1, maxGroups: 4, stepSeconds: { low: 0, high: 5 } })
+	],
 	['sft.games', (r) => (r.sft!.games = 0)],
 	['sft.batchSize', (r) => (r.sft!.batchSize = -4)],
 	['sft.epochs', (r) => (r.sft!.epochs = 0)],

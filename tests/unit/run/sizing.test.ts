@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-	EVAL_SECONDS,
+	evalSeconds,
 	nextGroups,
 	sizedEvaluation,
 	sizingReason,
@@ -12,6 +12,9 @@ import {
 } from '../../../src/lib/run/sizing';
 
 const bounds = { minGroups: 1, maxGroups: 64 };
+/** 2048's bounds: a step of ~85 replies in turn lasts seconds at any size. */
+const game2048 = { minGroups: 4, maxGroups: 32, stepSeconds: { low: 12, high: 20 } };
+const EVAL_SECONDS = evalSeconds(bounds);
 
 describe('nextGroups', () => {
 	it('doubles at most while a step is under 2 s, to the target of 3 s when closer', () => {
@@ -31,10 +34,28 @@ describe('nextGroups', () => {
 	it('stays within the bounds, and keeps the size on an unknown time', () => {
 		expect(nextGroups(64, 0.5, bounds)).toBe(64);
 		expect(nextGroups(40, 0.5, bounds)).toBe(64);
-		expect(nextGroups(4, 7, { minGroups: 4, maxGroups: 32 })).toBe(4); // 2048 on an H200
+		expect(nextGroups(4, 7, { minGroups: 4, maxGroups: 32 })).toBe(4);
 		expect(nextGroups(100, NaN, bounds)).toBe(64);
 		expect(nextGroups(8, NaN, bounds)).toBe(8);
 		expect(nextGroups(8, 0, bounds)).toBe(8);
+	});
+});
+
+describe('a preset that keeps to its own step time', () => {
+	it('grows, keeps and shrinks around it, not 2-4 s', () => {
+		expect(nextGroups(4, 7, game2048)).toBe(8); // an H200's 4 x 8: 4 x 16 / 7, at most 2x
+		expect(nextGroups(8, 10, game2048)).toBe(13); // 8 x 16 / 10
+		for (const s of [12, 15, 20]) expect(nextGroups(13, s, game2048)).toBe(13);
+		expect(nextGroups(16, 32, game2048)).toBe(8); // 16 x 16 / 32
+		expect(nextGroups(8, 3, bounds)).toBe(8); // the default keeps 3 s
+	});
+	it('says what it aims at, and its first evaluation may take two of its longest steps', () => {
+		expect(sizingReason(null, 4, 8, game2048)).toBe(
+			'Games per step: auto, starting at 4 × 8 games (aiming at 12–20 s a step on this device).'
+		);
+		expect(evalSeconds(game2048)).toBe(40);
+		expect(evalSeconds(bounds)).toBe(8);
+		expect(evalSeconds(undefined)).toBe(8);
 	});
 });
 
@@ -81,7 +102,7 @@ describe('sizedEvaluation', () => {
 	};
 	it('plays the series in doubling batches up to the most it may', async () => {
 		const d = device(0.001);
-		const games = await sizedEvaluation(d.play, 200, d.now);
+		const games = await sizedEvaluation(d.play, 200, EVAL_SECONDS, d.now);
 		expect(games).toEqual(Array.from({ length: 200 }, (_, i) => i));
 		expect(d.batches).toEqual([
 			[0, 16],
@@ -91,14 +112,14 @@ describe('sizedEvaluation', () => {
 			[128, 72]
 		]);
 	});
-	it('stops after the batch that passes EVAL_SECONDS', async () => {
+	it('stops after the batch that passes its seconds', async () => {
 		const d = device((EVAL_SECONDS / 40) * 1.01); // 40 games take just over the time
-		const games = await sizedEvaluation(d.play, 200, d.now);
+		const games = await sizedEvaluation(d.play, 200, EVAL_SECONDS, d.now);
 		expect(games).toHaveLength(64);
 		const slow = device(EVAL_SECONDS); // one game takes it all: the batch after the first
-		expect(await sizedEvaluation(slow.play, 200, slow.now)).toHaveLength(32);
+		expect(await sizedEvaluation(slow.play, 200, EVAL_SECONDS, slow.now)).toHaveLength(32);
 		const few = device(EVAL_SECONDS);
-		expect(await sizedEvaluation(few.play, 5, few.now)).toHaveLength(5);
+		expect(await sizedEvaluation(few.play, 5, EVAL_SECONDS, few.now)).toHaveLength(5);
 	});
 	it("does not count the first batch's time (the device's first compile) against the size", async () => {
 		const d = device(0.001);
@@ -108,6 +129,6 @@ describe('sizedEvaluation', () => {
 			return d.play(from, games);
 		};
 		const now = () => d.now() + compiled;
-		expect(await sizedEvaluation(play, 200, now)).toHaveLength(200);
+		expect(await sizedEvaluation(play, 200, EVAL_SECONDS, now)).toHaveLength(200);
 	});
 });

@@ -96,7 +96,12 @@ export interface RecipeDefaults {
 		steps?: number;
 		learningRate?: number;
 		klBeta?: number;
-		autoSize?: { minGroups: number; maxGroups: number };
+		/** (stepSeconds: the step time auto keeps to, where not run/sizing.ts's 2-4 s) */
+		autoSize?: {
+			minGroups: number;
+			maxGroups: number;
+			stepSeconds?: { low: number; high: number };
+		};
 	};
 	lora?: { rank: number; alpha: number };
 	eval?: { every: number; games: number; temperatures: number[] };

@@ -46,16 +46,18 @@ export const game2048Environment: Environment<'2048'> = {
 		title: '2048 to 128 (from a warm start)',
 		bundledModel: 'tabrl-tiny-2048',
 		fromWarmStart: true,
-		// (a step of 4 x 8 games takes ~7 s on an H200: fewer groups would learn too little).
 		// lr 1e-4: every GRPO run from the shipped warm start used it; 16 x 8 games reached a
-		// win of 0.83 at step 30 (BENCHMARKS.md, "2048 from the shipped warm start (G3)")
+		// win of 0.83 at step 30 (BENCHMARKS.md, "2048 from the shipped warm start (G3)").
+		// A game is ~85 replies in turn, so a step takes seconds at any size (4 x 8: ~7 s on
+		// an H200, 16 x 8: ~15 s on an H100): auto keeps to 12-20 s, not 2-4, and grows the
+		// groups where a GPU plays more in nearly the same time
 		grpo: {
 			learningRate: 1e-4,
 			groups: 4,
 			groupSize: 8,
 			maxTokens: 16,
 			tokenBudget: 32768,
-			autoSize: { minGroups: 4, maxGroups: 32 }
+			autoSize: { minGroups: 4, maxGroups: 32, stepSeconds: { low: 12, high: 20 } }
 		},
 		// ART's train.py plays to 128; the board alone each turn (2048 is Markov: the board
 		// is the whole state), so a game of ~70 moves is ~70 short conversations
