@@ -3,13 +3,15 @@
  * llama on another origin (localhost; the page is on 127.0.0.1) under
  * /hub/llama/resolve/main/, its weights redirected (302) to a CDN path, CORS on every answer
  * (serve.ts). As a visitor: letters, Model "Other", the URL, Train; the run downloads through
- * the redirect, plays and updates one step, then Stop. Screenshot:
- * test-results/train-hub-model.png.
+ * the redirect, plays and updates one step, then Stop. Then a later visit with the Hub down
+ * (every answer 503): the page reloaded, Resume trains the saved run on from the browser's
+ * model cache with nothing asked of the network. Screenshots: test-results/train-hub-model.png,
+ * train-hub-model-offline.png.
  */
 import type { Page } from 'playwright-core';
 import type { CheckFn } from './model';
 import { HUB_CDN_PATH, HUB_PATH, type StaticServer } from './serve';
-import { errorText, since, status, testid, waitIdle } from './train-page';
+import { errorText, openTrainPageWithRuns, since, status, testid, waitIdle } from './train-page';
 
 /** A fixture model's first step (download, step 0's evaluation, one step) on SwiftShader. */
 const STEP_TIMEOUT_MS = 5 * 60_000;
@@ -28,22 +30,7 @@ export async function hubModelChecks(
 	await page.fill(testid('train-run'), 'hub-llama');
 	const from = server.log.length;
 	await page.click(testid('train-start'));
-	await page.waitForFunction(
-		() => {
-			const s = document.querySelector('[data-testid="train-status"]');
-			return (
-				Number(s?.getAttribute('data-step')) >= 1 ||
-				!!s?.getAttribute('data-status') ||
-				!!document.querySelector('[data-testid="train-error"]')
-			);
-		},
-		undefined,
-		{ timeout: STEP_TIMEOUT_MS }
-	);
-	const step = Number(await status(page, 'data-step'));
-	const error = await errorText(page);
-	if (!error) await page.click(testid('train-stop'));
-	await waitIdle(page, STEP_TIMEOUT_MS);
+	const { step, error } = await stepThenStop(page, 1);
 	const served = server.log.slice(from).map((r) => `${r.status} ${r.path}`);
 	const weights = 'llama/model.safetensors';
 	check(
@@ -55,4 +42,54 @@ export async function hubModelChecks(
 		`step ${step} in ${since(t0)} ${error} | ${served.join(', ')}`
 	);
 	await page.screenshot({ path: 'test-results/train-hub-model.png', fullPage: true });
+
+	// a later visit with no network: Resume loads the model from the browser's cache
+	const t1 = Date.now();
+	server.hubDown = true;
+	try {
+		await openTrainPageWithRuns(page, server.url);
+		const offline = server.log.length;
+		await page.click(`${testid('saved-runs')} tr[data-run="hub-llama"] ${testid('run-resume')}`);
+		const resumed = await stepThenStop(page, step + 1);
+		const asked = server.log.slice(offline).filter((r) => r.path.startsWith('/hub'));
+		const form = [
+			await page.inputValue(testid('train-preset')),
+			await page.inputValue(testid('train-model')),
+			await page.inputValue(testid('train-url'))
+		];
+		check(
+			"after Resume the form shows the resumed run's settings (its environment and model URL)",
+			form.join(' ') === `letters other ${url}`,
+			form.join(' ')
+		);
+		check(
+			'the Hub down, a reloaded page resumes the run by URL from its cached model, asking the network nothing',
+			resumed.step > step && !resumed.error && asked.length === 0,
+			`step ${step} -> ${resumed.step} in ${since(t1)} ${resumed.error} | ${asked.map((r) => `${r.status} ${r.path}`).join(', ')}`
+		);
+		await page.screenshot({ path: 'test-results/train-hub-model-offline.png', fullPage: true });
+	} finally {
+		server.hubDown = false;
+	}
+}
+
+/** Waits for the run to reach `step` (or end or fail), stops it, and waits for it to be idle. */
+async function stepThenStop(page: Page, step: number): Promise<{ step: number; error: string }> {
+	await page.waitForFunction(
+		(at) => {
+			const s = document.querySelector('[data-testid="train-status"]');
+			return (
+				Number(s?.getAttribute('data-step')) >= at ||
+				!!s?.getAttribute('data-status') ||
+				!!document.querySelector('[data-testid="train-error"]')
+			);
+		},
+		step,
+		{ timeout: STEP_TIMEOUT_MS }
+	);
+	const reached = Number(await status(page, 'data-step'));
+	const error = await errorText(page);
+	if (!error) await page.click(testid('train-stop'));
+	await waitIdle(page, STEP_TIMEOUT_MS);
+	return { step: reached, error };
 }

@@ -64,6 +64,8 @@ export interface StaticServer {
 	readonly log: ServedRequest[];
 	/** URL path -> fault applied to its downloads (whole, or resumed from a byte) while set. */
 	readonly faults: Map<string, Fault>;
+	/** While true the Hub and its CDN answer every request 503 (a visit with no network). */
+	hubDown: boolean;
 	close(): Promise<void>;
 }
 
@@ -185,6 +187,8 @@ export async function serveStatic(
 	const log: ServedRequest[] = [];
 	const faults = new Map<string, Fault>();
 	const hub = options.hub ? resolve(options.hub) : undefined;
+	// (url and close once listening)
+	const served: StaticServer = { url: '', log, faults, hubDown: false, close: async () => {} };
 	const server: Server = createServer(async (req, res) => {
 		let pathname: string;
 		try {
@@ -194,6 +198,11 @@ export async function serveStatic(
 			return;
 		}
 		if (hub && (pathname.startsWith(HUB_PATH) || pathname.startsWith(HUB_CDN_PATH))) {
+			if (served.hubDown) {
+				log.push({ path: pathname, range: req.headers.range, status: 503 });
+				res.writeHead(503, CORS_HEADERS).end();
+				return;
+			}
 			await serveHub(hub, pathname, req, res, log, faults);
 			return;
 		}
@@ -230,14 +239,13 @@ export async function serveStatic(
 	});
 	const address = server.address();
 	if (!address || typeof address === 'string') throw new Error('server has no port');
-	return {
+	Object.assign(served, {
 		url: `http://127.0.0.1:${address.port}/`,
-		log,
-		faults,
 		close: () =>
 			new Promise<void>((ok) => {
 				server.close(() => ok());
 				server.closeAllConnections();
 			})
-	};
+	});
+	return served;
 }

@@ -148,6 +148,8 @@ export class TrainSession {
 				? { ...input, grpo: { ...input.grpo, ...recordedSettings(lines) } }
 				: input;
 			this.#show(name, lines);
+			// a resumed run's settings fill the form, as an opened one's do: the form says what runs
+			if (recorded) this.form.fill(recipeSettings(recipe));
 			this.link.showing(recipeSettings(recipe));
 			this.view.begin(recipe);
 			// the key goes beside the recipe (never in it), and only to a run RULER judges
