@@ -14,23 +14,10 @@ import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
 import { referenceLogprobs } from '../../../src/lib/testing/reference';
 import { Tokenizer } from '../../../src/lib/model/tokenizer/tokenizer';
 import type { CacheLike } from '../../../src/lib/model/hf/url-checkpoint';
+import { MemoryCache } from '../model/hf/url-host';
 import { createBackend } from '../../../src/lib/worker/backend';
 import { resolvePrefix } from '../../../src/lib/worker/model-host';
 import type { BackendApi, ModelLoadProgress } from '../../../src/lib/worker/protocol';
-
-class MemoryCache implements CacheLike {
-	readonly entries = new Map<string, Blob>();
-	async match(key: string) {
-		const blob = this.entries.get(key);
-		return blob ? new Response(blob) : undefined;
-	}
-	async put(key: string, response: Response) {
-		this.entries.set(key, await response.blob());
-	}
-	async delete(key: string) {
-		return this.entries.delete(key);
-	}
-}
 
 /** Serves each fixture under /<name>/ ; `cut` paths send half their body, then reset. */
 const repos = new Map<string, Fixture>();
