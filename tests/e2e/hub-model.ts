@@ -1,17 +1,20 @@
 /**
- * @file A model by URL from a host that acts as the Hub (from model-choice.ts): the fixture
- * llama on another origin (localhost; the page is on 127.0.0.1) under
- * /hub/llama/resolve/main/, its weights redirected (302) to a CDN path, CORS on every answer
- * (serve.ts). As a visitor: letters, Model "Other", the URL, Train; the run downloads through
+ * @file A model by URL from a host that acts as the Hub (from model-choice.ts): a one-layer
+ * Qwen3-layout random model with the real Qwen3 tokenizer (model.ts HUB_REPO) on another origin
+ * (localhost; the page is on 127.0.0.1) under /hub/<repo>/resolve/main/, its two weight shards
+ * redirected (302) to a CDN path, CORS on every answer (serve.ts). As a visitor: letters, Model "Other", the URL, one group of 2, Train; the run downloads through
  * the redirect, plays and updates one step, then Stop. Then a later visit with the Hub down
  * (every answer 503): the page reloaded, Resume trains the saved run on from the browser's
  * model cache with nothing asked of the network. Screenshots: test-results/train-hub-model.png,
  * train-hub-model-offline.png.
  */
 import type { Page } from 'playwright-core';
-import type { CheckFn } from './model';
+import { HUB_REPO, type CheckFn } from './model';
 import { HUB_CDN_PATH, HUB_PATH, type StaticServer } from './serve';
 import { errorText, openTrainPageWithRuns, since, status, testid, waitIdle } from './train-page';
+
+/** The run's name in the page's saved runs. */
+const RUN = 'hub-qwen3';
 
 /** A fixture model's first step (download, step 0's evaluation, one step) on SwiftShader. */
 const STEP_TIMEOUT_MS = 5 * 60_000;
@@ -23,22 +26,25 @@ export async function hubModelChecks(
 ): Promise<void> {
 	const t0 = Date.now();
 	const origin = server.url.replace('127.0.0.1', 'localhost').replace(/\/$/, '');
-	const url = `${origin}${HUB_PATH}llama/resolve/main/`;
+	const url = `${origin}${HUB_PATH}${HUB_REPO}/resolve/main/`;
 	await page.selectOption(testid('train-preset'), 'letters');
 	await page.selectOption(testid('train-model'), 'other');
 	await page.fill(testid('train-url'), url);
-	await page.fill(testid('train-run'), 'hub-llama');
+	await page.fill(testid('train-run'), RUN);
+	// 151k tokens' logits a reply token on a software GPU: the fewest games that compare
+	await page.fill(testid('train-groups'), '1');
+	await page.fill(testid('train-group-size'), '2');
 	const from = server.log.length;
 	await page.click(testid('train-start'));
 	const { step, error } = await stepThenStop(page, 1);
 	const served = server.log.slice(from).map((r) => `${r.status} ${r.path}`);
-	const weights = 'llama/model.safetensors';
+	const shard = 'model-00001-of-00002.safetensors';
 	check(
-		'a model by URL from a Hub-like host (another origin, CORS, weights redirected) trains a step in the page',
+		'a Qwen3 model with the real Qwen3 tokenizer, by URL from a Hub-like host (another origin, CORS, weights redirected), trains a step in the page',
 		step >= 1 &&
 			!error &&
-			served.includes(`302 ${HUB_PATH}${weights.replace('/', '/resolve/main/')}`) &&
-			served.includes(`200 ${HUB_CDN_PATH}${weights}`),
+			served.includes(`302 ${HUB_PATH}${HUB_REPO}/resolve/main/${shard}`) &&
+			served.includes(`200 ${HUB_CDN_PATH}${HUB_REPO}/${shard}`),
 		`step ${step} in ${since(t0)} ${error} | ${served.join(', ')}`
 	);
 	await page.screenshot({ path: 'test-results/train-hub-model.png', fullPage: true });
@@ -49,7 +55,7 @@ export async function hubModelChecks(
 	try {
 		await openTrainPageWithRuns(page, server.url);
 		const offline = server.log.length;
-		await page.click(`${testid('saved-runs')} tr[data-run="hub-llama"] ${testid('run-resume')}`);
+		await page.click(`${testid('saved-runs')} tr[data-run="${RUN}"] ${testid('run-resume')}`);
 		const resumed = await stepThenStop(page, step + 1);
 		const asked = server.log.slice(offline).filter((r) => r.path.startsWith('/hub'));
 		const form = [

@@ -12,6 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { toTokenBatch } from '../../src/lib/model/transformer/batch';
 import { makeFixture, type Fixture, type FixtureName } from '../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../src/lib/model/hf/node/checkpoint';
+import { qwen3TokenizerFixture } from '../unit/model/tokenizer/qwen3-tokenizer';
 import { referenceLogprobs } from '../../src/lib/testing/reference';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import { MODEL_CACHE_NAME } from '../../src/lib/model/hf/url-checkpoint';
@@ -33,6 +34,9 @@ export interface ModelFixtures {
 	remove(): Promise<void>;
 }
 
+/** The folder of the model the Hub-like host serves by URL (hub-model.ts). */
+export const HUB_REPO = 'qwen3-hub';
+
 /** Writes the fixture models into a new temp folder, one subfolder each. */
 export async function writeModelFixtures(): Promise<ModelFixtures> {
 	const dir = await mkdtemp(join(tmpdir(), 'tabrl-e2e-models-'));
@@ -42,6 +46,8 @@ export async function writeModelFixtures(): Promise<ModelFixtures> {
 		fixtures.set(name, fixture);
 		await writeModelFiles(join(dir, name), fixture.files);
 	}
+	// the Hub-like host's repo (hub-model.ts): Qwen3's layout with its real tokenizer
+	await writeModelFiles(join(dir, HUB_REPO), qwen3TokenizerFixture().files);
 	return { dir, fixtures, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 

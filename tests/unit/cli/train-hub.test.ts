@@ -12,8 +12,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeFixture, type Fixture } from '../../../src/lib/testing/fixtures';
-import { qwen3Files, qwen3Tokenizer } from '../model/tokenizer/qwen3-tokenizer';
+import type { Fixture } from '../../../src/lib/testing/fixtures';
+import { qwen3TokenizerFixture } from '../model/tokenizer/qwen3-tokenizer';
 import { runCli } from './run-cli';
 
 const REPO = 'acme/tiny-qwen3';
@@ -70,22 +70,7 @@ describe('cli train on a model from a URL', () => {
 	beforeAll(async () => {
 		root = await mkdtemp(join(tmpdir(), 'tabrl-cli-hub-'));
 		process.env.TABRL_CACHE = join(root, 'cache'); // the CLI's children inherit it
-		const tok = qwen3Tokenizer();
-		const { tokenizerJson, tokenizerConfig } = qwen3Files();
-		const id = (t: string) => tok.tokenToId(t)!;
-		fixture = makeFixture('qwen3', {
-			numLayers: 1,
-			tokenizer: {
-				tokenizerJson,
-				tokenizerConfigJson: JSON.stringify(tokenizerConfig),
-				size: Math.max(tok.vocabSize, ...tok.specialTokens.map((t) => t.id + 1)),
-				ids: {
-					endoftext: id('<|endoftext|>'),
-					imStart: id('<|im_start|>'),
-					imEnd: id('<|im_end|>')
-				}
-			}
-		});
+		fixture = qwen3TokenizerFixture();
 	});
 	afterAll(async () => {
 		delete process.env.TABRL_CACHE;
