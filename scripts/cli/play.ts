@@ -4,7 +4,7 @@
  *   play --env ENV --policy random|expert|model [--games N] [--seed S] [--winning-value W]
  *       [--history-turns K|all] [--max-turns N] [--model DIR] [--adapter DIR|none]
  *       [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] [--changes SHARE]
- *       [--opponent random|perfect]
+ *       [--opponent random|perfect|mixed]
  *
  * random and expert are the environment's scripted players through the same rollout code
  * (no GPU); model plays the preset's model with its warm start (or --model, --adapter,
@@ -45,7 +45,7 @@ export const PLAY_USAGE =
 	'[--winning-value W] [--history-turns K|all] [--max-turns N] [--model DIR] ' +
 	'[--adapter DIR|none] [--run OUT] [--temperature T] [--max-tokens N] [--games-out FILE.jsonl] ' +
 	'[--changes SHARE (inbox: the share 0..1 of emails a later email changes)] ' +
-	'[--opponent random|perfect (tictactoe: a perfect opponent draws at best)]';
+	'[--opponent random|perfect|mixed (tictactoe: a perfect opponent draws at best; mixed: each move one or the other)]';
 
 export type PolicyName = 'random' | 'expert' | 'model';
 

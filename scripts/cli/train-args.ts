@@ -10,6 +10,7 @@ import {
 	type EnvironmentName,
 	type RewardSource
 } from '../../src/lib/run';
+import { OPPONENT_KINDS, type OpponentKind } from '../../src/lib/agent/envs/tictactoe/rollout';
 import { numberFlag, parseFlags, UsageError } from './args';
 
 export const TRAIN_USAGE =
@@ -18,15 +19,18 @@ export const TRAIN_USAGE =
 	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
-	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--scale-rewards yes|no]\n' +
+	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
+	'[--scale-rewards yes|no]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
 	'G a step), then --steps GRPO steps\n' +
 	"    --groups auto (the presets' default): games per step sized so a step takes 2-4 s on this " +
-	"device, starting at the preset's; --groups G: G groups every step\n" +
+	"device (12-20 s for 2048), starting at the preset's; --groups G: G groups every step\n" +
 	'    --changes SHARE (inbox): the share 0..1 of emails a later email changes, so their ' +
 	'questions need two emails\n' +
+	'    --opponent KIND (tictactoe): whom the games are played against; evaluations stay against ' +
+	"the random opponent (ART's measure)\n" +
 	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std";
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
@@ -69,6 +73,8 @@ export interface TrainArgs {
 	rubricText?: string;
 	/** inbox: the share of emails a later email changes (envOptions.changes). */
 	changes?: number;
+	/** tictactoe: the training games' opponent (envOptions.opponent). */
+	opponent?: OpponentKind;
 }
 
 const isCount = (n: number, min = 1) => Number.isSafeInteger(n) && n >= min;
@@ -101,6 +107,7 @@ const FLAGS = {
 	'judge-api-key-env': {},
 	rubric: {},
 	changes: {},
+	opponent: {},
 	'scale-rewards': {}
 };
 
@@ -163,6 +170,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		judgeApiKeyEnv: f['judge-api-key-env'],
 		rubric: f.rubric,
 		changes: n('changes', (x) => x >= 0 && x <= 1, 'a share from 0 to 1'),
+		opponent: oneOf('opponent', f.opponent, OPPONENT_KINDS),
 		scaleRewards:
 			f['scale-rewards'] === undefined
 				? undefined

@@ -98,6 +98,13 @@ export function trainRecipe(
 		throw new UsageError(`--sft-first: ${env} has no demonstrations to imitate`, TRAIN_USAGE);
 	if (args.changes !== undefined && env !== 'inbox')
 		throw new UsageError(`--changes: only for --env inbox, not ${env}`, TRAIN_USAGE);
+	if (args.opponent !== undefined && env !== 'tictactoe')
+		throw new UsageError(`--opponent: only for --env tictactoe, not ${env}`, TRAIN_USAGE);
+	const envOptions = {
+		...base.envOptions,
+		...(args.changes === undefined ? {} : { changes: args.changes }),
+		...(args.opponent === undefined ? {} : { opponent: args.opponent })
+	};
 	const reward = rewardConfig(args, base.reward);
 	const rank = args.rank ?? base.lora.rank;
 	const lora = {
@@ -118,12 +125,14 @@ export function trainRecipe(
 			every: args.evalEvery ?? base.eval.every,
 			games: args.evalGames ?? base.eval.games,
 			// games asked for are played, every evaluation, on any device
-			...(args.evalGames === undefined ? {} : { sized: false })
+			...(args.evalGames === undefined ? {} : { sized: false }),
+			// trained against another opponent, still measured against ART's random one
+			...(args.opponent === undefined
+				? {}
+				: { envOptions: { ...base.eval.envOptions, opponent: 'random' as const } })
 		},
 		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal,
-		...(args.changes === undefined
-			? {}
-			: { envOptions: { ...base.envOptions, changes: args.changes } }),
+		...(Object.keys(envOptions).length > 0 ? { envOptions } : {}),
 		...(reward ? { reward } : {})
 	});
 }

@@ -8,6 +8,7 @@ import { EVAL_SEED } from '../agent/envs/seeds';
 import type { EvaluationReport } from './events';
 import { playGames } from './play';
 import type { Recipe } from './recipe';
+import type { EnvOptions } from '../agent/envs/environment';
 import { evalSeconds, sizedEvaluation } from './sizing';
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
@@ -32,7 +33,7 @@ export async function evaluateOnce(
 			temperature,
 			maxTokens: recipe.grpo.maxTokens,
 			seeded: true,
-			envOptions: recipe.envOptions,
+			envOptions: evalEnvOptions(recipe),
 			signal
 		});
 	const games =
@@ -47,4 +48,10 @@ export async function evaluateOnce(
 		metrics: env.evalMetrics(games),
 		seconds: (performance.now() - t0) / 1000
 	};
+}
+
+/** The settings an evaluation plays with: the run's, with its evaluation's over them. */
+export function evalEnvOptions(recipe: Recipe): EnvOptions | undefined {
+	const over = recipe.eval.envOptions;
+	return over ? { ...recipe.envOptions, ...over } : recipe.envOptions;
 }

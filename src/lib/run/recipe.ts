@@ -86,6 +86,11 @@ export interface EvalConfig {
 	sized?: boolean;
 	/** Temperatures to evaluate at: 0 is greedy (the headline, `val/reward`). */
 	temperatures: number[];
+	/**
+	 * The environment's settings for evaluations, over the run's `envOptions` (absent: the
+	 * run's): e.g. tic-tac-toe trained against a mixed opponent, measured against ART's random one.
+	 */
+	envOptions?: EnvOptions;
 }
 
 /** Where a trajectory's reward comes from: the game's own, RULER's score (ART), or their sum. */
@@ -208,25 +213,9 @@ export function validateRecipe(r: Recipe): Recipe {
 	};
 	if (!isEnvironmentName(r.environment))
 		bad('environment', r.environment, `one of ${ENVIRONMENT_NAMES.join(', ')}`);
-	const o = r.envOptions ?? {};
-	if (
-		o.winningValue !== undefined &&
-		!(isCount(o.winningValue, 8) && (o.winningValue & (o.winningValue - 1)) === 0)
-	)
-		bad('envOptions.winningValue', o.winningValue, 'a power of two >= 8');
-	if (o.historyTurns !== undefined && o.historyTurns !== null && !isCount(o.historyTurns, 0))
-		bad('envOptions.historyTurns', o.historyTurns, 'an integer >= 0 or null (the whole game)');
-	if (o.maxTurns !== undefined && !isCount(o.maxTurns))
-		bad('envOptions.maxTurns', o.maxTurns, 'an integer >= 1');
-	if (
-		o.changes !== undefined &&
-		!(typeof o.changes === 'number' && o.changes >= 0 && o.changes <= 1)
-	)
-		bad('envOptions.changes', o.changes, 'a share from 0 to 1');
-	if (o.opponent !== undefined && !isOpponentKind(o.opponent))
-		bad('envOptions.opponent', o.opponent, `one of ${OPPONENT_KINDS.join(', ')}`);
-	if (o.opponent !== undefined && r.environment !== 'tictactoe')
-		bad('envOptions.opponent', o.opponent, 'absent (only tictactoe has an opponent)');
+	validateEnvOptions(r.envOptions ?? {}, 'envOptions', r.environment, bad);
+	if (r.eval?.envOptions !== undefined)
+		validateEnvOptions(r.eval.envOptions, 'eval.envOptions', r.environment, bad);
 	if (r.reward) validateReward(r, bad);
 	if (typeof r.baseModel !== 'string' || !r.baseModel.trim())
 		bad('baseModel', r.baseModel, 'a model folder or URL');
@@ -320,4 +309,32 @@ function validateReward(r: Recipe, bad: (field: string, value: unknown, want: st
 			r.envOptions?.historyTurns,
 			'null (the whole game as one conversation) when RULER judges 2048'
 		);
+}
+
+/** Checks an environment's settings (a run's, or its evaluation's over them: `at`). */
+function validateEnvOptions(
+	o: EnvOptions,
+	at: string,
+	environment: EnvironmentName,
+	bad: (field: string, value: unknown, want: string) => never
+): void {
+	if (typeof o !== 'object' || o === null) bad(at, o, 'an object of settings');
+	if (
+		o.winningValue !== undefined &&
+		!(isCount(o.winningValue, 8) && (o.winningValue & (o.winningValue - 1)) === 0)
+	)
+		bad(`${at}.winningValue`, o.winningValue, 'a power of two >= 8');
+	if (o.historyTurns !== undefined && o.historyTurns !== null && !isCount(o.historyTurns, 0))
+		bad(`${at}.historyTurns`, o.historyTurns, 'an integer >= 0 or null (the whole game)');
+	if (o.maxTurns !== undefined && !isCount(o.maxTurns))
+		bad(`${at}.maxTurns`, o.maxTurns, 'an integer >= 1');
+	if (
+		o.changes !== undefined &&
+		!(typeof o.changes === 'number' && o.changes >= 0 && o.changes <= 1)
+	)
+		bad(`${at}.changes`, o.changes, 'a share from 0 to 1');
+	if (o.opponent !== undefined && !isOpponentKind(o.opponent))
+		bad(`${at}.opponent`, o.opponent, `one of ${OPPONENT_KINDS.join(', ')}`);
+	if (o.opponent !== undefined && environment !== 'tictactoe')
+		bad(`${at}.opponent`, o.opponent, 'absent (only tictactoe has an opponent)');
 }

@@ -17,6 +17,7 @@ import { DEFAULT_SFT, preset, presetOn, sftSteps, type Recipe } from '../../../s
 import { CliInputError, UsageError } from '../../../scripts/cli/args';
 import { EXIT_STUCK, parseTrainArgs } from '../../../scripts/cli/train-args';
 import { savedRecipe, trainRecipe } from '../../../scripts/cli/train-recipe';
+import { evalEnvOptions } from '../../../src/lib/run/evaluate';
 import { checkSameRun } from '../../../src/lib/agent/backend/run-open';
 import { runCli, usageText, type CliRun } from './run-cli';
 
@@ -533,6 +534,18 @@ describe('cli train: runs', () => {
 		).toEqual(preset('inbox').envOptions);
 	});
 
+	it('--opponent sets whom tic-tac-toe trains against; its evaluations stay against the random one', () => {
+		const recipe = trainRecipe(
+			parseTrainArgs(['--out', join(root, 'x'), '--env', 'tictactoe', '--opponent', 'mixed'])
+		);
+		expect(recipe.envOptions).toEqual({ opponent: 'mixed' });
+		expect(recipe.eval.envOptions).toEqual({ opponent: 'random' });
+		expect(evalEnvOptions(recipe)).toEqual({ opponent: 'random' });
+		const plain = trainRecipe(parseTrainArgs(['--out', join(root, 'x'), '--env', 'tictactoe']));
+		expect(plain.envOptions).toBeUndefined();
+		expect(plain.eval.envOptions).toBeUndefined();
+	});
+
 	it('refuses bad flags with the usage line, exit 2', async () => {
 		const cases: [string[], RegExp][] = [
 			[trainArgs({ env: 'chess' }), /--env: 'chess' is not an environment/],
@@ -543,7 +556,12 @@ describe('cli train: runs', () => {
 			[trainArgs({ reward: 'ruler' }), /--reward ruler needs --judge-base-url/],
 			[[...trainArgs({}), '--bogus', '1'], /Unknown option '--bogus'/],
 			[trainArgs({ env: 'inbox', changes: '2' }), /--changes: '2' is not a share from 0 to 1/],
-			[trainArgs({ changes: '0.5' }), /--changes: only for --env inbox, not letters/]
+			[trainArgs({ changes: '0.5' }), /--changes: only for --env inbox, not letters/],
+			[trainArgs({ opponent: 'perfect' }), /--opponent: only for --env tictactoe, not letters/],
+			[
+				trainArgs({ env: 'tictactoe', opponent: 'minimax' }),
+				/--opponent: 'minimax' is not random or perfect or mixed/
+			]
 		];
 		const usage = /usage: npm run -s cli -- train --out DIR/;
 		// one through the CLI (exit 2, the message and the usage line on stderr, nothing on stdout)

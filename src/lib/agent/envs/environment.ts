@@ -46,7 +46,10 @@ export interface EnvOptions {
 	 * changed fact needs both emails (default 0: every question needs one).
 	 */
 	changes?: number;
-	/** tictactoe: the opponent, random (default, ART's) or perfect (minimax: draws at best). */
+	/**
+	 * tictactoe: the opponent, random (default, ART's), perfect (minimax: draws at best) or
+	 * mixed (each move one or the other).
+	 */
 	opponent?: OpponentKind;
 }
 

@@ -2,7 +2,8 @@
  * The perfect tic-tac-toe player (src/lib/agent/envs/tictactoe/perfect.ts), against positions
  * whose values are known by hand: the empty board is a draw, every first move keeps it, a
  * corner opening must be answered in the centre, a win is taken and a threat blocked; two
- * perfect players always draw, and through the real rollout a random agent never beats one.
+ * perfect players always draw, and through the real rollout a random agent never beats one;
+ * the mixed opponent (minimax or random, even odds a move) lies between the two.
  */
 import { describe, expect, it } from 'vitest';
 import { policyClient } from '../../../../src/lib/agent/policy-client';
@@ -71,5 +72,31 @@ describe('perfect tic-tac-toe', () => {
 		expect(outcomes).toEqual(new Set(['loss', 'draw']));
 		const vsRandom = await rollout(policyClient(legalRandomPolicy(0)), { model: 'p', seed: 0 });
 		expect(vsRandom.metadata.opponent).toBeUndefined();
+	});
+
+	it('the mixed opponent: a random agent wins against it less often than against random, more than against minimax', async () => {
+		const winRate = async (opponent: 'random' | 'mixed' | 'perfect') => {
+			let wins = 0;
+			for (let seed = 0; seed < 300; seed++) {
+				const t = await rollout(policyClient(legalRandomPolicy(seed)), {
+					model: 'p',
+					seed,
+					opponent
+				});
+				if (opponent === 'mixed') expect(t.metadata.opponent).toBe('mixed');
+				if (t.metadata.outcome === 'win') wins++;
+			}
+			return wins / 300;
+		};
+		const [random, mixed, perfect] = [
+			await winRate('random'),
+			await winRate('mixed'),
+			await winRate('perfect')
+		];
+		// these 300 seeds: 0.36 against random, 0.19 against mixed, 0 against minimax
+		expect(random).toBeGreaterThan(0.3);
+		expect(perfect).toBe(0);
+		expect(mixed).toBeGreaterThan(0.03);
+		expect(mixed).toBeLessThan(random - 0.1);
 	});
 });

@@ -76,8 +76,12 @@ export interface TicTacToeOptions {
 
 export type Outcome = 'win' | 'loss' | 'draw' | 'illegal';
 
-/** The opponents: uniformly random legal moves (ART's), or perfect play (minimax). */
-export const OPPONENT_KINDS = ['random', 'perfect'] as const;
+/**
+ * The opponents: uniformly random legal moves (ART's), perfect play (minimax), or mixed: each
+ * move minimax's or random with even odds (a curriculum between them: its threats must be
+ * blocked, yet it leaves wins to take).
+ */
+export const OPPONENT_KINDS = ['random', 'perfect', 'mixed'] as const;
 export type OpponentKind = (typeof OPPONENT_KINDS)[number];
 
 export const isOpponentKind = (x: unknown): x is OpponentKind =>
@@ -96,9 +100,13 @@ export function gameOverMessage(board: Board, outcome: Outcome, illegal?: string
 	return `${renderBoard(board)}${why}Game over: ${OUTCOME_WORDS[outcome]}`;
 }
 
-/** The opponent's move: a uniformly random square of its choices (ART's random.choice). */
+/**
+ * The opponent's move: a uniformly random square of its choices (ART's random.choice). A
+ * random opponent draws once a move, as before 'mixed' existed, so its games stay the same.
+ */
 function opponentMove(board: Board, rng: Rng, kind: OpponentKind, mark: Mark): number {
-	const moves = kind === 'perfect' ? perfectMoves(board, mark) : legalMoves(board);
+	const perfect = kind === 'perfect' || (kind === 'mixed' && rng.int(2) === 0);
+	const moves = perfect ? perfectMoves(board, mark) : legalMoves(board);
 	return moves[rng.int(moves.length)];
 }
 
@@ -116,7 +124,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 			environment: 'tic-tac-toe',
 			seed,
 			agent_symbol: agent,
-			...(opponentKind === 'perfect' ? { opponent: 'perfect' } : {})
+			...(opponentKind === 'random' ? {} : { opponent: opponentKind })
 		}
 	});
 
