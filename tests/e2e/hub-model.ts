@@ -61,11 +61,14 @@ export async function hubModelChecks(
 		const form = [
 			await page.inputValue(testid('train-preset')),
 			await page.inputValue(testid('train-model')),
-			await page.inputValue(testid('train-url'))
+			await page.inputValue(testid('train-url')),
+			await page.inputValue(testid('train-run')),
+			await page.inputValue(testid('train-groups')),
+			await page.inputValue(testid('train-group-size'))
 		];
 		check(
-			"after Resume the form shows the resumed run's settings (its environment and model URL)",
-			form.join(' ') === `letters other ${url}`,
+			"after Resume the form shows the resumed run's settings (its environment, model URL, name and sizes)",
+			form.join(' ') === `letters other ${url} ${RUN} 1 2`,
 			form.join(' ')
 		);
 		check(

@@ -147,9 +147,10 @@ export class TrainSession {
 			const recipe = recorded
 				? { ...input, grpo: { ...input.grpo, ...recordedSettings(lines) } }
 				: input;
-			this.#show(name, lines);
-			// a resumed run's settings fill the form, as an opened one's do: the form says what runs
+			// a resumed run's settings fill the form, as an opened one's do: the form says what
+			// runs (before its name is set: a preset chosen picks a free name of its own)
 			if (recorded) this.form.fill(recipeSettings(recipe));
+			this.#show(name, lines);
 			this.link.showing(recipeSettings(recipe));
 			this.view.begin(recipe);
 			// the key goes beside the recipe (never in it), and only to a run RULER judges
