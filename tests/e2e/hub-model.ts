@@ -1,8 +1,9 @@
 /**
  * @file A model by URL from a host that acts as the Hub (from model-choice.ts): a one-layer
- * Qwen3-layout random model with the real Qwen3 tokenizer (model.ts HUB_REPO) on another origin
- * (localhost; the page is on 127.0.0.1) under /hub/<repo>/resolve/main/, its two weight shards
- * redirected (302) to a CDN path, CORS on every answer (serve.ts). As a visitor: letters, Model "Other", the URL, one group of 2, Train; the run downloads through
+ * Qwen3-layout random model with the real Qwen3 tokenizer (model.ts HUB_REPO) on another
+ * origin (localhost; the page is on 127.0.0.1) under /hub/<repo>/resolve/main/, its two
+ * weight shards redirected (302) to a CDN path, CORS on every answer (serve.ts). As a
+ * visitor: letters, Model "Other", the URL, one group of 2, Train; the run downloads through
  * the redirect, plays and updates one step, then Stop. Then a later visit with the Hub down
  * (every answer 503): the page reloaded, Resume trains the saved run on from the browser's
  * model cache with nothing asked of the network. Screenshots: test-results/train-hub-model.png,
