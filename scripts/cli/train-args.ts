@@ -20,7 +20,7 @@ export const TRAIN_USAGE =
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
 	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
-	'[--scale-rewards yes|no]\n' +
+	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
@@ -31,7 +31,9 @@ export const TRAIN_USAGE =
 	'questions need two emails\n' +
 	'    --opponent KIND (tictactoe): whom the games are played against; evaluations stay against ' +
 	"the random opponent (ART's measure)\n" +
-	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std";
+	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std\n" +
+	"    --iterations N, --mini-batches M: N passes over a step's games, each M optimizer updates " +
+	'(default 1 and 1, as ART)';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -67,6 +69,8 @@ export interface TrainArgs {
 	judgeApiKeyEnv?: string;
 	/** Advantages divided by the group's std (ART's default) or not. */
 	scaleRewards?: boolean;
+	iterations?: number;
+	miniBatches?: number;
 	/** A file whose text is RULER's rubric. */
 	rubric?: string;
 	/** The rubric file's text (runTrain reads it). */
@@ -108,7 +112,9 @@ const FLAGS = {
 	rubric: {},
 	changes: {},
 	opponent: {},
-	'scale-rewards': {}
+	'scale-rewards': {},
+	iterations: {},
+	'mini-batches': {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -174,6 +180,8 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		scaleRewards:
 			f['scale-rewards'] === undefined
 				? undefined
-				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes'
+				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes',
+		iterations: n('iterations', (x) => isCount(x, 1) && x <= 64, 'an integer 1-64'),
+		miniBatches: n('mini-batches', (x) => isCount(x, 1) && x <= 64, 'an integer 1-64')
 	};
 }

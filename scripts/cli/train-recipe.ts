@@ -86,7 +86,9 @@ export function trainRecipe(
 		klBeta: args.klBeta ?? g.klBeta,
 		temperature: args.temperature ?? g.temperature,
 		maxTokens: args.maxTokens ?? g.maxTokens,
-		...(args.scaleRewards === undefined ? {} : { scaleRewards: args.scaleRewards })
+		...(args.scaleRewards === undefined ? {} : { scaleRewards: args.scaleRewards }),
+		...(args.iterations === undefined ? {} : { iterations: args.iterations }),
+		...(args.miniBatches === undefined ? {} : { miniBatches: args.miniBatches })
 	};
 	let sft = base.sft;
 	if (args.sftFirst !== undefined)

@@ -1,8 +1,9 @@
 /**
  * @file AdamW over a model's LoRA parameters with ART's defaults (lr 5e-6, betas 0.9 /
  * 0.99, weight decay 0.1, max grad norm 0.1, constant schedule; eps 1e-8), m and v in f32
- * where ART pages 8-bit. The update is gpu/kernels/adamw.ts; this owns the stats tensor
- * and the step count, which does not advance when the kernel skips a non-finite gradient.
+ * where ART pages 8-bit. The update is gpu/kernels/adamw.ts; this owns the stats tensor,
+ * the step count and AdamW's update count t (equal unless a step makes several updates),
+ * neither of which advances when the kernel skips a non-finite gradient.
  */
 import type { Gpu } from '../gpu/device';
 import { run } from '../gpu/kernel';
@@ -34,6 +35,8 @@ export const ART_OPTIMIZER_DEFAULTS: Readonly<OptimizerConfig> = Object.freeze({
 export interface OptimizerStepResult {
 	/** The step count after this call (unchanged when skipped). */
 	step: number;
+	/** AdamW's update count t after this call (unchanged when skipped). */
+	updates: number;
 	lr: number;
 	/** Global L2 norm of the gradients before clipping. */
 	gradNorm: number;
@@ -47,6 +50,7 @@ export class LoraOptimizer {
 	readonly config: Readonly<OptimizerConfig>;
 	readonly #stats: Tensor<'f32'>;
 	#step = 0;
+	#updates = 0;
 
 	constructor(
 		readonly gpu: Gpu,
@@ -60,24 +64,36 @@ export class LoraOptimizer {
 		this.#stats = createTensor(gpu, [GRAD_NORM_STATS.length], 'f32');
 	}
 
-	/** Optimizer steps taken (AdamW's t after the last step). */
+	/** Training steps taken (a step may make several updates). */
 	get step(): number {
 		return this.#step;
 	}
 
-	/** Sets the step count (resuming from a checkpoint whose m and v were restored). */
-	restoreStep(step: number): void {
-		if (!(Number.isInteger(step) && step >= 0))
-			throw new GrpoConfigError(`step must be an integer >= 0; got ${step}.`);
-		this.#step = step;
+	/** AdamW updates made (its t after the last one): the bias correction's count. */
+	get updates(): number {
+		return this.#updates;
 	}
 
-	/** One AdamW step on the gradients the LoRA tensors hold now; `lr` overrides the
-	 * configured rate for this step (a schedule). Waits for the GPU to read the stats. */
-	async apply(options: { lr?: number } = {}): Promise<OptimizerStepResult> {
+	/** Sets the counts (resuming from a checkpoint whose m and v were restored); `updates`
+	 * defaults to `step` (one update a step, as every checkpoint without the count). */
+	restoreStep(step: number, updates = step): void {
+		for (const [name, n] of [
+			['step', step],
+			['updates', updates]
+		] as const)
+			if (!(Number.isInteger(n) && n >= 0))
+				throw new GrpoConfigError(`${name} must be an integer >= 0; got ${n}.`);
+		this.#step = step;
+		this.#updates = updates;
+	}
+
+	/** One AdamW update on the gradients the LoRA tensors hold now; `lr` overrides the
+	 * configured rate (a schedule); `sameStep`: a further update of the step already
+	 * counted (the step count stays). Waits for the GPU to read the stats. */
+	async apply(options: { lr?: number; sameStep?: boolean } = {}): Promise<OptimizerStepResult> {
 		const c = this.config;
 		const lr = options.lr ?? c.lr;
-		const step = this.#step + 1;
+		const t = this.#updates + 1;
 		await run(this.gpu, (rec) =>
 			adamwStep(rec, {
 				slots: this.lora.slots(),
@@ -88,12 +104,22 @@ export class LoraOptimizer {
 				eps: c.eps,
 				weightDecay: c.weightDecay,
 				maxNorm: c.maxGradNorm,
-				step
+				step: t
 			})
 		);
 		const s = await readGradNormStats(this.#stats);
-		if (!s.skipped) this.#step = step;
-		return { step: this.#step, lr, gradNorm: s.norm, gradScale: s.scale, skipped: s.skipped };
+		if (!s.skipped) {
+			this.#updates = t;
+			if (!options.sameStep) this.#step++;
+		}
+		return {
+			step: this.#step,
+			updates: this.#updates,
+			lr,
+			gradNorm: s.norm,
+			gradScale: s.scale,
+			skipped: s.skipped
+		};
 	}
 
 	release(): void {

@@ -2,7 +2,7 @@
  * @file One optimizer step on a model's LoRA adapters, GRPO (`grpoStep`) or SFT: zero
  * advantages dropped (as ART), pack into micro-batches, the step's normaliser, per
  * micro-batch [reference logprobs, LoRA off, when klBeta > 0] and forwardBackward with
- * lossAndGrad, then clipped AdamW. Nothing to learn: `{ skipped: 'no-signal' }` before any
+ * lossAndGrad, then clipped AdamW (several updates a step: `iterations`, `miniBatches`). Nothing to learn: `{ skipped: 'no-signal' }` before any
  * GPU work; a non-finite gradient: `{ skipped: 'non-finite-grad' }`, state untouched.
  */
 import type { TransformerModel } from '../model/transformer/transformer';
@@ -10,9 +10,21 @@ import { GrpoConfigError } from './errors';
 import { lossAndGrad } from './losses';
 import { resolveLossConfig, type LossConfig } from './loss-config';
 import { planNormaliser } from './loss-normaliser';
-import { addTotals, emptyTotals, summarizeTotals, type LossMetrics } from './loss-totals';
+import {
+	addTotals,
+	emptyTotals,
+	summarizeTotals,
+	type LossMetrics,
+	type LossTotals
+} from './loss-totals';
 import type { LoraOptimizer, OptimizerStepResult } from './optimizer';
-import { packSequences, trainedTokenCounts, type PackResult, type TrainSequence } from './pack';
+import {
+	packSequences,
+	trainedTokenCounts,
+	type PackedMicroBatch,
+	type PackResult,
+	type TrainSequence
+} from './pack';
 import { sftLossAndGrad } from './sft';
 
 export interface StepOptions {
@@ -27,6 +39,16 @@ export interface StepOptions {
 	temperature?: number;
 	/** This step's learning rate (a schedule); default: the optimizer's. */
 	lr?: number;
+	/**
+	 * Passes over the step's games (TRL's num_iterations; default 1): each after the first
+	 * trains on games the policy has moved away from, the ratio's clip bounding the move.
+	 */
+	iterations?: number;
+	/**
+	 * Optimizer updates per pass (default 1), each over a contiguous share of the games with
+	 * a signal (PPO's mini-batches): more updates for the same forward and backward work.
+	 */
+	miniBatches?: number;
 	/**
 	 * Called after each micro-batch's forward and backward (`done` of `total`): the update's
 	 * progress, for a page that would otherwise wait in silence. Same-process only.
@@ -64,6 +86,8 @@ export interface GrpoStepMetrics extends LossMetrics, StepCounts {
 	lr: number;
 	/** The optimizer's step count afterwards. */
 	step: number;
+	/** AdamW updates the step made (iterations x miniBatches unless one was non-finite). */
+	updates: number;
 	times: StepTimes;
 }
 
@@ -113,7 +137,28 @@ function countDrops(sequences: number, zeroAdvantage: number, pack: PackResult):
 	};
 }
 
-/** One GRPO step (see the file comment). */
+/** The sequences in `parts` contiguous runs of near-equal size (fewer when there are fewer
+ * sequences): a step's mini-batches, each whole groups where the sizes allow. */
+function splitEvenly<T>(items: readonly T[], parts: number): T[][] {
+	const n = Math.min(parts, items.length);
+	return Array.from({ length: n }, (_, i) =>
+		items.slice(Math.round((i * items.length) / n), Math.round(((i + 1) * items.length) / n))
+	);
+}
+
+function checkUpdateCounts(config: StepOptions): { iterations: number; miniBatches: number } {
+	const iterations = config.iterations ?? 1;
+	const miniBatches = config.miniBatches ?? 1;
+	for (const [name, n] of [
+		['iterations', iterations],
+		['miniBatches', miniBatches]
+	] as const)
+		if (!(Number.isInteger(n) && n >= 1 && n <= 64))
+			throw new GrpoConfigError(`${name} must be an integer from 1 to 64; got ${n}.`);
+	return { iterations, miniBatches };
+}
+
+/** One GRPO step (see the file comment): `iterations` x `miniBatches` optimizer updates. */
 export async function grpoStep(
 	model: TransformerModel,
 	optimizer: LoraOptimizer,
@@ -122,52 +167,103 @@ export async function grpoStep(
 ): Promise<GrpoStepResult> {
 	const start = now();
 	const lossConfig = resolveLossConfig(config);
+	const { iterations, miniBatches } = checkUpdateCounts(config);
 	const withSignal = sequences.filter((s) => s.advantage !== 0);
-	const pack = packFor(model, withSignal, config, !lossConfig.allowMissingLogprobs);
-	const counts = countDrops(sequences.length, sequences.length - withSignal.length, pack);
-	const warnings = pack.warnings;
-	if (pack.microBatches.length === 0) return { skipped: 'no-signal', counts, warnings };
+	const packs = splitEvenly(withSignal, miniBatches).map((part) =>
+		packFor(model, part, config, !lossConfig.allowMissingLogprobs)
+	);
+	const all: PackResult = {
+		microBatches: packs.flatMap((p) => p.microBatches),
+		dropped: packs.flatMap((p) => p.dropped),
+		warnings: [...new Set(packs.flatMap((p) => p.warnings))]
+	};
+	const counts = countDrops(sequences.length, sequences.length - withSignal.length, all);
+	const warnings = all.warnings;
+	if (all.microBatches.length === 0) return { skipped: 'no-signal', counts, warnings };
 
-	const norm = planNormaliser(trainedTokenCounts(pack), lossConfig);
 	const { temperature } = config;
+	const total = iterations * all.microBatches.length;
+	// the reference (LoRA off) does not change within the step: scored once per micro-batch
+	const references = new Map<PackedMicroBatch, Float32Array>();
 	let totals = emptyTotals();
 	let referenceMs = 0;
 	let forwardBackwardMs = 0;
-	for (const [i, mb] of pack.microBatches.entries()) {
-		let refLogprobs: Float32Array | undefined;
-		if (lossConfig.klBeta > 0) {
+	let optimizerMs = 0;
+	let done = 0;
+	const applied: OptimizerStepResult[] = [];
+	updates: for (let it = 0; it < iterations; it++)
+		for (const pack of packs) {
+			if (pack.microBatches.length === 0) continue;
+			const norm = planNormaliser(trainedTokenCounts(pack), lossConfig);
+			for (const [i, mb] of pack.microBatches.entries()) {
+				let refLogprobs = references.get(mb);
+				if (lossConfig.klBeta > 0 && !refLogprobs) {
+					const t = now();
+					refLogprobs = (await model.scoreTokens(mb.tokens, { lora: false, temperature })).logprobs;
+					references.set(mb, refLogprobs);
+					referenceMs += now() - t;
+				}
+				const t = now();
+				await model.forwardBackward(
+					mb.tokens,
+					(logprobs) => {
+						const r = lossAndGrad({ ...mb, logprobs, refLogprobs }, lossConfig, norm);
+						totals = addTotals(totals, r.totals);
+						return r.dLogprobs;
+					},
+					{ accumulate: i > 0, temperature }
+				);
+				forwardBackwardMs += now() - t;
+				config.onMicroBatch?.(++done, total);
+			}
 			const t = now();
-			refLogprobs = (await model.scoreTokens(mb.tokens, { lora: false, temperature })).logprobs;
-			referenceMs += now() - t;
+			const opt = await optimizer.apply({ lr: config.lr, sameStep: applied.length > 0 });
+			optimizerMs += now() - t;
+			if (opt.skipped) {
+				if (applied.length === 0)
+					return { skipped: 'non-finite-grad', counts, warnings, optimizer: opt };
+				// the step already changed the weights: keep it, stop its further updates
+				warnings.push(
+					`update ${applied.length + 1} of the step had a non-finite gradient: ` +
+						`the step ends with ${applied.length} update${applied.length > 1 ? 's' : ''}.`
+				);
+				break updates;
+			}
+			applied.push(opt);
 		}
-		const t = now();
-		await model.forwardBackward(
-			mb.tokens,
-			(logprobs) => {
-				const r = lossAndGrad({ ...mb, logprobs, refLogprobs }, lossConfig, norm);
-				totals = addTotals(totals, r.totals);
-				return r.dLogprobs;
-			},
-			{ accumulate: i > 0, temperature }
-		);
-		forwardBackwardMs += now() - t;
-		config.onMicroBatch?.(i + 1, pack.microBatches.length);
-	}
-	const t = now();
-	const opt = await optimizer.apply({ lr: config.lr });
-	const optimizerMs = now() - t;
-	if (opt.skipped) return { skipped: 'non-finite-grad', counts, warnings, optimizer: opt };
+	const last = applied[applied.length - 1];
+	const metrics = summarizeTotals(perUpdate(totals, applied.length, iterations));
 	return {
 		metrics: {
-			...summarizeTotals(totals),
+			...metrics,
 			...counts,
-			gradNorm: opt.gradNorm,
-			gradScale: opt.gradScale,
-			lr: opt.lr,
-			step: opt.step,
+			gradNorm: applied.reduce((s, o) => s + o.gradNorm, 0) / applied.length,
+			gradScale: applied.reduce((s, o) => s + o.gradScale, 0) / applied.length,
+			lr: last.lr,
+			step: last.step,
+			updates: applied.length,
 			times: { referenceMs, forwardBackwardMs, optimizerMs, totalMs: now() - start }
 		},
 		warnings
+	};
+}
+
+/** The totals of all updates as one update's: losses averaged over the updates, token and
+ * sequence counts over the passes (ratios and clip fractions stay means over all tokens). */
+function perUpdate(t: LossTotals, updates: number, iterations: number): LossTotals {
+	if (updates === 1) return t;
+	const passes = Math.min(iterations, updates);
+	return {
+		...t,
+		loss: t.loss / updates,
+		policyLoss: t.policyLoss / updates,
+		klLoss: t.klLoss / updates,
+		tokens: t.tokens / passes,
+		sequences: t.sequences / passes,
+		ratioSum: t.ratioSum / passes,
+		clippedLow: t.clippedLow / passes,
+		clippedHigh: t.clippedHigh / passes,
+		klSum: t.klSum / passes
 	};
 }
 

@@ -67,6 +67,12 @@ export interface GrpoPhaseConfig {
 	 */
 	scaleRewards?: boolean;
 	/**
+	 * Optimizer updates a step makes from its games: `iterations` passes over them, each in
+	 * `miniBatches` updates (grpo/train-step.ts); absent: one update a step, as ART.
+	 */
+	iterations?: number;
+	miniBatches?: number;
+	/**
 	 * Games per step sized to the device (sizing.ts): `groups` is where it starts, each step's
 	 * time sets the next one's groups within these bounds. Absent: `groups` every step.
 	 */
@@ -233,6 +239,10 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isCount(g.tokenBudget)) bad('grpo.tokenBudget', g.tokenBudget, 'an integer >= 1');
 	if (g.scaleRewards !== undefined && typeof g.scaleRewards !== 'boolean')
 		bad('grpo.scaleRewards', g.scaleRewards, 'true or false');
+	for (const field of ['iterations', 'miniBatches'] as const) {
+		const n = g[field];
+		if (n !== undefined && !(isCount(n) && n <= 64)) bad(`grpo.${field}`, n, 'an integer 1-64');
+	}
 	const auto = g.autoSize;
 	if (
 		auto !== undefined &&

@@ -293,6 +293,8 @@ export async function runRecipe(
 					temperature: played.grpo.temperature,
 					tokenBudget: g.tokenBudget,
 					scaleRewards: g.scaleRewards ?? true,
+					iterations: g.iterations,
+					miniBatches: g.miniBatches,
 					onMicroBatch: (done, total) =>
 						emit({ type: 'progress', phase: 'train', step, done, total })
 				},

@@ -55,6 +55,7 @@ export function stepMetrics(split: string, r: GrpoStepResult | SftStepResult): S
 		out[`${split}/clip_low_fraction`] = m.clipLowFraction;
 		out[`${split}/clip_high_fraction`] = m.clipHighFraction;
 		out[`${split}/reference_ms`] = m.times.referenceMs;
+		if (m.updates > 1) out[`${split}/updates`] = m.updates;
 		if (m.klMean !== undefined) out[`${split}/kl`] = m.klMean;
 	}
 	return out;

@@ -43,6 +43,8 @@ export interface ModelFingerprint {
 export interface TrainingCheckpoint {
 	/** Optimizer steps taken when it was saved (0: a fresh or weights-only adapter). */
 	step: number;
+	/** AdamW's update count (its t) when several updates made a step; absent: `step`. */
+	updates?: number;
 	lora: LoraConfig;
 	/** Where the base model came from (a folder, a URL prefix, a hub id). */
 	baseModel: string;
@@ -107,10 +109,11 @@ export async function captureCheckpoint(
 	optimizer: LoraOptimizer,
 	meta: { baseModel: string; modelConfig: ModelConfig; metrics?: Record<string, number> }
 ): Promise<TrainingCheckpoint> {
-	const step = optimizer.step;
+	const { step, updates } = optimizer;
 	const { params, state } = await lora.readWithState();
 	return {
 		step,
+		...(updates !== step ? { updates } : {}),
 		lora: lora.config,
 		baseModel: meta.baseModel,
 		fingerprint: modelFingerprint(meta.modelConfig),
@@ -167,6 +170,7 @@ export function encodeTrainingCheckpoint(c: TrainingCheckpoint): CheckpointFiles
 			format: CHECKPOINT_FORMAT,
 			version: CHECKPOINT_VERSION,
 			step: c.step,
+			...(c.updates !== undefined ? { adam_updates: c.updates } : {}),
 			base_model: c.baseModel,
 			model: c.fingerprint ?? null,
 			metrics: c.metrics,
@@ -323,9 +327,16 @@ export async function decodeTrainingCheckpoint(
 			where,
 			`${TRAINER_STATE_FILE}: step ${JSON.stringify(step)} is not an integer >= 0`
 		);
+	const updates = state?.adam_updates;
+	if (updates !== undefined && !(Number.isSafeInteger(updates) && (updates as number) >= 0))
+		throw new CheckpointCorruptError(
+			where,
+			`${TRAINER_STATE_FILE}: adam_updates ${JSON.stringify(updates)} is not an integer >= 0`
+		);
 	return {
 		// Without the optimizer's moments, resuming AdamW at step n would be wrong: start at 0.
 		step: optimizer ? (step as number) : 0,
+		...(optimizer && updates !== undefined ? { updates: updates as number } : {}),
 		lora,
 		baseModel: String(state?.base_model ?? adapterConfig.base_model_name_or_path ?? ''),
 		fingerprint: saved ?? undefined,
@@ -349,7 +360,7 @@ export function applyCheckpoint(
 	lora.write(c.params);
 	if (c.optimizer) lora.writeState(c.optimizer.m, c.optimizer.v);
 	else lora.writeState(zerosLike(c.params), zerosLike(c.params));
-	optimizer.restoreStep(c.step);
+	optimizer.restoreStep(c.step, c.updates ?? c.step);
 }
 
 function zerosLike(params: Map<string, Float32Array>): Map<string, Float32Array> {
