@@ -119,6 +119,14 @@ describe('cli train: the recipe from flags', () => {
 		);
 	});
 
+	it('--iterations N, --mini-batches M: optimizer updates a step; absent: one, as ART', () => {
+		const g = recipe(['--iterations', '2', '--mini-batches', '4']).grpo;
+		expect([g.iterations, g.miniBatches]).toEqual([2, 4]);
+		expect('iterations' in recipe([]).grpo || 'miniBatches' in recipe([]).grpo).toBe(false);
+		expect(() => recipe(['--iterations', '0'])).toThrow(/--iterations/);
+		expect(() => recipe(['--mini-batches', '65'])).toThrow(/--mini-batches/);
+	});
+
 	it('--sft-first N: N SFT steps of G demonstrations, for environments that have them', () => {
 		const r = recipe(['--sft-first', '3', '--groups', '2']);
 		expect(r.sft).toEqual({ ...DEFAULT_SFT, games: 6, batchSize: 2 });

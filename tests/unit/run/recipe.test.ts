@@ -46,6 +46,8 @@ const BAD: Mutation[] = [
 	['grpo.maxTokens', (r) => (r.grpo.maxTokens = 0)],
 	['grpo.tokenBudget', (r) => (r.grpo.tokenBudget = 2.5)],
 	['grpo.autoSize', (r) => (r.grpo.autoSize = { minGroups: 8, maxGroups: 4 })],
+	['grpo.iterations', (r) => (r.grpo.iterations = 0)],
+	['grpo.miniBatches', (r) => (r.grpo.miniBatches = 65)],
 	['eval.envOptions.opponent', (r) => (r.eval.envOptions = { opponent: 'minimax' as 'random' })],
 	['eval.envOptions.maxTurns', (r) => (r.eval.envOptions = { maxTurns: 0 })],
 	[

@@ -8,7 +8,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Rng } from '../../../../src/lib/util/random';
 import { readTensor } from '../../../../src/lib/gpu/tensor';
-import { captureCheckpoint } from '../../../../src/lib/grpo/store/checkpoint';
+import { applyCheckpoint, captureCheckpoint } from '../../../../src/lib/grpo/store/checkpoint';
 import { LoraOptimizer } from '../../../../src/lib/grpo/optimizer';
 import { LoraParameters, peftName } from '../../../../src/lib/model/transformer/lora';
 import { useGpu } from '../../../helpers/gpu';
@@ -40,7 +40,7 @@ describe('captureCheckpoint', () => {
 			const v = new Map([...values(2)].map(([k, x]) => [k, x.map(Math.abs)]));
 			lora.write(params);
 			lora.writeState(m, v);
-			optimizer.restoreStep(5);
+			optimizer.restoreStep(5, 9);
 
 			const createBuffer = vi.spyOn(g.device, 'createBuffer');
 			const submit = vi.spyOn(g.device.queue, 'submit');
@@ -56,7 +56,7 @@ describe('captureCheckpoint', () => {
 				createBuffer.mockRestore();
 				submit.mockRestore();
 			}
-			expect(saved.step).toBe(5);
+			expect([saved.step, saved.updates]).toEqual([5, 9]);
 			expect(saved.params).toEqual(params);
 			expect(saved.optimizer).toEqual({ m, v });
 
@@ -74,6 +74,14 @@ describe('captureCheckpoint', () => {
 			// read() and readState() alone give the same maps.
 			expect(await lora.read()).toEqual(params);
 			expect(await lora.readState()).toEqual({ m, v });
+			// Applied to a fresh optimizer: both counts come back (AdamW's t for its bias
+			// correction); a checkpoint without `updates` made one update a step.
+			const fresh = new LoraOptimizer(g, lora);
+			applyCheckpoint(lora, fresh, saved);
+			expect([fresh.step, fresh.updates]).toEqual([5, 9]);
+			applyCheckpoint(lora, fresh, { ...saved, updates: undefined });
+			expect([fresh.step, fresh.updates]).toEqual([5, 5]);
+			fresh.release();
 		} finally {
 			optimizer.release();
 			lora.release();

@@ -142,6 +142,17 @@ describe('decodeTrainingCheckpoint: intact files (the baseline)', () => {
 		}
 	});
 
+	it("keeps AdamW's update count when several updates made a step, absent otherwise", async () => {
+		const files = encodeTrainingCheckpoint({ ...checkpoint(), updates: 12 });
+		expect(json(files, TRAINER_STATE_FILE)).toMatchObject({ step: 3, adam_updates: 12 });
+		const back = await decodeTrainingCheckpoint(files, { modelConfig: config, lora });
+		expect([back.step, back.updates]).toEqual([3, 12]);
+		const plain = encodeTrainingCheckpoint(checkpoint());
+		expect(json(plain, TRAINER_STATE_FILE)).not.toHaveProperty('adam_updates');
+		const one = await decodeTrainingCheckpoint(plain, { modelConfig: config, lora });
+		expect(one.updates).toBeUndefined();
+	});
+
 	it('reads the two PEFT files alone as weights-only at step 0', async () => {
 		const files = encodeTrainingCheckpoint(checkpoint());
 		const peftOnly = new Map(
@@ -232,6 +243,11 @@ describe('decodeTrainingCheckpoint: damaged files are checkpoint-corrupt', () =>
 				'checkpoint-corrupt',
 				[`step ${JSON.stringify(step)} is not an integer >= 0`]
 			);
+		await expectFailure(
+			withFile(files, TRAINER_STATE_FILE, text({ ...state, adam_updates: -2 })),
+			'checkpoint-corrupt',
+			['adam_updates -2 is not an integer >= 0']
+		);
 	});
 
 	it('adapter_model.safetensors truncated, or its header garbage', async () => {
