@@ -88,7 +88,7 @@ export async function learningChecks(
 
 		// A second run at another learning rate, then the two compared.
 		await page.fill(testid('train-lr'), '0.0005');
-		await page.fill(testid('train-steps'), '3');
+		await page.fill(testid('train-steps'), '2');
 		const second = 'letters-lr-5e-4';
 		await page.fill(testid('train-run'), second);
 		await page.click(testid('train-start'));
