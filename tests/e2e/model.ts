@@ -12,7 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { toTokenBatch } from '../../src/lib/model/transformer/batch';
 import { makeFixture, type Fixture, type FixtureName } from '../../src/lib/testing/fixtures';
 import { writeModelFiles } from '../../src/lib/model/hf/node/checkpoint';
-import { qwen3TokenizerFixture } from '../unit/model/tokenizer/qwen3-tokenizer';
+import { qwen3TokenizerFixture } from '../helpers/qwen3-tokenizer';
 import { referenceLogprobs } from '../../src/lib/testing/reference';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import { MODEL_CACHE_NAME } from '../../src/lib/model/hf/url-checkpoint';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { legalPlayTranscripts } from '../../src/lib/agent/envs/tictactoe/demonstrations';
 import type { ChatMessage } from '../../src/lib/model/tokenizer/chat-messages';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
-import { QWEN3_TOKENIZER_DIR } from '../../tests/unit/model/tokenizer/qwen3-tokenizer';
+import { QWEN3_TOKENIZER_DIR } from '../../tests/helpers/qwen3-tokenizer';
 import { median, option } from './bench-support';
 import { MODEL_SIZES, writeTicTacToeModel } from '../../scripts/tictactoe-model';
 

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fixture } from '../../../src/lib/testing/fixtures';
-import { qwen3TokenizerFixture } from '../model/tokenizer/qwen3-tokenizer';
+import { qwen3TokenizerFixture } from '../../helpers/qwen3-tokenizer';
 import { runCli } from './run-cli';
 
 const REPO = 'acme/tiny-qwen3';

@@ -11,7 +11,7 @@ import { OpenAIApiError } from '../../../src/lib/serve/errors';
 import { parseChatCompletionRequest } from '../../../src/lib/serve/request';
 import { TokenGrammar } from '../../../src/lib/model/constrain/token-mask';
 import { vocabularyOf } from '../../../src/lib/model/constrain/vocabulary';
-import { qwen3Tokenizer } from '../model/tokenizer/qwen3-tokenizer';
+import { qwen3Tokenizer } from '../../helpers/qwen3-tokenizer';
 
 const USER = [{ role: 'user', content: 'hi' }];
 const WEATHER = {

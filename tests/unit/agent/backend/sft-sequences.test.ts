@@ -11,7 +11,7 @@ import { AgentError } from '../../../../src/lib/agent/errors';
 import { sftSequence } from '../../../../src/lib/agent/backend/sft-sequences';
 import { makeFixture } from '../../../../src/lib/testing/fixtures';
 import { Tokenizer } from '../../../../src/lib/model/tokenizer/tokenizer';
-import { qwen3Tokenizer } from '../../model/tokenizer/qwen3-tokenizer';
+import { qwen3Tokenizer } from '../../../helpers/qwen3-tokenizer';
 
 function fixtureTokenizer(): Tokenizer {
 	const files = makeFixture('llama', { seed: 5 }).files;

@@ -25,7 +25,7 @@ import {
 	RULER_SCHEMA,
 	schemaErrors
 } from './json-schema-check';
-import { qwen3Tokenizer } from '../tokenizer/qwen3-tokenizer';
+import { qwen3Tokenizer } from '../../../helpers/qwen3-tokenizer';
 
 function tiny(): Tokenizer {
 	const t = tinyTokenizer();

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSchema } from '../../../../src/lib/model/tokenizer/chat-messages';
 import { ModelError } from '../../../../src/lib/model/errors';
-import { QWEN3_TOKENIZER_DIR, qwen3Tokenizer } from './qwen3-tokenizer';
+import { QWEN3_TOKENIZER_DIR, qwen3Tokenizer } from '../../../helpers/qwen3-tokenizer';
 
 interface CaseSpec {
 	name: string;

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../../src/lib/util/random';
 import { PieceCache, type AddedTokenSpec } from '../../../../src/lib/model/tokenizer/piece-cache';
 import { Tokenizer } from '../../../../src/lib/model/tokenizer/tokenizer';
-import { qwen3Files } from './qwen3-tokenizer';
+import { qwen3Files } from '../../../helpers/qwen3-tokenizer';
 
 const FRAGMENTS = [
 	'<|im_start|>',

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeFixture } from '../../../../src/lib/testing/fixtures';
 import { Tokenizer } from '../../../../src/lib/model/tokenizer/tokenizer';
-import { qwen3Tokenizer } from './qwen3-tokenizer';
+import { qwen3Tokenizer } from '../../../helpers/qwen3-tokenizer';
 
 /** ~300 KB: about 125k Qwen3 tokens, ~300k of the tiny byte-level tokenizer's. */
 const LONG = 'hello world, it is a long day. '.repeat(10_000);

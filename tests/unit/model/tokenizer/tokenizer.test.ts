@@ -8,7 +8,7 @@ import {
 import { Tokenizer } from '../../../../src/lib/model/tokenizer/tokenizer';
 import { parseChatRequest } from '../../../../src/lib/model/tokenizer/chat-template';
 import type { ChatMessage } from '../../../../src/lib/model/tokenizer/chat-messages';
-import { qwen3Files, qwen3Tokenizer } from './qwen3-tokenizer';
+import { qwen3Files, qwen3Tokenizer } from '../../../helpers/qwen3-tokenizer';
 
 const UNICODE_TEXTS = [
 	'Hello world',

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Tokenizer } from '../../../../src/lib/model/tokenizer/tokenizer';
-import { makeFixture, type Fixture } from '../../../../src/lib/testing/fixtures';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
+import { makeFixture, type Fixture } from '../../src/lib/testing/fixtures';
 
 const require = createRequire(import.meta.url);
 
