@@ -3,14 +3,14 @@
  * demonstrations through the run loop (warmStartRecipe), the adapter written as f16 with its
  * manifest (the base's hash, the adapter's sha256, the command, what it scores), then
  * checked as the page uses it. --resume continues a cut-short SFT in --work; --sft-*,
- * --explore and --read-every-change (inbox: the expert reads every change of the asked
- * email, not only one of the asked fact) override the preset's SFT; --from DIR continues another warm start's adapter
- * (stacked: the SFT trains its weights) instead of a fresh one; --check-grpo N trains N GRPO
- * steps from it.
+ * --explore, --skill (tic-tac-toe: a share of perfect moves) and --read-every-change (inbox:
+ * the expert reads every change of the asked email, not only one of the asked fact) override
+ * the preset's SFT; --from DIR continues another warm start's adapter (stacked: the SFT
+ * trains its weights) instead of a fresh one; --check-grpo N trains N GRPO steps from it.
  *
  *   npx tsx tools/make-warm-start.ts --env tictactoe|2048|inbox [--out DIR] [--work DIR] [--resume]
  *       [--from DIR] [--check-grpo N] [--sft-games N] [--sft-batch B] [--sft-lr X] [--explore P]
- *       [--changes SHARE] [--read-every-change]
+ *       [--skill P] [--changes SHARE] [--read-every-change]
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -167,7 +167,8 @@ async function main(): Promise<void> {
 				...numberFlags(argv, {
 					'sft-batch': 'batchSize',
 					'sft-lr': 'learningRate',
-					explore: 'explore'
+					explore: 'explore',
+					skill: 'skill'
 				}),
 				...(argv.includes('--read-every-change') ? { readEveryChange: true } : {})
 			},
@@ -206,6 +207,9 @@ async function main(): Promise<void> {
 					: '') +
 				(recipe.sft!.explore
 					? `(a share ${recipe.sft!.explore} of the moves played at random, replies the expert's) `
+					: '') +
+				(recipe.sft!.skill
+					? `(a share ${recipe.sft!.skill} of the moves perfect, minimax's) `
 					: '') +
 				`(demonstration seed ${recipe.sft!.seed}), batches of ${recipe.sft!.batchSize}, lr ${recipe.sft!.learningRate} -> ` +
 				`${recipe.sft!.learningRateEnd}, LoRA r ${recipe.lora.rank} alpha ${recipe.lora.alpha} (init seed ${recipe.seed}); ` +

@@ -42,6 +42,12 @@ export interface SftPhaseConfig {
 	 * starts were made.
 	 */
 	readEveryChange?: boolean;
+	/**
+	 * tic-tac-toe only: the share of the demonstrating player's moves that are perfect
+	 * (minimax; tictactoe/demonstrations.ts); absent or 0: random legal play, as the shipped
+	 * warm start was made.
+	 */
+	skill?: number;
 }
 
 export interface GrpoPhaseConfig {
@@ -264,6 +270,10 @@ export function validateRecipe(r: Recipe): Recipe {
 		if (s.explore !== undefined && s.explore !== 0) {
 			if (r.environment !== '2048') bad('sft.explore', s.explore, '0 (only 2048 explores)');
 			if (!(s.explore > 0 && s.explore < 1)) bad('sft.explore', s.explore, 'a number in [0, 1)');
+		}
+		if (s.skill !== undefined && s.skill !== 0) {
+			if (r.environment !== 'tictactoe') bad('sft.skill', s.skill, '0 (only tictactoe has it)');
+			if (!(s.skill > 0 && s.skill <= 1)) bad('sft.skill', s.skill, 'a number in [0, 1]');
 		}
 		if (s.readEveryChange !== undefined && s.readEveryChange !== false) {
 			if (s.readEveryChange !== true)

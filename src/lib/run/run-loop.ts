@@ -161,7 +161,8 @@ export async function runRecipe(
 			const perEpoch = Math.ceil(sft.games / sft.batchSize);
 			const demos = await env.demonstrations!(sft.games, sft.seed, recipe.envOptions ?? {}, {
 				explore: sft.explore,
-				readEveryChange: sft.readEveryChange
+				readEveryChange: sft.readEveryChange,
+				skill: sft.skill
 			}); // (checked above)
 			while (step < sftTotal) {
 				checkStop();

@@ -67,6 +67,8 @@ const BAD: Mutation[] = [
 	['sft.seed', (r) => (r.sft!.seed = 0.5)],
 	// tic-tac-toe's demonstrations do not explore (only 2048's do), and a share is below 1
 	['sft.explore', (r) => (r.sft!.explore = 0.2)],
+	// a share in [0, 1]
+	['sft.skill', (r) => (r.sft!.skill = 1.5)],
 	['lora.rank', (r) => (r.lora.rank = 0)],
 	['lora.alpha', (r) => (r.lora.alpha = Number.POSITIVE_INFINITY)],
 	['seed', (r) => (r.seed = Number.NaN)],
@@ -164,6 +166,15 @@ describe('presets', () => {
 		expect(validateRecipe({ ...r, sft: { ...r.sft!, explore: 0.25 } }).sft!.explore).toBe(0.25);
 		for (const explore of [1, -0.1, Number.NaN])
 			expect(() => validateRecipe({ ...r, sft: { ...r.sft!, explore } })).toThrow(/sft\.explore/);
+	});
+
+	it("tic-tac-toe's SFT may take a share of perfect moves; other environments have none", () => {
+		const ttt = warmStartRecipe('tictactoe', 'static');
+		expect(validateRecipe({ ...ttt, sft: { ...ttt.sft!, skill: 0.5 } }).sft!.skill).toBe(0.5);
+		const inbox = warmStartRecipe('inbox', 'static');
+		expect(() => validateRecipe({ ...inbox, sft: { ...inbox.sft!, skill: 0.5 } })).toThrow(
+			/sft\.skill.*only tictactoe/
+		);
 	});
 
 	it("inbox's SFT may have the expert read every change; other environments have none", () => {

@@ -156,8 +156,9 @@ export interface Environment<Name extends string = string> {
 		count: number,
 		seed: number,
 		options: EnvOptions,
-		/** How the demonstrating player plays (run/recipe.ts SftPhaseConfig explore, readEveryChange). */
-		style?: { explore?: number; readEveryChange?: boolean }
+		/** How the demonstrating player plays (run/recipe.ts SftPhaseConfig explore,
+		 * readEveryChange, skill). */
+		style?: { explore?: number; readEveryChange?: boolean; skill?: number }
 	): Promise<Trajectory[]>;
 	/** Numbers of an evaluation beyond the mean reward (e.g. the share of illegal moves). */
 	evalMetrics(games: readonly Trajectory[]): Record<string, number>;

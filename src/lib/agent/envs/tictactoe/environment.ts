@@ -33,7 +33,8 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 			}
 		});
 	},
-	demonstrations: async (count, seed) => legalPlayTranscripts(count, seed),
+	demonstrations: async (count, seed, _options, style) =>
+		legalPlayTranscripts(count, seed, style?.skill ?? 0),
 	outcome: (t) => ({
 		won: t.metadata.outcome === 'win',
 		drawn: t.metadata.outcome === 'draw',
