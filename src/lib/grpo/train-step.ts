@@ -186,6 +186,7 @@ export async function grpoStep(
 	// the reference (LoRA off) does not change within the step: scored once per micro-batch
 	const references = new Map<PackedMicroBatch, Float32Array>();
 	let totals = emptyTotals();
+	let firstPass = emptyTotals();
 	let referenceMs = 0;
 	let forwardBackwardMs = 0;
 	let optimizerMs = 0;
@@ -209,6 +210,7 @@ export async function grpoStep(
 					(logprobs) => {
 						const r = lossAndGrad({ ...mb, logprobs, refLogprobs }, lossConfig, norm);
 						totals = addTotals(totals, r.totals);
+						if (it === 0) firstPass = addTotals(firstPass, r.totals);
 						return r.dLogprobs;
 					},
 					{ accumulate: i > 0, temperature }
@@ -232,7 +234,7 @@ export async function grpoStep(
 			applied.push(opt);
 		}
 	const last = applied[applied.length - 1];
-	const metrics = summarizeTotals(perUpdate(totals, applied.length, iterations));
+	const metrics = summarizeTotals(perUpdate(totals, firstPass, applied.length));
 	return {
 		metrics: {
 			...metrics,
@@ -249,21 +251,22 @@ export async function grpoStep(
 }
 
 /** The totals of all updates as one update's: losses averaged over the updates, token and
- * sequence counts over the passes (ratios and clip fractions stay means over all tokens). */
-function perUpdate(t: LossTotals, updates: number, iterations: number): LossTotals {
-	if (updates === 1) return t;
-	const passes = Math.min(iterations, updates);
+ * sequence counts of the first pass (each pass trains the same tokens), the per-token sums
+ * scaled to them so ratio, clip and KL means stay those over every update's tokens. */
+function perUpdate(all: LossTotals, firstPass: LossTotals, updates: number): LossTotals {
+	if (updates === 1) return all;
+	const share = all.tokens > 0 ? firstPass.tokens / all.tokens : 1;
 	return {
-		...t,
-		loss: t.loss / updates,
-		policyLoss: t.policyLoss / updates,
-		klLoss: t.klLoss / updates,
-		tokens: t.tokens / passes,
-		sequences: t.sequences / passes,
-		ratioSum: t.ratioSum / passes,
-		clippedLow: t.clippedLow / passes,
-		clippedHigh: t.clippedHigh / passes,
-		klSum: t.klSum / passes
+		...all,
+		loss: all.loss / updates,
+		policyLoss: all.policyLoss / updates,
+		klLoss: all.klLoss / updates,
+		tokens: firstPass.tokens,
+		sequences: firstPass.sequences,
+		ratioSum: all.ratioSum * share,
+		clippedLow: all.clippedLow * share,
+		clippedHigh: all.clippedHigh * share,
+		klSum: all.klSum * share
 	};
 }
 

@@ -64,9 +64,14 @@ describe('grpoStep with several updates', () => {
 		const b = await setup();
 		const seqs = await sequences(a.model, [1, -1, 0.5, -0.5]);
 		const r = await grpoStep(a.model, a.optimizer, seqs, { lr: 1e-3, iterations: 2 });
-		for (let i = 0; i < 2; i++) await grpoStep(b.model, b.optimizer, seqs, { lr: 1e-3 });
-		if (r.skipped) throw new Error('skipped');
+		const b1 = await grpoStep(b.model, b.optimizer, seqs, { lr: 1e-3 });
+		const b2 = await grpoStep(b.model, b.optimizer, seqs, { lr: 1e-3 });
+		if (r.skipped || b1.skipped || b2.skipped) throw new Error('skipped');
 		expect(r.metrics).toMatchObject({ step: 1, updates: 2, sequences: 4, microBatches: 1 });
+		// one pass's tokens; the loss and ratio means of the two updates together
+		expect(r.metrics.tokens).toBe(b1.metrics.tokens);
+		expect(r.metrics.loss).toBeCloseTo((b1.metrics.loss + b2.metrics.loss) / 2, 5);
+		expect(r.metrics.ratioMean).toBeCloseTo((b1.metrics.ratioMean + b2.metrics.ratioMean) / 2, 5);
 		// the second pass sees the moved policy: ratios leave 1
 		expect(Math.abs(r.metrics.ratioMean - 1)).toBeGreaterThan(1e-6);
 		expect([a.optimizer.step, a.optimizer.updates]).toEqual([1, 2]);
