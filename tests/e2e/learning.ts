@@ -170,7 +170,7 @@ export async function learningChecks(
 		);
 		check(
 			"compare: a shared link's run (its result and curve in the link) is compared with a saved run, its settings from the link",
-			/^3:/.test(params.get('result') ?? '') &&
+			/^2:/.test(params.get('result') ?? '') &&
 				(params.get('curve') ?? '').split(',').length >= 3 &&
 				sharedLegend.includes('letters-1') &&
 				sharedLegend.includes('shared link') &&
