@@ -11,6 +11,7 @@ import {
 	type RewardSource
 } from '../../src/lib/run';
 import { OPPONENT_KINDS, type OpponentKind } from '../../src/lib/agent/envs/tictactoe/rollout';
+import { isUpdateCount, MAX_UPDATE_COUNT } from '../../src/lib/grpo/train-step';
 import { numberFlag, parseFlags, UsageError } from './args';
 
 export const TRAIN_USAGE =
@@ -181,7 +182,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 			f['scale-rewards'] === undefined
 				? undefined
 				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes',
-		iterations: n('iterations', (x) => isCount(x, 1) && x <= 64, 'an integer 1-64'),
-		miniBatches: n('mini-batches', (x) => isCount(x, 1) && x <= 64, 'an integer 1-64')
+		iterations: n('iterations', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`),
+		miniBatches: n('mini-batches', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`)
 	};
 }

@@ -2,8 +2,9 @@
  * @file One optimizer step on a model's LoRA adapters, GRPO (`grpoStep`) or SFT: zero
  * advantages dropped (as ART), pack into micro-batches, the step's normaliser, per
  * micro-batch [reference logprobs, LoRA off, when klBeta > 0] and forwardBackward with
- * lossAndGrad, then clipped AdamW (several updates a step: `iterations`, `miniBatches`). Nothing to learn: `{ skipped: 'no-signal' }` before any
- * GPU work; a non-finite gradient: `{ skipped: 'non-finite-grad' }`, state untouched.
+ * lossAndGrad, then clipped AdamW (several updates a step: `iterations`, `miniBatches`).
+ * Nothing to learn: `{ skipped: 'no-signal' }` before any GPU work; a non-finite gradient:
+ * `{ skipped: 'non-finite-grad' }`, state untouched.
  */
 import type { TransformerModel } from '../model/transformer/transformer';
 import { GrpoConfigError } from './errors';
@@ -146,6 +147,13 @@ function splitEvenly<T>(items: readonly T[], parts: number): T[][] {
 	);
 }
 
+/** The most passes, or updates a pass, a step may make: `iterations`' and `miniBatches`' range
+ * (recipes and `cli train` check the same). */
+export const MAX_UPDATE_COUNT = 64;
+
+export const isUpdateCount = (n: unknown): n is number =>
+	Number.isInteger(n) && (n as number) >= 1 && (n as number) <= MAX_UPDATE_COUNT;
+
 function checkUpdateCounts(config: StepOptions): { iterations: number; miniBatches: number } {
 	const iterations = config.iterations ?? 1;
 	const miniBatches = config.miniBatches ?? 1;
@@ -153,8 +161,10 @@ function checkUpdateCounts(config: StepOptions): { iterations: number; miniBatch
 		['iterations', iterations],
 		['miniBatches', miniBatches]
 	] as const)
-		if (!(Number.isInteger(n) && n >= 1 && n <= 64))
-			throw new GrpoConfigError(`${name} must be an integer from 1 to 64; got ${n}.`);
+		if (!isUpdateCount(n))
+			throw new GrpoConfigError(
+				`${name} must be an integer from 1 to ${MAX_UPDATE_COUNT}; got ${n}.`
+			);
 	return { iterations, miniBatches };
 }
 

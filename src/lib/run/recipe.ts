@@ -13,6 +13,7 @@
 import type { EnvOptions } from '../agent/envs/environment';
 import { ENVIRONMENT_NAMES, isEnvironmentName, type EnvironmentName } from '../agent/envs/registry';
 import { isOpponentKind, OPPONENT_KINDS } from '../agent/envs/tictactoe/rollout';
+import { isUpdateCount, MAX_UPDATE_COUNT } from '../grpo/train-step';
 import type { WarmStartMode } from '../model/hf/warm-start';
 import { RunError } from './errors';
 import type { AutoSize } from './sizing';
@@ -247,7 +248,8 @@ export function validateRecipe(r: Recipe): Recipe {
 		bad('grpo.scaleRewards', g.scaleRewards, 'true or false');
 	for (const field of ['iterations', 'miniBatches'] as const) {
 		const n = g[field];
-		if (n !== undefined && !(isCount(n) && n <= 64)) bad(`grpo.${field}`, n, 'an integer 1-64');
+		if (n !== undefined && !isUpdateCount(n))
+			bad(`grpo.${field}`, n, `an integer 1-${MAX_UPDATE_COUNT}`);
 	}
 	const auto = g.autoSize;
 	if (

@@ -122,8 +122,8 @@ export const FIRST_EVAL_BATCH = 16;
  * in batches that double (16, 16, 32, 64, ...; a model's requests batch within one) until
  * `seconds` have passed (evalSeconds) or `max` games are played. The clock starts after the
  * first batch: it carries the device's first compile of the decode pipelines (8 s of an
- * H100's first 128 games), not what a game costs. Later evaluations play as many (the history's `val/games`),
- * so every evaluation of a run scores the same games.
+ * H100's first 128 games), not what a game costs. Later evaluations play as many (the
+ * history's `val/games`), so every evaluation of a run scores the same games.
  */
 export async function sizedEvaluation<T>(
 	play: (from: number, games: number) => Promise<T[]>,
