@@ -125,17 +125,29 @@ export interface ProbeReport {
 	ms: Record<string, number[]>;
 	/** Probes that did not answer 200. */
 	failures: string[];
+	/** Probes answered while `busy()` held (0 without it): a route that waits for decoding to drain answers none under steady load. */
+	answeredBusy: number;
 }
 
-/** Times GET `paths` in turn, one at a time every `everyMs`, until `until`. */
+export interface ProbeOptions {
+	everyMs?: number;
+	apiKey?: string;
+	/** Read when each answer arrives, e.g. "the server has requests in flight" (same process only). */
+	busy?: () => boolean;
+}
+
+/** Times GET `paths` in turn, one at a time every `everyMs` (50), until `until`. */
 export async function probeLatency(
 	url: string,
 	paths: readonly string[],
 	until: number,
-	everyMs = 50,
-	apiKey?: string
+	{ everyMs = 50, apiKey, busy }: ProbeOptions = {}
 ): Promise<ProbeReport> {
-	const report: ProbeReport = { ms: Object.fromEntries(paths.map((p) => [p, []])), failures: [] };
+	const report: ProbeReport = {
+		ms: Object.fromEntries(paths.map((p) => [p, []])),
+		failures: [],
+		answeredBusy: 0
+	};
 	const headers = apiKey ? { authorization: `Bearer ${apiKey}` } : undefined;
 	for (let i = 0; performance.now() < until; i++) {
 		const path = paths[i % paths.length];
@@ -143,6 +155,7 @@ export async function probeLatency(
 		const res = await fetch(`${url}${path}`, { headers });
 		await res.text();
 		report.ms[path].push(performance.now() - t0);
+		if (busy?.()) report.answeredBusy++;
 		if (res.status !== 200) report.failures.push(`${path} ${res.status}`);
 		await new Promise((r) => setTimeout(r, everyMs));
 	}

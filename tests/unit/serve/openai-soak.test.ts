@@ -1,8 +1,10 @@
 /**
  * A bounded soak of the HTTP server over the REAL engine: for SOAK_MS, 32 clients
  * (serve-load.ts) while a prober times GET /v1/models and /health. Afterwards nothing is
- * held, a request is answered, the heap is back near its start, and the probes' p99 is
- * under PROBE_P99_MS (a route waiting behind decoding fails CI).
+ * held, a request is answered, the heap is back near its start, and the probes are answered
+ * while requests are decoding (a route waiting behind decoding fails CI). Probe latency is
+ * printed, not asserted: SwiftShader compiles kernels on the event loop, so times here are
+ * noise (the GPU figures are in BENCHMARKS.md, from tools/bench/serve-soak.ts).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -23,11 +25,6 @@ const WARMUP_MS = 8000;
 const SOAK_MS = 6000;
 const CLIENTS = 32;
 const HEAP_SLACK_BYTES = 32 << 20;
-/**
- * 100 ms is the target on a GPU (BENCHMARKS.md); here SwiftShader decodes on CI's two cores
- * and a kernel variant first met under load still compiles on the event loop.
- */
-const PROBE_P99_MS = 2500;
 const USER = [{ role: 'user' as const, content: 'hello there' }];
 
 /** A full collection, through V8's gc exposed at run time (vitest runs without --expose-gc). */
@@ -99,7 +96,9 @@ describe('HTTP server soak', () => {
 		const until = performance.now() + SOAK_MS;
 		const [report, probes] = await Promise.all([
 			load(until),
-			probeLatency(http.url, ['/v1/models', '/health'], until)
+			probeLatency(http.url, ['/v1/models', '/health'], until, {
+				busy: () => service.admission!.load.requests > 0
+			})
 		]);
 		console.log('soak:', JSON.stringify(report.statuses));
 
@@ -115,8 +114,12 @@ describe('HTTP server soak', () => {
 			);
 			// (probes run one after another: a loaded CI machine gets fewer in, not none)
 			expect(ms.length).toBeGreaterThanOrEqual(5);
-			expect(p99, path).toBeLessThan(PROBE_P99_MS);
 		}
+		// Under 32 clients the server is never idle for long: probes that waited for decoding
+		// to drain would arrive when nothing is in flight, and most would not count here.
+		const answered = Object.values(probes.ms).reduce((n, ms) => n + ms.length, 0);
+		console.log(`soak probes answered mid-decode: ${probes.answeredBusy} of ${answered}`);
+		expect(probes.answeredBusy).toBeGreaterThanOrEqual(answered / 2);
 
 		// Nothing held once the dropped streams' decoding has stopped.
 		await expect
