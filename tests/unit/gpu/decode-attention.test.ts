@@ -28,7 +28,19 @@ describe('decode attention', () => {
 			{ B: 4, S: 400, Hq: 14, Hkv: 2, D: 64, positions: [399, 0, 127, 128] },
 			{ B: 2, S: 100, Hq: 8, Hkv: 8, D: 128, positions: [99, 42] },
 			{ B: 1, S: 70, Hq: 2, Hkv: 1, D: 256, positions: [69] },
-			{ B: 2, S: 66, Hq: 6, Hkv: 3, D: 80, positions: [65, 64], scale: 0.3 }
+			{ B: 2, S: 66, Hq: 6, Hkv: 3, D: 80, positions: [65, 64], scale: 0.3 },
+			// Indexed: rows of a suffix over cached prefixes, several per sequence, in any
+			// order, one sequence not queried; over several splits.
+			{
+				B: 3,
+				S: 140,
+				Hq: 4,
+				Hkv: 2,
+				D: 16,
+				positions: [70, 71, 72, 3, 139, 5],
+				sequences: [2, 2, 2, 0, 2, 0],
+				splits: 2
+			}
 		]),
 		gpu
 	);

@@ -1,8 +1,10 @@
 /**
  * @file Decode attention (decode-attention.wgsl.ts): one query per sequence against its own
  * KV cache. q, out [B, Hq, D] (or [B, 1, Hq, D]); k, v caches [B, S, Hkv, D]; positions u32
- * [B]: sequence b attends keys 0..positions[b] (capped at S). Two dispatches (split,
- * combine) with the partial states in the recorder's scratch.
+ * [B]: sequence b attends keys 0..positions[b] (capped at S). With `sequences` (u32 [R]),
+ * q has R rows of any sequences (several of one: a suffix over a cached prefix) and row r
+ * reads cache row sequences[r]. Two dispatches (split, combine) with the partial states in
+ * the recorder's scratch.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
@@ -22,8 +24,10 @@ export interface DecodeAttentionArgs {
 	/** The caches [B, S, Hkv, D], f32. */
 	k: Tensor;
 	v: Tensor;
-	/** u32 [B]: each query's position; keys 0..positions[b] are attended. */
+	/** u32 [B] (or [R]): each query's position; keys 0..positions[b] are attended. */
 	positions: Tensor;
+	/** u32 [R]: the cache row (< B) each of q's R rows reads; absent: row b reads row b. */
+	sequences?: Tensor;
 	/** Written: q's shape. */
 	out: Tensor;
 	/** Multiplies q . k; default 1 / sqrt(D). */
@@ -57,17 +61,17 @@ export function decodeSplitPlan(
 }
 
 const splitKernels = new Map<string, KernelSource>();
-function splitKernel(D: number, G: number): KernelSource {
-	const name = `decode-attention.split.d${D}.g${G}`;
+function splitKernel(D: number, G: number, indexed: boolean): KernelSource {
+	const name = `decode-attention.split.d${D}.g${G}${indexed ? '.indexed' : ''}`;
 	let k = splitKernels.get(name);
-	if (!k) splitKernels.set(name, (k = { name, code: decodeSplitWgsl(D, G) }));
+	if (!k) splitKernels.set(name, (k = { name, code: decodeSplitWgsl(D, G, indexed) }));
 	return k;
 }
 const COMBINE: KernelSource = { name: 'decode-attention.combine', code: DECODE_COMBINE };
 
 /** out = softmax(scale q k^T over keys 0..positions[b]) v, per sequence and head. */
 export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void {
-	const { q, k, v, positions, out } = args;
+	const { q, k, v, positions, out, sequences } = args;
 	const what = 'decode attention';
 	assertShape(
 		k.shape.length === 4 &&
@@ -79,9 +83,16 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 			`${what}: k and v caches must be f32 [B, S, Hkv, D] of one shape; got k ${k.dtype} ` +
 			`[${k.shape}], v ${v.dtype} [${v.shape}]`
 	);
-	const [B, S, Hkv, D] = k.shape;
+	const [Bc, S, Hkv, D] = k.shape;
 	const qs = q.shape;
 	const Hq = qs[qs.length - 2];
+	// query rows: one per cache row, or any number with their cache rows named
+	const B = sequences ? qs[0] : Bc;
+	if (sequences)
+		assertShape(
+			sequences.dtype === 'u32' && sequences.size === B,
+			() => `${what}: sequences must be u32 [${B}]; got ${sequences.dtype} [${sequences.shape}]`
+		);
 	assertShape(
 		q.dtype === 'f32' &&
 			(qs.length === 3 || (qs.length === 4 && qs[1] === 1)) &&
@@ -107,7 +118,7 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 			`${what}: head size ${D} with ${G} query heads per kv head does not fit one ` +
 				`workgroup (D <= ${DECODE_MAX_HEAD_DIM} and 4 G (D + ${DECODE_WG}) <= 16384 bytes)`
 		);
-	if (B * S * Hkv * D >= 2 ** 32)
+	if (Bc * S * Hkv * D >= 2 ** 32)
 		throw new OverLimitError(`${what}: a [${k.shape}] cache exceeds a u32 index`);
 	const scale = args.scale ?? 1 / Math.sqrt(D);
 	if (!Number.isFinite(scale)) throw new RangeError(`${what}: scale must be finite, got ${scale}`);
@@ -119,8 +130,8 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 	const partO = rec.scratch(rows * splits * D * 4);
 	const partMl = rec.scratch(rows * splits * 8);
 	rec.dispatch(
-		splitKernel(D, G),
-		[q, k, v, positions, partO, partMl],
+		splitKernel(D, G, sequences !== undefined),
+		sequences ? [q, k, v, positions, partO, partMl, sequences] : [q, k, v, positions, partO, partMl],
 		B * Hkv * splits,
 		new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale)
 	);

@@ -4,7 +4,9 @@
  * split pass (per b, kv head, split) scores the G query heads of a kv head together, folds
  * an online softmax and writes (m, l, acc); the combine pass merges them. Query b sees keys
  * 0..positions[b]; an empty split writes m = NEG_BIG, l = 0. q, out [B, Hq, D]; k, v
- * [B, S, Hkv, D]. Private arrays are set before use (SwiftShader kept one across a loop).
+ * [B, S, Hkv, D]. Indexed variant: query row b reads cache row sequences[b] (several query
+ * rows of one sequence: a prompt's suffix extending a cached prefix), q [R, Hq, D].
+ * Private arrays are set before use (SwiftShader kept one across a loop).
  */
 import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
@@ -30,18 +32,24 @@ const WG: u32 = ${DECODE_WG}u;
 const NEG_BIG: f32 = -1e30;
 ${LINEAR_WORKGROUP_WGSL}`;
 
-/** The split pass for head size D and G query heads per kv head. */
-export function decodeSplitWgsl(D: number, G: number): string {
+/** The split pass for head size D and G query heads per kv head; `indexed`: each query row
+ * names its cache row (binding 6), else query row b reads cache row b. */
+export function decodeSplitWgsl(D: number, G: number, indexed = false): string {
 	const cpi = Math.ceil(D / DECODE_WG);
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> q: array<f32>;                 // [B, Hq, D]
-@group(0) @binding(1) var<storage, read> k: array<f32>;                 // [B, S, Hkv, D]
-@group(0) @binding(2) var<storage, read> v: array<f32>;                 // [B, S, Hkv, D]
+@group(0) @binding(1) var<storage, read> k: array<f32>;                 // [Bc, S, Hkv, D]
+@group(0) @binding(2) var<storage, read> v: array<f32>;                 // [Bc, S, Hkv, D]
 @group(0) @binding(3) var<storage, read> positions: array<u32>;         // [B]
 @group(0) @binding(4) var<storage, read_write> part_o: array<f32>;      // [B, Hq, splits, D]
 @group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>; // [B, Hq, splits]
 struct Params { B: u32, S: u32, Hkv: u32, splits: u32, split_keys: u32, scale: f32 }
-@group(0) @binding(6) var<uniform> p: Params;
+${
+	indexed
+		? `@group(0) @binding(6) var<storage, read> sequences: array<u32>;  // [B]: cache rows
+@group(0) @binding(7) var<uniform> p: Params;`
+		: '@group(0) @binding(6) var<uniform> p: Params;'
+}
 ${COMMON}
 const D: u32 = ${D}u;
 const G: u32 = ${G}u;     // query heads per kv head
@@ -57,6 +65,7 @@ ${WORKGROUP_MAIN_WGSL}
   let split = wg % p.splits;
   let g = (wg / p.splits) % p.Hkv;
   let b = wg / (p.splits * p.Hkv);
+  let cb = ${indexed ? 'sequences[b]' : 'b'}; // the cache row b reads
   let Hq = p.Hkv * G;
   let q0 = (b * Hq + g * G) * D; // the G heads of kv head g are contiguous in q
   for (var i = lid; i < G * D; i += WG) { qs[i] = q[q0 + i] * p.scale; }
@@ -77,7 +86,7 @@ ${WORKGROUP_MAIN_WGSL}
     var s: array<f32, G>;
     for (var h = 0u; h < G; h++) { s[h] = 0.0; } // zeroed by hand: see the file's "Versions"
     if (j < k1) {
-      let kb = ((b * p.S + j) * p.Hkv + g) * D;
+      let kb = ((cb * p.S + j) * p.Hkv + g) * D;
       for (var d = 0u; d < D; d++) {
         let kd = k[kb + d];
         for (var h = 0u; h < G; h++) { s[h] += qs[h * D + d] * kd; }
@@ -104,7 +113,7 @@ ${WORKGROUP_MAIN_WGSL}
       for (var c = 0u; c < CPI; c++) { acc[h * CPI + c] *= corr[h]; }
     }
     for (var i = 0u; i < cnt; i++) {
-      let vb = ((b * p.S + t0 + i) * p.Hkv + g) * D;
+      let vb = ((cb * p.S + t0 + i) * p.Hkv + g) * D;
       for (var c = 0u; c < CPI; c++) {
         let col = lid + c * WG;
         if (col < D) {

@@ -2,7 +2,8 @@
  * @file CPU reference for decode attention, written for clarity, in f64: sequence b's
  * single query (one per head) against keys 0..min(positions[b], S - 1) of its own cache,
  * with a plain softmax over the whole row. Query head h reads kv head floor(h / (Hq / Hkv)).
- * Layouts: q, out [B, Hq, D]; k, v [B, S, Hkv, D].
+ * Layouts: q, out [B, Hq, D]; k, v [B, S, Hkv, D]. With `sequences` [R], q and out have R
+ * rows and row r reads cache row sequences[r] at positions[r].
  */
 
 export interface DecodeAttentionDims {
@@ -19,16 +20,19 @@ export function decodeAttentionRef(
 	v: ArrayLike<number>,
 	positions: ArrayLike<number>,
 	{ B, S, Hq, Hkv, D }: DecodeAttentionDims,
-	scale = 1 / Math.sqrt(D)
+	scale = 1 / Math.sqrt(D),
+	sequences?: ArrayLike<number>
 ): Float64Array {
-	const out = new Float64Array(B * Hq * D);
+	const R = sequences ? sequences.length : B;
+	const out = new Float64Array(R * Hq * D);
 	const group = Hq / Hkv;
-	for (let b = 0; b < B; b++) {
+	for (let b = 0; b < R; b++) {
+		const cb = sequences ? sequences[b] : b;
 		const n = Math.min(positions[b] + 1, S);
 		for (let h = 0; h < Hq; h++) {
 			const g = Math.floor(h / group);
 			const qi = (b * Hq + h) * D;
-			const kAt = (j: number) => ((b * S + j) * Hkv + g) * D;
+			const kAt = (j: number) => ((cb * S + j) * Hkv + g) * D;
 			const scores = new Float64Array(n);
 			let max = -Infinity;
 			for (let j = 0; j < n; j++) {

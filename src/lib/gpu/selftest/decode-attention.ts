@@ -16,8 +16,10 @@ import type { Comparison, KernelCase } from './types';
 const TOL = { atol: 2e-5, rtol: 1e-4 };
 
 export interface DecodeAttentionCaseSpec extends DecodeAttentionDims {
-	/** Each sequence's query position (keys 0..position); >= S is capped at S - 1. */
+	/** Each query's position (keys 0..position); >= S is capped at S - 1. */
 	positions: number[];
+	/** Each query's cache row (the indexed variant; as many as positions); absent: row b. */
+	sequences?: number[];
 	/** Key splits (default: the wrapper's choice). */
 	splits?: number;
 	scale?: number;
@@ -28,6 +30,7 @@ export function decodeAttentionCases(specs: DecodeAttentionCaseSpec[]): KernelCa
 		family: 'decode-attention',
 		name:
 			`B=${s.B} S=${s.S} Hq=${s.Hq} Hkv=${s.Hkv} D=${s.D} positions=[${s.positions}]` +
+			(s.sequences ? ` sequences=[${s.sequences}]` : '') +
 			(s.splits ? ` splits=${s.splits}` : '') +
 			(s.scale !== undefined ? ` scale=${s.scale}` : ''),
 		run: (gpu: Gpu) => runCase(gpu, s)
@@ -36,27 +39,38 @@ export function decodeAttentionCases(specs: DecodeAttentionCaseSpec[]): KernelCa
 
 async function runCase(gpu: Gpu, s: DecodeAttentionCaseSpec): Promise<Comparison[]> {
 	const { B, S, Hq, Hkv, D } = s;
+	const R = s.sequences?.length ?? B;
 	const rng = new Rng(B * 1009 + S * 101 + Hq * 13 + Hkv * 7 + D);
 	// The whole cache is random: slots past a position must be masked, not zero.
-	const qh = rng.normals(B * Hq * D);
+	const qh = rng.normals(R * Hq * D);
 	const kh = rng.normals(B * S * Hkv * D);
 	const vh = rng.normals(B * S * Hkv * D);
 	const owned: Tensor[] = [];
 	const keep = <T extends Tensor>(t: T) => (owned.push(t), t);
 	try {
-		const q = keep(uploadTensor(gpu, qh, [B, Hq, D], 'f32'));
+		const q = keep(uploadTensor(gpu, qh, [R, Hq, D], 'f32'));
 		const k = keep(uploadTensor(gpu, kh, [B, S, Hkv, D], 'f32'));
 		const v = keep(uploadTensor(gpu, vh, [B, S, Hkv, D], 'f32'));
-		const positions = keep(uploadTensor(gpu, s.positions, [B], 'u32'));
-		const out = keep(createTensor(gpu, [B, Hq, D], 'f32'));
+		const positions = keep(uploadTensor(gpu, s.positions, [R], 'u32'));
+		const sequences = s.sequences && keep(uploadTensor(gpu, s.sequences, [R], 'u32'));
+		const out = keep(createTensor(gpu, [R, Hq, D], 'f32'));
 		await run(gpu, (rec) =>
-			decodeAttention(rec, { q, k, v, positions, out, splits: s.splits, scale: s.scale })
+			decodeAttention(rec, {
+				q,
+				k,
+				v,
+				positions,
+				sequences,
+				out,
+				splits: s.splits,
+				scale: s.scale
+			})
 		);
 		return [
 			{
 				label: 'out',
 				actual: await readTensor(out),
-				expected: decodeAttentionRef(qh, kh, vh, s.positions, s, s.scale),
+				expected: decodeAttentionRef(qh, kh, vh, s.positions, s, s.scale, s.sequences),
 				...TOL
 			}
 		];
