@@ -107,6 +107,7 @@ export class LoraOptimizer {
 				step: t
 			})
 		);
+		this.lora.changed();
 		const s = await readGradNormStats(this.#stats);
 		if (!s.skipped) {
 			this.#updates = t;

@@ -4,7 +4,9 @@
  * (decode-session.ts), sampled on the GPU. The host stays one step ahead (step s + 1 is
  * submitted before step s's ids are read), except under constraints, whose masks need the
  * last token. Memory is checked before allocating; a session is kept for the next similar
- * call until release().
+ * call until release(). Finished sequences' keys and values are kept (prefix-store.ts, while
+ * the adapter does not change), so a prompt that extends one prefills only its new tokens
+ * (extend.ts).
  */
 import { ShapeMismatchError } from '../../gpu/errors';
 import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';
@@ -27,6 +29,11 @@ import {
 	type StepToken
 } from './options';
 import { prefill, prefillGroups, prefillTokenLimit } from './prefill';
+import { extendPrefill, type ExtendItem } from './extend';
+import { copyCacheRows, PREFIX_BLOCK, PrefixStore, type PrefixHit } from './prefix-store';
+import { kvCacheBufferBytes } from '../transformer/kv-cache';
+import type { LoraParameters } from '../transformer/lora';
+import type { RowSpan } from '../../gpu/kernels/copy';
 import { sequenceSeed } from './seed';
 
 /**
@@ -41,6 +48,8 @@ export interface GeneratorStats {
 	sequences: number;
 	/** Prompt tokens prefilled, and ms in the prefill. */
 	promptTokens: number;
+	/** Prompt tokens whose keys and values came from the prefix store instead. */
+	reusedTokens: number;
 	prefillMs: number;
 	/** Decode steps (one token for every live sequence), and ms in the decode loops. */
 	decodeSteps: number;
@@ -56,6 +65,7 @@ export class Generator {
 		batches: 0,
 		sequences: 0,
 		promptTokens: 0,
+		reusedTokens: 0,
 		prefillMs: 0,
 		decodeSteps: 0,
 		decodeMs: 0,
@@ -69,6 +79,10 @@ export class Generator {
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	readonly #prefillTokens: number;
 	#session: DecodeSession | undefined;
+	readonly #prefixCache: boolean;
+	#store: PrefixStore | undefined;
+	/** The adapter (and its version) the store's keys and values were computed with. */
+	#storeWeights: { lora: LoraParameters | undefined; version: number } | undefined;
 	/** Calls run one at a time, in order. */
 	#queue: Promise<unknown> = Promise.resolve();
 	#released = false;
@@ -92,6 +106,7 @@ export class Generator {
 				`prefillTokens must be a positive integer, got ${prefillTokens}`
 			);
 		this.#prefillTokens = prefillTokens;
+		this.#prefixCache = options.prefixCache ?? true;
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
@@ -115,11 +130,19 @@ export class Generator {
 		return run;
 	}
 
+	/** The prefix store's shape and entries in use (undefined when none is kept). */
+	get prefixStore(): { entries: number; slots: number; used: number } | undefined {
+		const s = this.#store;
+		return s && { entries: s.E, slots: s.S, used: s.size };
+	}
+
 	/** Frees the KV cache and the step's buffers (the model stays the caller's). */
 	release(): void {
 		this.#released = true;
 		this.#session?.release();
 		this.#session = undefined;
+		this.#store?.release();
+		this.#store = undefined;
 		this.#pool.trim();
 	}
 
@@ -153,19 +176,85 @@ export class Generator {
 		const out: GeneratedSequence[] = [];
 		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
 		this.stats.calls++;
+		const store = this.#prefixCache
+			? await this.#storeFor(prompts, o.maxTokens, maxBatch)
+			: undefined;
 		for (let start = 0; start < prompts.length; start += maxBatch) {
 			options.signal?.throwIfAborted();
 			const batch = prompts.slice(start, start + maxBatch);
-			out.push(...(await this.#generateBatch(batch, start, o, options)));
+			out.push(...(await this.#generateBatch(batch, start, o, options, store)));
 		}
 		return out;
+	}
+
+	/**
+	 * The prefix store for a call of these prompts, made or grown (entries moved over) to
+	 * hold all of them at their longest; cleared when the adapter changed since it was
+	 * filled. undefined (and none kept) when the store beside the call's largest batch
+	 * would not fit the memory budget or the device's buffers.
+	 */
+	async #storeFor(
+		prompts: readonly (readonly number[])[],
+		maxTokens: number,
+		maxBatch: number
+	): Promise<PrefixStore | undefined> {
+		const model = this.#model;
+		const weights = { lora: model.lora, version: model.lora?.version ?? 0 };
+		const was = this.#storeWeights;
+		if (was && (was.lora !== weights.lora || was.version !== weights.version))
+			this.#store?.clear();
+		this.#storeWeights = weights;
+		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
+		const lengths = prompts.map((p) => p.length);
+		const longest = Math.max(...lengths);
+		const S = Math.min(round(this.#context), round(longest + maxTokens));
+		const old = this.#store;
+		if (old && old.E >= prompts.length && old.S >= S) return old;
+		// grow slots by half at least: a game's turns lengthen its prompts a little each time
+		const E = Math.max(prompts.length, old?.E ?? 0);
+		const slots = Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))));
+		const B = Math.min(maxBatch, prompts.length);
+		const estimate = this.#estimate(B, S, [...lengths].sort((a, b) => b - a).slice(0, B));
+		const config = model.config;
+		const bytes = kvCacheBufferBytes(config, E, slots);
+		const kept = 2 * config.numLayers * bytes + (old?.bytes ?? 0);
+		const withStore: MemoryEstimate = {
+			lines: [
+				...estimate.lines,
+				{ what: `prefix store [${E}, ${slots}]`, bytes: kept, largestBuffer: bytes }
+			],
+			totalBytes: estimate.totalBytes + kept
+		};
+		let store: PrefixStore | undefined;
+		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
+			try {
+				store = new PrefixStore(model.gpu, config, E, slots);
+			} catch {
+				store = undefined; // out of memory now: run this call without one
+			}
+		}
+		if (store && old) await this.#moveEntries(old, store);
+		old?.release();
+		this.#store = store;
+		return store;
+	}
+
+	/** Copies every entry of `from` into the same entry of the bigger `to`. */
+	async #moveEntries(from: PrefixStore, to: PrefixStore): Promise<void> {
+		const spans: RowSpan[] = [];
+		for (const { entry, tokens } of from.entries()) {
+			to.record(entry, tokens);
+			spans.push({ src: entry * from.S, dst: entry * to.S, rows: tokens.length });
+		}
+		await copyCacheRows(this.#model.gpu, this.#pool, from.cache, to.cache, spans);
 	}
 
 	async #generateBatch(
 		prompts: readonly (readonly number[])[],
 		base: number,
 		o: ResolvedOptions,
-		options: GenerateOptions
+		options: GenerateOptions,
+		store: PrefixStore | undefined
 	): Promise<GeneratedSequence[]> {
 		const B = prompts.length;
 		const lengths = prompts.map((p) => p.length);
@@ -193,13 +282,13 @@ export class Generator {
 		const stats = this.stats;
 		stats.batches++;
 		stats.sequences += B;
-		stats.promptTokens += lengths.reduce((a, n) => a + n, 0);
 		const prefillStart = performance.now();
-		await prefill(this.#model, this.#pool, this.#prefillTokens, session, prompts, options.signal);
+		const hits = await this.#prefill(session, prompts, store, options.signal);
 		const decodeStart = performance.now();
 		stats.prefillMs += decodeStart - prefillStart;
+		let done: GeneratedSequence[];
 		try {
-			return await this.#decode(session, prompts, base, o, options, {
+			done = await this.#decode(session, prompts, base, o, options, {
 				results,
 				budget,
 				active,
@@ -209,6 +298,77 @@ export class Generator {
 		} finally {
 			stats.decodeMs += performance.now() - decodeStart;
 		}
+		if (store) await this.#keep(store, session, done, hits);
+		return done;
+	}
+
+	/**
+	 * Fills the session's cache and x for the prompts: each prompt that extends a stored
+	 * sequence by at least one token gets its stored rows copied in and prefills only the
+	 * rest (extend.ts), the others a whole prefill. Returns each prompt's store hit.
+	 */
+	async #prefill(
+		session: DecodeSession,
+		prompts: readonly (readonly number[])[],
+		store: PrefixStore | undefined,
+		signal: AbortSignal | undefined
+	): Promise<(PrefixHit | undefined)[]> {
+		const hits = prompts.map((p) => store?.find(p, p.length - 1));
+		const whole: number[] = [];
+		const items: ExtendItem[] = [];
+		const restore: RowSpan[] = [];
+		hits.forEach((hit, b) => {
+			if (!hit) return whole.push(b);
+			restore.push({ src: hit.entry * store!.S, dst: b * session.S, rows: hit.length });
+			items.push({ row: b, start: hit.length, tokens: prompts[b].slice(hit.length) });
+		});
+		const model = this.#model;
+		const stats = this.stats;
+		if (store) await copyCacheRows(model.gpu, this.#pool, store.cache, session.cache, restore);
+		if (whole.length) {
+			const wholePrompts = whole.map((b) => prompts[b]);
+			await prefill(model, this.#pool, this.#prefillTokens, session, wholePrompts, signal, whole);
+			stats.promptTokens += wholePrompts.reduce((a, p) => a + p.length, 0);
+		}
+		if (items.length) {
+			await extendPrefill(
+				model,
+				this.#pool,
+				session,
+				items,
+				this.#prefillTokens,
+				this.#decodeMatmul,
+				signal
+			);
+			stats.promptTokens += items.reduce((a, it) => a + it.tokens.length, 0);
+			stats.reusedTokens += items.reduce((a, it) => a + it.start, 0);
+		}
+		return hits;
+	}
+
+	/**
+	 * Stores each finished sequence (its prompt and every new token but the last, which was
+	 * never fed back) in the entry its prompt came from, else the least recently used one.
+	 */
+	async #keep(
+		store: PrefixStore,
+		session: DecodeSession,
+		results: readonly GeneratedSequence[],
+		hits: readonly (PrefixHit | undefined)[]
+	): Promise<void> {
+		const taken = new Set<number>();
+		const spans: RowSpan[] = [];
+		results.forEach((r, b) => {
+			const tokens = [...r.promptIds, ...r.ids.slice(0, -1)];
+			if (tokens.length < PREFIX_BLOCK) return;
+			const entry = store.claim(taken, hits[b]?.entry);
+			if (entry === undefined) return;
+			taken.add(entry);
+			store.record(entry, tokens);
+			const rows = Math.min(tokens.length, store.S);
+			spans.push({ src: b * session.S, dst: entry * store.S, rows });
+		});
+		await copyCacheRows(this.#model.gpu, this.#pool, session.cache, store.cache, spans);
 	}
 
 	/** The decode loop of one batch after its prefill: a token per live sequence a step. */

@@ -99,6 +99,10 @@ export interface GeneratorOptions {
 	/** Padded tokens per prefill group at most (default: prefillTokenLimit's for the model);
 	 * benchmarks compare. */
 	prefillTokens?: number;
+	/** Keep finished sequences' keys and values (prefix-store.ts) so a prompt that begins
+	 * with one prefills only the rest: a game's next turn, a chat's next message. Default
+	 * true; off where memory is short (it is skipped when it would not fit anyway). */
+	prefixCache?: boolean;
 }
 
 /** A call's options, checked and with their defaults. */

@@ -3,7 +3,8 @@
  * group's activations stay about the same bytes whatever the model's width), each group a
  * right-padded batch through layer.ts's layerForward (the training forward). Each prompt's
  * post-RoPE k and v go to its cache slots 0..len-1, its last real row to its row of the
- * decode batch's hidden state x [B, C], which the first sample reads.
+ * decode batch's hidden state x [B, C], which the first sample reads. Prompt i goes to
+ * session row rows[i] (default i).
  */
 import { Recorder } from '../../gpu/kernel';
 import { copyRowSpans, uploadRowSpans } from '../../gpu/kernels/copy';
@@ -55,7 +56,8 @@ export async function prefill(
 	groupTokens: number,
 	session: DecodeSession,
 	prompts: readonly (readonly number[])[],
-	signal: AbortSignal | undefined
+	signal: AbortSignal | undefined,
+	rows: readonly number[] = prompts.map((_, i) => i)
 ): Promise<void> {
 	const { gpu, config, weights } = model;
 	const C = config.hiddenSize;
@@ -108,13 +110,13 @@ export async function prefill(
 			// slots 0..n-1, its last hidden state to its row of the decode batch.
 			const kvSpans = uploadRowSpans(
 				gpu,
-				Array.from(lens, (n, i) => ({ src: i * g.T, dst: (g.start + i) * session.S, rows: n })),
+				Array.from(lens, (n, i) => ({ src: i * g.T, dst: rows[g.start + i] * session.S, rows: n })),
 				g.count * g.T,
 				session.B * session.S
 			);
 			const lastSpans = uploadRowSpans(
 				gpu,
-				Array.from(lens, (n, i) => ({ src: i * g.T + n - 1, dst: g.start + i, rows: 1 })),
+				Array.from(lens, (n, i) => ({ src: i * g.T + n - 1, dst: rows[g.start + i], rows: 1 })),
 				g.count * g.T,
 				session.B
 			);

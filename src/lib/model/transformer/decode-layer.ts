@@ -4,8 +4,11 @@
  * 0..positions[b]; layer.ts's math otherwise, nothing kept for a backward. Matmuls per
  * session: 'fused' (default, B <= 32: skinny kernels with q/k/v, gate/up + SwiGLU, LoRA's
  * A and the RMSNorms fused; 6 to 8 dispatches), 'skinny' (one per projection), 'tiled'.
+ * With `extend`, the B rows are prompt suffixes over cached prefixes (generate/extend.ts):
+ * several rows of a sequence, each written to its cache slot and attending 0..its position.
  */
 import { addBias } from '../../gpu/kernels/add';
+import { copyRowSpans, type RowSpans } from '../../gpu/kernels/copy';
 import { decodeAttention } from '../../gpu/kernels/decode-attention';
 import { kvCacheAppend } from '../../gpu/kernels/kv-cache';
 import { loraForward } from '../../gpu/kernels/lora';
@@ -35,6 +38,9 @@ export interface DecodeContext {
 	lora?: LoraParameters;
 	/** Which matmul kernels; default DEFAULT_DECODE_MATMUL. */
 	matmul?: DecodeMatmulOptions;
+	/** Rows that are not one per sequence: `sequences` u32 [B] names each row's cache row,
+	 * `kvSpans` moves the rows' k, v [B, Hkv * D] to their slots (cache rows [Bc * S]). */
+	extend?: { sequences: Tensor; kvSpans: RowSpans };
 }
 
 /** How a decode step does its weight products (benchmarks compare these). */
@@ -256,9 +262,22 @@ export function decodeLayerForward(
 	};
 	ropeForward(rec, { x: q, ...rope });
 	ropeForward(rec, { x: k, ...rope });
-	kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
+	const extend = ctx.extend;
+	if (extend) {
+		const width = Hkv * D;
+		copyRowSpans(rec, { src: acts.k, dst: cache.k, width, spans: extend.kvSpans });
+		copyRowSpans(rec, { src: acts.v, dst: cache.v, width, spans: extend.kvSpans });
+	} else
+		kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
 	const att = acts.att.view([B, 1, Hq, D]);
-	decodeAttention(rec, { q, k: cache.k, v: cache.v, positions: ctx.positions, out: att });
+	decodeAttention(rec, {
+		q,
+		k: cache.k,
+		v: cache.v,
+		positions: ctx.positions,
+		sequences: extend?.sequences,
+		out: att
+	});
 	project(acts.att, [{ name: 'o_proj', y: x }], true);
 	const gateUp: Projection[] = [
 		{ name: 'gate_proj', y: acts.gate },

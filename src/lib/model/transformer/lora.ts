@@ -109,6 +109,7 @@ export class LoraParameters {
 	readonly scale: number;
 	readonly #byKey = new Map<string, LoraModule>();
 	#released = false;
+	#version = 0;
 
 	private constructor(
 		readonly gpu: Gpu,
@@ -257,8 +258,20 @@ export class LoraParameters {
 		for (const [t, data] of targets) writeTensor(t, data);
 	}
 
+	/** Counts writes of A or B (write(), an optimizer update): what was computed with the
+	 * adapter (a generator's kept keys and values) is stale once it moves. */
+	get version(): number {
+		return this.#version;
+	}
+
+	/** Records that A or B changed on the GPU (an optimizer update). */
+	changed(): void {
+		this.#version++;
+	}
+
 	/** Overwrites A and/or B of the modules named in `values` (PEFT names); checks sizes. */
 	write(values: ReadonlyMap<string, ArrayLike<number>>): void {
+		this.#version++;
 		const targets: [Tensor<'f32'>, ArrayLike<number>][] = [];
 		for (const [name, data] of values) {
 			const m = this.modules.find(

@@ -1,0 +1,143 @@
+/**
+ * @file Prefill of prompt suffixes over prefixes already in the cache (prefix-store.ts put
+ * them there): sequence `row`'s tokens from position `start` on, in chunks of at most
+ * `rowLimit` rows, each chunk all its rows flattened [R, C] through decode-layer.ts with
+ * `extend` (row r at its own position, its k, v to its cache slot, attending slots
+ * 0..position). A suffix split over chunks is fine: a chunk's rows are in the cache before
+ * the next chunk reads them. Each suffix's last hidden state goes to its row of x [B, C].
+ */
+import { Recorder } from '../../gpu/kernel';
+import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
+import { embeddingForward } from '../../gpu/kernels/embedding';
+import type { BufferPool } from '../../gpu/pool';
+import { createTensor, type Tensor, uploadTensor } from '../../gpu/tensor';
+import {
+	decodeActSpecs,
+	decodeLayerForward,
+	type DecodeActs,
+	type DecodeMatmulOptions
+} from '../transformer/decode-layer';
+import type { TransformerModel } from '../transformer/transformer';
+import type { DecodeSession } from './decode-session';
+
+/** Sequence `row` of the session: `tokens` go to positions start, start + 1, ... */
+export interface ExtendItem {
+	row: number;
+	start: number;
+	tokens: readonly number[];
+}
+
+interface Piece extends ExtendItem {
+	/** The item's last piece: its last row is the sequence's next hidden state. */
+	last: boolean;
+}
+
+/** Items cut into chunks of at most `rowLimit` rows, in order (an item may span chunks). */
+export function extendChunks(items: readonly ExtendItem[], rowLimit: number): Piece[][] {
+	const chunks: Piece[][] = [];
+	let chunk: Piece[] = [];
+	let rows = 0;
+	for (const item of items) {
+		for (let at = 0; at < item.tokens.length; ) {
+			if (rows === rowLimit) {
+				chunks.push(chunk);
+				chunk = [];
+				rows = 0;
+			}
+			const n = Math.min(rowLimit - rows, item.tokens.length - at);
+			chunk.push({
+				row: item.row,
+				start: item.start + at,
+				tokens: item.tokens.slice(at, at + n),
+				last: at + n === item.tokens.length
+			});
+			rows += n;
+			at += n;
+		}
+	}
+	if (chunk.length) chunks.push(chunk);
+	return chunks;
+}
+
+/** Runs the suffixes through the layers into the session's cache and x; an abort stops it
+ * between layers. */
+export async function extendPrefill(
+	model: TransformerModel,
+	pool: BufferPool,
+	session: DecodeSession,
+	items: readonly ExtendItem[],
+	rowLimit: number,
+	matmul: DecodeMatmulOptions | undefined,
+	signal: AbortSignal | undefined
+): Promise<void> {
+	const { gpu, config, weights } = model;
+	const C = config.hiddenSize;
+	const { S } = session;
+	for (const pieces of extendChunks(items, rowLimit)) {
+		const owned: Tensor[] = [];
+		const keep = <T extends Tensor>(t: T) => (owned.push(t), t);
+		try {
+			const R = pieces.reduce((n, p) => n + p.tokens.length, 0);
+			const ids = new Uint32Array(R);
+			const positions = new Uint32Array(R);
+			const sequences = new Uint32Array(R);
+			const kv: RowSpan[] = [];
+			const last: RowSpan[] = [];
+			let r = 0;
+			for (const p of pieces) {
+				const n = p.tokens.length;
+				ids.set(p.tokens, r);
+				for (let i = 0; i < n; i++) positions[r + i] = p.start + i;
+				sequences.fill(p.row, r, r + n);
+				kv.push({ src: r, dst: p.row * S + p.start, rows: n });
+				if (p.last) last.push({ src: r + n - 1, dst: p.row, rows: 1 });
+				r += n;
+			}
+			const kvSpans = uploadRowSpans(gpu, kv, R, session.B * S);
+			const lastSpans = uploadRowSpans(gpu, last, R, session.B);
+			owned.push(kvSpans.tensor, lastSpans.tensor);
+			const x = keep(createTensor(gpu, [R, C], 'f32'));
+			const acts = {} as Record<string, Tensor | undefined>;
+			for (const [k, spec] of Object.entries(decodeActSpecs(config, R, model.lora?.config.rank)))
+				acts[k] = spec ? keep(createTensor(gpu, spec.shape, spec.dtype)) : undefined;
+			const ctx = {
+				config,
+				B: R,
+				positions: keep(uploadTensor(gpu, positions, [R], 'u32')),
+				invFreq: model.invFreq,
+				attentionScaling: model.attentionScaling,
+				lora: model.lora,
+				matmul,
+				extend: { sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')), kvSpans }
+			};
+			const pending: Promise<void>[] = [];
+			let rec = new Recorder(gpu, pool);
+			embeddingForward(rec, {
+				ids: keep(uploadTensor(gpu, ids, [R], 'u32')),
+				weight: weights.embed,
+				out: x
+			});
+			const { cache } = session;
+			for (let l = 0; l < config.numLayers; l++) {
+				decodeLayerForward(rec, ctx, l, weights.layers[l], x, acts as DecodeActs, {
+					k: cache.k[l],
+					v: cache.v[l]
+				});
+				// One command buffer per layer, at most two in flight (as prefill.ts).
+				pending.push(rec.submit());
+				rec = new Recorder(gpu, pool);
+				while (pending.length > 1) await pending.shift();
+				if (signal?.aborted) {
+					await Promise.all(pending);
+					signal.throwIfAborted();
+				}
+			}
+			if (last.length) copyRowSpans(rec, { src: x, dst: session.x, width: C, spans: lastSpans });
+			pending.push(rec.submit());
+			await Promise.all(pending);
+		} finally {
+			for (const t of owned) t.release();
+		}
+	}
+	pool.trim();
+}
