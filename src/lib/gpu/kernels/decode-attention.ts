@@ -131,7 +131,9 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 	const partMl = rec.scratch(rows * splits * 8);
 	rec.dispatch(
 		splitKernel(D, G, sequences !== undefined),
-		sequences ? [q, k, v, positions, partO, partMl, sequences] : [q, k, v, positions, partO, partMl],
+		sequences
+			? [q, k, v, positions, partO, partMl, sequences]
+			: [q, k, v, positions, partO, partMl],
 		B * Hkv * splits,
 		new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale)
 	);

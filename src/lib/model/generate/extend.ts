@@ -38,7 +38,7 @@ export function extendChunks(items: readonly ExtendItem[], rowLimit: number): Pi
 	let chunk: Piece[] = [];
 	let rows = 0;
 	for (const item of items) {
-		for (let at = 0; at < item.tokens.length; ) {
+		for (let at = 0; at < item.tokens.length;) {
 			if (rows === rowLimit) {
 				chunks.push(chunk);
 				chunk = [];

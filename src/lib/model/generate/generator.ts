@@ -176,9 +176,7 @@ export class Generator {
 		const out: GeneratedSequence[] = [];
 		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
 		this.stats.calls++;
-		const store = this.#prefixCache
-			? await this.#storeFor(prompts, o.maxTokens, maxBatch)
-			: undefined;
+		const store = this.#prefixCache ? this.#storeFor(prompts, o.maxTokens, maxBatch) : undefined;
 		for (let start = 0; start < prompts.length; start += maxBatch) {
 			options.signal?.throwIfAborted();
 			const batch = prompts.slice(start, start + maxBatch);
@@ -193,16 +191,15 @@ export class Generator {
 	 * filled. undefined (and none kept) when the store beside the call's largest batch
 	 * would not fit the memory budget or the device's buffers.
 	 */
-	async #storeFor(
+	#storeFor(
 		prompts: readonly (readonly number[])[],
 		maxTokens: number,
 		maxBatch: number
-	): Promise<PrefixStore | undefined> {
+	): PrefixStore | undefined {
 		const model = this.#model;
 		const weights = { lora: model.lora, version: model.lora?.version ?? 0 };
 		const was = this.#storeWeights;
-		if (was && (was.lora !== weights.lora || was.version !== weights.version))
-			this.#store?.clear();
+		if (was && (was.lora !== weights.lora || was.version !== weights.version)) this.#store?.clear();
 		this.#storeWeights = weights;
 		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
 		const lengths = prompts.map((p) => p.length);
@@ -233,20 +230,22 @@ export class Generator {
 				store = undefined; // out of memory now: run this call without one
 			}
 		}
-		if (store && old) await this.#moveEntries(old, store);
-		old?.release();
 		this.#store = store;
+		if (!old) return store;
+		// the copy is queued ahead of any use of the new store; the old one goes once it ran
+		const moved = store ? this.#moveEntries(old, store) : Promise.resolve();
+		moved.catch(() => {}).then(() => old.release());
 		return store;
 	}
 
 	/** Copies every entry of `from` into the same entry of the bigger `to`. */
-	async #moveEntries(from: PrefixStore, to: PrefixStore): Promise<void> {
+	#moveEntries(from: PrefixStore, to: PrefixStore): Promise<void> {
 		const spans: RowSpan[] = [];
 		for (const { entry, tokens } of from.entries()) {
 			to.record(entry, tokens);
 			spans.push({ src: entry * from.S, dst: entry * to.S, rows: tokens.length });
 		}
-		await copyCacheRows(this.#model.gpu, this.#pool, from.cache, to.cache, spans);
+		return copyCacheRows(this.#model.gpu, this.#pool, from.cache, to.cache, spans);
 	}
 
 	async #generateBatch(
@@ -298,7 +297,7 @@ export class Generator {
 		} finally {
 			stats.decodeMs += performance.now() - decodeStart;
 		}
-		if (store) await this.#keep(store, session, done, hits);
+		if (store) this.#keep(store, session, done, hits);
 		return done;
 	}
 
@@ -324,7 +323,10 @@ export class Generator {
 		});
 		const model = this.#model;
 		const stats = this.stats;
-		if (store) await copyCacheRows(model.gpu, this.#pool, store.cache, session.cache, restore);
+		// queued ahead of the prefills (which write other slots of these rows); a lost device
+		// fails those awaited next
+		if (store)
+			copyCacheRows(model.gpu, this.#pool, store.cache, session.cache, restore).catch(() => {});
 		if (whole.length) {
 			const wholePrompts = whole.map((b) => prompts[b]);
 			await prefill(model, this.#pool, this.#prefillTokens, session, wholePrompts, signal, whole);
@@ -350,12 +352,12 @@ export class Generator {
 	 * Stores each finished sequence (its prompt and every new token but the last, which was
 	 * never fed back) in the entry its prompt came from, else the least recently used one.
 	 */
-	async #keep(
+	#keep(
 		store: PrefixStore,
 		session: DecodeSession,
 		results: readonly GeneratedSequence[],
 		hits: readonly (PrefixHit | undefined)[]
-	): Promise<void> {
+	): void {
 		const taken = new Set<number>();
 		const spans: RowSpan[] = [];
 		results.forEach((r, b) => {
@@ -368,7 +370,8 @@ export class Generator {
 			const rows = Math.min(tokens.length, store.S);
 			spans.push({ src: b * session.S, dst: entry * store.S, rows });
 		});
-		await copyCacheRows(this.#model.gpu, this.#pool, session.cache, store.cache, spans);
+		// queued ahead of the next batch's prefill, which overwrites the session's rows
+		copyCacheRows(this.#model.gpu, this.#pool, session.cache, store.cache, spans).catch(() => {});
 	}
 
 	/** The decode loop of one batch after its prefill: a token per live sequence a step. */

@@ -11,7 +11,6 @@
 import type { Gpu } from '../../gpu/device';
 import { Recorder } from '../../gpu/kernel';
 import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
-import type { Tensor } from '../../gpu/tensor';
 import type { BufferPool } from '../../gpu/pool';
 import { KvCache } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
@@ -134,26 +133,30 @@ export class PrefixStore {
 	}
 }
 
-/** Copies row spans of every layer's k and v from `src` to `dst` (rows [B * S] each) in one
- * submission; nothing when `spans` is empty. */
-export async function copyCacheRows(
+/** Copies row spans of every layer's k and v from `src` to `dst` (rows [B * S] each): one
+ * submission, queued before anything recorded later (so callers need not wait); the
+ * promise settles when the GPU has run it. */
+export function copyCacheRows(
 	gpu: Gpu,
 	pool: BufferPool,
 	src: KvCache,
 	dst: KvCache,
 	spans: readonly RowSpan[]
 ): Promise<void> {
-	if (!spans.length) return;
+	if (!spans.length) return Promise.resolve();
 	const width = src.config.numKvHeads * src.config.headDim;
 	const list = uploadRowSpans(gpu, spans, src.B * src.S, dst.B * dst.S);
 	try {
 		const rec = new Recorder(gpu, pool);
-		const pairs: [Tensor, Tensor][] = [];
 		for (let l = 0; l < src.config.numLayers; l++)
-			pairs.push([src.k[l], dst.k[l]], [src.v[l], dst.v[l]]);
-		for (const [from, to] of pairs) copyRowSpans(rec, { src: from, dst: to, width, spans: list });
-		await rec.submit();
-	} finally {
+			for (const [from, to] of [
+				[src.k[l], dst.k[l]],
+				[src.v[l], dst.v[l]]
+			])
+				copyRowSpans(rec, { src: from, dst: to, width, spans: list });
+		return rec.submit().finally(() => list.tensor.release());
+	} catch (error) {
 		list.tensor.release();
+		throw error;
 	}
 }

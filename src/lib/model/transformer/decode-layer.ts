@@ -267,8 +267,7 @@ export function decodeLayerForward(
 		const width = Hkv * D;
 		copyRowSpans(rec, { src: acts.k, dst: cache.k, width, spans: extend.kvSpans });
 		copyRowSpans(rec, { src: acts.v, dst: cache.v, width, spans: extend.kvSpans });
-	} else
-		kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
+	} else kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
 	const att = acts.att.view([B, 1, Hq, D]);
 	decodeAttention(rec, {
 		q,

@@ -37,10 +37,11 @@ describe('generation with the prefix store', () => {
 		model.lora!.write(params);
 	}
 
-	/** Each sequence so far, then `extra` new tokens: the next turn's prompt. */
+	/** Each sequence so far, then `extra` new tokens: the next turn's prompts, in reverse
+	 * order (a sequence's cache row changes, so stale rows of the last call cannot pass). */
 	function nextTurn(out: GeneratedSequence[], vocab: number, extra: number, seed: number) {
 		const more = randomSequences(vocab, Array(out.length).fill(extra), seed);
-		return out.map((r, b) => [...r.promptIds, ...r.ids, ...more[b]]);
+		return out.map((r, b) => [...r.promptIds, ...r.ids, ...more[b]]).reverse();
 	}
 
 	function expectSame(a: GeneratedSequence[], b: GeneratedSequence[]) {
