@@ -1,10 +1,12 @@
 /**
  * @file The engine's share of a tic-tac-toe GRPO step's rollouts: the bundled model's shape
- * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games,
- * prompts growing each turn, up to 16 new tokens at T 1), for `before` (batches of 64,
- * prefill groups of 4096) and `auto` (today's defaults): median, min and max ms and the
- * Generator's stats. One JSON object; --tiles h200 forces the H200's thresholds; --profile
- * adds per-kernel GPU time.
+ * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games;
+ * a game's next prompt is its sequence so far and PER_TURN new tokens; up to 16 new tokens
+ * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
+ * `noPrefix` (today's defaults without the prefix store) and `auto` (today's defaults):
+ * median, min and max ms and the Generator's stats. The adapter counts as changed before
+ * each rollout (a GRPO step's update), so no rollout reuses another's keys. One JSON
+ * object; --tiles h200 forces the H200's thresholds; --profile adds per-kernel GPU time.
  *
  *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny] [--tiles h200] [--profile]
  */
@@ -54,21 +56,31 @@ async function main() {
 		seed: 1
 	});
 	const configs: Record<string, GeneratorOptions> = {
-		before: { maxBatch: 64, prefillTokens: 4096, maxContext: 512 },
+		before: { maxBatch: 64, prefillTokens: 4096, maxContext: 512, prefixCache: false },
+		noPrefix: { maxContext: 512, prefixCache: false },
 		auto: { maxContext: 512 }
 	};
 	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
 	async function rollout(generator: Generator, seed: number) {
 		const rand = lcg(seed);
 		const ends = Array.from({ length: GAMES }, () => 2 + Math.floor(rand() * (TURNS - 1)));
+		const message = (g: number, n: number) =>
+			Array.from({ length: n }, (_, i) => (i * 31 + g * 7 + seed) % 700);
+		const sequences = Array.from({ length: GAMES }, (_, g) => message(g, FIRST + (g % 7)));
+		model.lora!.changed(); // a GRPO update came before this step's games
 		const t0 = performance.now();
 		for (let turn = 0; turn < TURNS; turn++) {
 			const live = ends.flatMap((end, g) => (turn < end ? [g] : []));
 			if (!live.length) break;
-			const prompts = live.map((g) =>
-				Array.from({ length: FIRST + PER_TURN * turn + (g % 7) }, (_, i) => (i * 31 + g) % 700)
-			);
-			await generator.generate(prompts, { maxTokens: NEW, temperature: 1, seed: seed + turn });
+			const prompts = live.map((g) => sequences[g]);
+			const out = await generator.generate(prompts, {
+				maxTokens: NEW,
+				temperature: 1,
+				seed: seed + turn
+			});
+			live.forEach((g, i) => {
+				sequences[g] = [...prompts[i], ...out[i].ids, ...message(g + turn, PER_TURN)];
+			});
 		}
 		return performance.now() - t0;
 	}
@@ -112,7 +124,8 @@ async function main() {
 				prefillMs: per('prefillMs'),
 				decodeMs: per('decodeMs'),
 				decodeSteps: per('decodeSteps'),
-				promptTokens: per('promptTokens')
+				promptTokens: per('promptTokens'),
+				reusedTokens: per('reusedTokens')
 			}
 		};
 		if (name === 'auto' && flag('profile')) {
@@ -129,6 +142,7 @@ async function main() {
 		generator.release();
 	}
 	result.speedup = median(times.before) / median(times.auto);
+	result.prefixSpeedup = median(times.noPrefix) / median(times.auto);
 	console.log(JSON.stringify(result));
 	model.release();
 }
