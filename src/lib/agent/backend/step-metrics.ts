@@ -9,7 +9,8 @@ import type { StepMetrics } from './types';
 /**
  * What the engine did between two marks of its stats (a GRPO step's rollouts, and the
  * evaluation when one ran before them): prefill and decode time (the rest of
- * train/rollout_ms is the host's), generate calls, batches and decode sessions.
+ * train/rollout_ms is the host's), generate calls, batches and decode sessions; prompt
+ * tokens prefilled, and those whose keys came from the prefix store (a game's earlier turns).
  */
 export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMetrics {
 	return {
@@ -17,6 +18,7 @@ export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMet
 		'engine/batches': now.batches - was.batches,
 		'engine/sequences': now.sequences - was.sequences,
 		'engine/prompt_tokens': now.promptTokens - was.promptTokens,
+		'engine/reused_tokens': now.reusedTokens - was.reusedTokens,
 		'engine/prefill_ms': now.prefillMs - was.prefillMs,
 		'engine/decode_steps': now.decodeSteps - was.decodeSteps,
 		'engine/decode_ms': now.decodeMs - was.decodeMs,
