@@ -189,7 +189,8 @@ export class Generator {
 	 * The prefix store for a call of these prompts, made or grown (entries moved over) to
 	 * hold all of them at their longest; cleared when the adapter changed since it was
 	 * filled. undefined (and none kept) when the store beside the call's largest batch
-	 * would not fit the memory budget or the device's buffers.
+	 * would not fit the memory budget or the device's buffers (checked at every call: the
+	 * batch's own memory changes from call to call).
 	 */
 	#storeFor(
 		prompts: readonly (readonly number[])[],
@@ -206,15 +207,18 @@ export class Generator {
 		const longest = Math.max(...lengths);
 		const S = Math.min(round(this.#context), round(longest + maxTokens));
 		const old = this.#store;
-		if (old && old.E >= prompts.length && old.S >= S) return old;
+		const grow = !(old && old.E >= prompts.length && old.S >= S);
 		// grow slots by half at least: a game's turns lengthen its prompts a little each time
-		const E = Math.max(prompts.length, old?.E ?? 0);
-		const slots = Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))));
+		const E = grow ? Math.max(prompts.length, old?.E ?? 0) : old!.E;
+		const slots = grow
+			? Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))))
+			: old!.S;
 		const B = Math.min(maxBatch, prompts.length);
 		const estimate = this.#estimate(B, S, [...lengths].sort((a, b) => b - a).slice(0, B));
 		const config = model.config;
 		const bytes = kvCacheBufferBytes(config, E, slots);
-		const kept = 2 * config.numLayers * bytes + (old?.bytes ?? 0);
+		// while growing, the old store and the new one are both held
+		const kept = (grow ? 2 * config.numLayers * bytes : 0) + (old?.bytes ?? 0);
 		const withStore: MemoryEstimate = {
 			lines: [
 				...estimate.lines,
@@ -224,6 +228,7 @@ export class Generator {
 		};
 		let store: PrefixStore | undefined;
 		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
+			if (!grow) return old;
 			try {
 				store = new PrefixStore(model.gpu, config, E, slots);
 			} catch {

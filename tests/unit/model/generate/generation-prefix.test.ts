@@ -11,6 +11,8 @@ import { Rng } from '../../../../src/lib/util/random';
 import { Generator } from '../../../../src/lib/model/generate/generator';
 import type { GeneratedSequence } from '../../../../src/lib/model/generate/options';
 import { MemoryWeightSource, randomWeights } from '../../../../src/lib/testing/random-weights';
+import { resolveLoraConfig } from '../../../../src/lib/model/transformer/lora';
+import { estimateModelMemory } from '../../../../src/lib/model/transformer/memory';
 import { TransformerModel } from '../../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../../src/lib/model/types';
 import { useGpu } from '../../../helpers/gpu';
@@ -22,9 +24,12 @@ const GREEDY = { maxTokens: 6, temperature: 0, ignoreEos: true } as const;
 describe('generation with the prefix store', () => {
 	const gpu = useGpu();
 
-	async function loraModel(config: ModelConfig, seed: number) {
+	async function loraModel(config: ModelConfig, seed: number, memoryBudgetBytes?: number) {
 		const source = MemoryWeightSource.forConfig(config, randomWeights(config, seed));
-		const model = await TransformerModel.create(gpu(), config, source, { lora: { rank: 4 } });
+		const model = await TransformerModel.create(gpu(), config, source, {
+			lora: { rank: 4 },
+			memoryBudgetBytes
+		});
 		await randomizeB(model, seed);
 		return model;
 	}
@@ -126,6 +131,27 @@ describe('generation with the prefix store', () => {
 		expect(cached.stats.reusedTokens - reused).toBe(
 			first.reduce((n, r) => n + r.promptIds.length + r.ids.length - 1, 0)
 		);
+		cached.release();
+		plain.release();
+		model.release();
+	});
+
+	it('no store where it would not fit the memory budget beside the call; a smaller call gets one', async () => {
+		const config = TINY.llama;
+		// weights, LoRA and 4 MiB: 64 prompts' store at 256 slots (2 layers x k, v x [64, 256,
+		// 2, 8] f32, 4 MiB) does not fit beside their batches; two prompts' does
+		const lora = resolveLoraConfig({ rank: 4 });
+		const budget = estimateModelMemory(config, { lora }).totalBytes + 4 * 2 ** 20;
+		const model = await loraModel(config, 11, budget);
+		const cached = new Generator(model);
+		const plain = new Generator(model, { prefixCache: false });
+		const many = randomSequences(config.vocabSize, Array(64).fill(20), 12);
+		expectSame(await cached.generate(many, GREEDY), await plain.generate(many, GREEDY));
+		expect(cached.prefixStore).toBeUndefined();
+		expect(cached.stats.batches).toBeGreaterThan(1);
+		const two = many.slice(0, 2);
+		await cached.generate(two, GREEDY);
+		expect(cached.prefixStore).toMatchObject({ entries: 2, used: 2 });
 		cached.release();
 		plain.release();
 		model.release();
