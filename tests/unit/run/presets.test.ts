@@ -181,8 +181,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
+			every: 5,
+			games: 8,
 			temperatures: [0]
 		}
 	},
@@ -203,8 +203,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
+			every: 10,
+			games: 4,
 			temperatures: [0]
 		},
 		envOptions: {
@@ -230,8 +230,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
+			every: 5,
+			games: 4,
 			temperatures: [0]
 		},
 		envOptions: {
