@@ -181,8 +181,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 5,
-			games: 8,
+			every: 0,
+			games: 200,
 			temperatures: [0]
 		}
 	},
@@ -203,8 +203,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 10,
-			games: 4,
+			every: 0,
+			games: 200,
 			temperatures: [0]
 		},
 		envOptions: {
@@ -230,8 +230,8 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 5,
-			games: 4,
+			every: 0,
+			games: 200,
 			temperatures: [0]
 		},
 		envOptions: {

@@ -75,8 +75,6 @@ export const game2048Environment: Environment<'2048'> = {
 			// to 16 the warm start wins every game (no spread); to 32 a game takes ~33 moves
 			// there (12 minutes for 4 games): 32 within 20 moves scores each game by its tiles
 			envOptions: { winningValue: 32, maxTurns: 20 },
-			// a game is up to 20 replies in turn: 4 games before the first step and at the end
-			eval: { every: 10, games: 4 },
 			scaled: 'games play to the 32 tile in at most 20 moves'
 		}
 	}

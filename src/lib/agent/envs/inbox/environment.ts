@@ -75,8 +75,6 @@ export const inboxEnvironment: Environment<'inbox'> = {
 			// answered 8 of 8 there (0.93 of 200 on a GPU), so a group of 4 differs about a
 			// quarter of the time; one-email ones it answers all alike
 			envOptions: { maxTurns: 5, changes: 1 },
-			// 4 questions, as many as a step asks: before the first step, at 5 and 10
-			eval: { every: 5, games: 4 },
 			scaled: 'every question needs two emails, answered in at most 5 turns'
 		}
 	}
