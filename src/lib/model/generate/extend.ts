@@ -6,7 +6,6 @@
  * 0..position). A suffix split over chunks is fine: a chunk's rows are in the cache before
  * the next chunk reads them. Each suffix's last hidden state goes to its row of x [B, C].
  */
-import { Recorder } from '../../gpu/kernel';
 import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
 import { embeddingForward } from '../../gpu/kernels/embedding';
 import type { BufferPool } from '../../gpu/pool';
@@ -19,6 +18,7 @@ import {
 } from '../transformer/decode-layer';
 import type { TransformerModel } from '../transformer/transformer';
 import type { DecodeSession } from './decode-session';
+import { layerByLayer } from './prefill';
 
 /** Sequence `row` of the session: `tokens` go to positions start, start + 1, ... */
 export interface ExtendItem {
@@ -110,31 +110,20 @@ export async function extendPrefill(
 				matmul,
 				extend: { sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')), kvSpans }
 			};
-			const pending: Promise<void>[] = [];
-			let rec = new Recorder(gpu, pool);
-			embeddingForward(rec, {
-				ids: keep(uploadTensor(gpu, ids, [R], 'u32')),
-				weight: weights.embed,
-				out: x
-			});
+			const ids32 = keep(uploadTensor(gpu, ids, [R], 'u32'));
 			const { cache } = session;
-			for (let l = 0; l < config.numLayers; l++) {
-				decodeLayerForward(rec, ctx, l, weights.layers[l], x, acts as DecodeActs, {
-					k: cache.k[l],
-					v: cache.v[l]
-				});
-				// One command buffer per layer, at most two in flight (as prefill.ts).
-				pending.push(rec.submit());
-				rec = new Recorder(gpu, pool);
-				while (pending.length > 1) await pending.shift();
-				if (signal?.aborted) {
-					await Promise.all(pending);
-					signal.throwIfAborted();
+			await layerByLayer(gpu, pool, config.numLayers, signal, {
+				first: (rec) => embeddingForward(rec, { ids: ids32, weight: weights.embed, out: x }),
+				layer: (rec, l) =>
+					decodeLayerForward(rec, ctx, l, weights.layers[l], x, acts as DecodeActs, {
+						k: cache.k[l],
+						v: cache.v[l]
+					}),
+				last: (rec) => {
+					if (last.length)
+						copyRowSpans(rec, { src: x, dst: session.x, width: C, spans: lastSpans });
 				}
-			}
-			if (last.length) copyRowSpans(rec, { src: x, dst: session.x, width: C, spans: lastSpans });
-			pending.push(rec.submit());
-			await Promise.all(pending);
+			});
 		} finally {
 			for (const t of owned) t.release();
 		}

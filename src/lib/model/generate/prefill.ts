@@ -9,6 +9,7 @@
 import { Recorder } from '../../gpu/kernel';
 import { copyRowSpans, uploadRowSpans } from '../../gpu/kernels/copy';
 import { embeddingForward } from '../../gpu/kernels/embedding';
+import type { Gpu } from '../../gpu/device';
 import type { BufferPool } from '../../gpu/pool';
 import { createTensor, type Tensor, writeTensor } from '../../gpu/tensor';
 import { layerForward, type LayerContext } from '../transformer/layer';
@@ -48,8 +49,40 @@ export function prefillGroups(
 	return groups;
 }
 
+/** Records `first`, every layer, then `last`: one command buffer per layer, at most two in
+ * flight (as transformer.ts). An abort stops it between layers, once what was submitted has
+ * run (it reads the caller's buffers); a long prefill is most of a big call's time. */
+export async function layerByLayer(
+	gpu: Gpu,
+	pool: BufferPool,
+	layers: number,
+	signal: AbortSignal | undefined,
+	steps: {
+		first(rec: Recorder): void;
+		layer(rec: Recorder, l: number): void;
+		last(rec: Recorder): void;
+	}
+): Promise<void> {
+	const pending: Promise<void>[] = [];
+	let rec = new Recorder(gpu, pool);
+	steps.first(rec);
+	for (let l = 0; l < layers; l++) {
+		steps.layer(rec, l);
+		pending.push(rec.submit());
+		rec = new Recorder(gpu, pool);
+		while (pending.length > 1) await pending.shift();
+		if (signal?.aborted) {
+			await Promise.all(pending);
+			signal.throwIfAborted();
+		}
+	}
+	steps.last(rec);
+	pending.push(rec.submit());
+	await Promise.all(pending);
+}
+
 /** Runs the prompts through the layers, fills the cache and the last hidden states; an
- * abort stops it between layers (a long prefill is most of a big call's time). */
+ * abort stops it between layers. */
 export async function prefill(
 	model: TransformerModel,
 	pool: BufferPool,
@@ -122,27 +155,17 @@ export async function prefill(
 			);
 			owned.push(kvSpans.tensor, lastSpans.tensor);
 			const kvWidth = config.numKvHeads * config.headDim;
-			const pending: Promise<void>[] = [];
-			let rec = new Recorder(gpu, pool);
-			embeddingForward(rec, { ids, weight: weights.embed, out: stream });
 			const { cache } = session;
-			for (let l = 0; l < config.numLayers; l++) {
-				layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
-				copyRowSpans(rec, { src: acts.k, dst: cache.k[l], width: kvWidth, spans: kvSpans });
-				copyRowSpans(rec, { src: acts.v, dst: cache.v[l], width: kvWidth, spans: kvSpans });
-				// One command buffer per layer, at most two in flight (as transformer.ts).
-				pending.push(rec.submit());
-				rec = new Recorder(gpu, pool);
-				while (pending.length > 1) await pending.shift();
-				if (signal?.aborted) {
-					// what was submitted reads the group's buffers: let it finish before they go
-					await Promise.all(pending);
-					signal.throwIfAborted();
-				}
-			}
-			copyRowSpans(rec, { src: stream, dst: session.x, width: C, spans: lastSpans });
-			pending.push(rec.submit());
-			await Promise.all(pending);
+			await layerByLayer(gpu, pool, config.numLayers, signal, {
+				first: (rec) => embeddingForward(rec, { ids, weight: weights.embed, out: stream }),
+				layer: (rec, l) => {
+					layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
+					copyRowSpans(rec, { src: acts.k, dst: cache.k[l], width: kvWidth, spans: kvSpans });
+					copyRowSpans(rec, { src: acts.v, dst: cache.v[l], width: kvWidth, spans: kvSpans });
+				},
+				last: (rec) =>
+					copyRowSpans(rec, { src: stream, dst: session.x, width: C, spans: lastSpans })
+			});
 		} finally {
 			for (const t of owned) t.release();
 		}
