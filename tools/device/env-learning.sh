@@ -13,6 +13,9 @@
 #                                       (its games too with --games-out+.scratch/dev/NAME.jsonl)
 #      prof:ENV:NAME[:FLAGS]            `cli train` from the shipped warm start under node's CPU
 #                                       profiler (--steps+3 ...): NAME.cpuprofile, the host's time
+#      bench:NAME[:FLAGS]               tools/bench/bench-rollout.ts (e.g. --profile): the rollout's
+#                                       engine time with and without the prefix store, NAME.json
+#                                       (pack it too: ... tools/bench/bench-rollout.ts)
 #      keep:RUN                         after every job: RUN's latest checkpoint, run.json and
 #                                       history as RUN-state.tgz.00, .01, ... (15 MiB parts): to
 #                                       continue it in a later session, `cat` them into tar xz -C
@@ -76,6 +79,8 @@ for job in "$@"; do
                 timeout "$(left)" node .gpu/cli.mjs play --env "$env" --policy model --run $D/$b \
                   ${d//+/ } > $D/$b-play.json 2> $D/$b-play.log
                 pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json $b-play.json $b-play.log ) & ;;
+    bench) ( timeout "$(left)" node .gpu/bench-rollout.mjs ${a//+/ } > $D/$env.json 2> $D/$env.log
+             pack $env $env.json $env.log ) & ;;
     keep) keep+=("$env") ;;
     judge) node .gpu/rule-judge.mjs --port "$env" > $D/judge.log 2>&1 & judge=$! judge_port=$env; sleep 1 ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
