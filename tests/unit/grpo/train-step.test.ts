@@ -14,6 +14,7 @@ import type { TrainSequence } from '../../../src/lib/grpo/pack';
 import { grpoStep, sftStep, type GrpoStepConfig } from '../../../src/lib/grpo/train-step';
 import { useGpu } from '../../helpers/gpu';
 import { TINY, randomSequences } from '../model/tiny-models';
+import { randomizeLoraB } from '../../helpers/lora';
 
 const config = TINY.llama;
 
@@ -27,13 +28,7 @@ describe('grpoStep / sftStep on a tiny model', () => {
 			lora: { rank: 4, alpha: 8 },
 			seed: 3
 		});
-		if (randomB) {
-			const rng = new Rng(77);
-			const params = await model.lora!.read();
-			for (const [name, v] of params)
-				if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.2));
-			model.lora!.write(params);
-		}
+		if (randomB) await randomizeLoraB(model.lora!, new Rng(77), 0.2);
 		const optimizer = new LoraOptimizer(gpu(), model.lora!);
 		const release = () => {
 			optimizer.release();

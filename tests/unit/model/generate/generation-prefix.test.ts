@@ -17,6 +17,7 @@ import { TransformerModel } from '../../../../src/lib/model/transformer/transfor
 import type { ModelConfig } from '../../../../src/lib/model/types';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 const LOGPROB_TOL = { atol: 1e-4, rtol: 0 };
 const GREEDY = { maxTokens: 6, temperature: 0, ignoreEos: true } as const;
@@ -34,13 +35,8 @@ describe('generation with the prefix store', () => {
 		return model;
 	}
 
-	async function randomizeB(model: TransformerModel, seed: number) {
-		const rng = new Rng(seed);
-		const params = await model.lora!.read();
-		for (const [name, v] of params)
-			if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.3));
-		model.lora!.write(params);
-	}
+	const randomizeB = (model: TransformerModel, seed: number) =>
+		randomizeLoraB(model.lora!, new Rng(seed), 0.3);
 
 	/** Each sequence so far, then `extra` new tokens: the next turn's prompts, in reverse
 	 * order (a sequence's cache row changes, so stale rows of the last call cannot pass). */

@@ -31,6 +31,7 @@ import type { ModelConfig } from '../../../../src/lib/model/types';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
 import { trackBuffers } from '../transformer/track-buffers';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 const LOGPROB_TOL = { atol: 1e-4, rtol: 0 };
 /** Top-two logit gap below which greedy's argmax is not compared (a near-tie). */
@@ -47,11 +48,7 @@ describe('generation', () => {
 
 	/** Sets every LoRA B to random values; returns the adapter for the reference. */
 	async function randomizeB(model: TransformerModel, seed: number): Promise<ReferenceLora> {
-		const rng = new Rng(seed);
-		const params = await model.lora!.read();
-		for (const [name, v] of params)
-			if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.3));
-		model.lora!.write(params);
+		const params = await randomizeLoraB(model.lora!, new Rng(seed), 0.3);
 		return { scale: model.lora!.scale, params };
 	}
 

@@ -35,6 +35,7 @@ import type { ModelWeights } from '../../../../src/lib/model/hf/weights';
 import { weightSpecs } from '../../../../src/lib/model/hf/weight-spec';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 const LOGPROB_TOL = { atol: 3e-5, rtol: 1e-5 };
 const SAME_LOGPROBS = { atol: 1e-5, rtol: 0 };
@@ -226,11 +227,7 @@ describe('f16 weights on the GPU', () => {
 		const wide = await load(source, { lora, seed: 3, weightDtype: 'f32' });
 		try {
 			const rng = new Rng(8);
-			const params = await half.lora!.read();
-			for (const [name, v] of params)
-				if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.2));
-			half.lora!.write(params);
-			wide.lora!.write(params);
+			wide.lora!.write(await randomizeLoraB(half.lora!, rng, 0.2));
 			const batch = toTokenBatch(seqs);
 			const g = rng.normals(batch.B * (batch.T - 1));
 			const a = await half.forwardBackward(seqs, g);

@@ -20,6 +20,7 @@ import type { LoraConfig } from '../../../../src/lib/model/transformer/lora';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
 import { trackBuffers } from './track-buffers';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 describe('transformer backward (LoRA gradients)', () => {
 	const gpu = useGpu();
@@ -34,10 +35,7 @@ describe('transformer backward (LoRA gradients)', () => {
 		const source = MemoryWeightSource.forConfig(config, weights);
 		const model = await TransformerModel.create(gpu(), config, source, { ...options, lora, seed });
 		const rng = new Rng(seed + 100);
-		const params = await model.lora!.read();
-		for (const [name, v] of params)
-			if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.2));
-		model.lora!.write(params);
+		const params = await randomizeLoraB(model.lora!, rng, 0.2);
 		return { model, weights, params, rng };
 	}
 

@@ -14,6 +14,7 @@ import { MemoryWeightSource, randomWeights } from '../../../../src/lib/testing/r
 import { TransformerModel } from '../../../../src/lib/model/transformer/transformer';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 describe('decode matmul variants', () => {
 	const gpu = useGpu();
@@ -27,11 +28,7 @@ describe('decode matmul variants', () => {
 			MemoryWeightSource.forConfig(config, weights),
 			{ lora: { rank: 4 }, seed: 2, weightDtype: 'f16' }
 		);
-		const params = await model.lora!.read();
-		const rng = new Rng(9);
-		for (const [name, v] of params)
-			if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.3));
-		model.lora!.write(params);
+		await randomizeLoraB(model.lora!, new Rng(9), 0.3);
 		const prompts = randomSequences(config.vocabSize, [5, 2, 7], 21);
 		const options = { maxTokens: 4, temperature: 0 };
 		const specs = [

@@ -17,6 +17,7 @@ import type { ModelConfig } from '../../../../src/lib/model/types';
 import { useGpu } from '../../../helpers/gpu';
 import { TINY, randomSequences } from '../tiny-models';
 import { trackBuffers } from './track-buffers';
+import { randomizeLoraB } from '../../../helpers/lora';
 
 const LOGPROB_TOL = { atol: 3e-5, rtol: 1e-5 };
 
@@ -30,14 +31,8 @@ describe('transformer forward', () => {
 	}
 
 	/** Sets every LoRA B to random values (B = 0 would make the adapters a no-op). */
-	async function randomizeB(model: TransformerModel, seed: number) {
-		const rng = new Rng(seed);
-		const params = await model.lora!.read();
-		for (const [name, v] of params)
-			if (name.includes('lora_B')) params.set(name, rng.normals(v.length, 0.2));
-		model.lora!.write(params);
-		return params;
-	}
+	const randomizeB = (model: TransformerModel, seed: number) =>
+		randomizeLoraB(model.lora!, new Rng(seed), 0.2);
 
 	const cases: [string, ModelConfig][] = [
 		['Llama, tied, GQA 4/2', TINY.llama],
