@@ -121,11 +121,12 @@ export class PrefixStore {
 		this.#index.clear();
 	}
 
-	/** The entries with their tokens, for moving them into a bigger store. */
+	/** The entries with their tokens, least recently used first: recorded in this order into
+	 * a bigger store, they keep their order of use. */
 	entries(): { entry: number; tokens: readonly number[] }[] {
 		const out: { entry: number; tokens: readonly number[] }[] = [];
 		this.#tokens.forEach((tokens, entry) => tokens && out.push({ entry, tokens }));
-		return out.sort((a, b) => this.#used[b.entry] - this.#used[a.entry]);
+		return out.sort((a, b) => this.#used[a.entry] - this.#used[b.entry]);
 	}
 
 	release(): void {
