@@ -119,10 +119,8 @@ export async function extendPrefill(
 						k: cache.k[l],
 						v: cache.v[l]
 					}),
-				last: (rec) => {
-					if (last.length)
-						copyRowSpans(rec, { src: x, dst: session.x, width: C, spans: lastSpans });
-				}
+				// (a chunk of only unfinished suffixes has no spans: the copy records nothing)
+				last: (rec) => copyRowSpans(rec, { src: x, dst: session.x, width: C, spans: lastSpans })
 			});
 		} finally {
 			for (const t of owned) t.release();
