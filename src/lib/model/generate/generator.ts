@@ -30,10 +30,9 @@ import {
 } from './options';
 import { prefill, prefillGroups, prefillTokenLimit } from './prefill';
 import { extendPrefill, type ExtendItem } from './extend';
-import { copyCacheRows, PREFIX_BLOCK, PrefixStore, type PrefixHit } from './prefix-store';
+import { PrefixStore, type PrefixHit } from './prefix-store';
 import { kvCacheBufferBytes } from '../transformer/kv-cache';
 import type { LoraParameters } from '../transformer/lora';
-import type { RowSpan } from '../../gpu/kernels/copy';
 import { sequenceSeed } from './seed';
 
 /**
@@ -230,7 +229,7 @@ export class Generator {
 		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
 			if (!grow) return old;
 			try {
-				store = new PrefixStore(model.gpu, config, E, slots);
+				store = new PrefixStore(model.gpu, this.#pool, config, E, slots);
 			} catch {
 				store = undefined; // out of memory now: run this call without one
 			}
@@ -238,19 +237,9 @@ export class Generator {
 		this.#store = store;
 		if (!old) return store;
 		// the copy is queued ahead of any use of the new store; the old one goes once it ran
-		const moved = store ? this.#moveEntries(old, store) : Promise.resolve();
+		const moved = store ? store.takeEntries(old) : Promise.resolve();
 		moved.catch(() => {}).then(() => old.release());
 		return store;
-	}
-
-	/** Copies every entry of `from` into the same entry of the bigger `to`. */
-	#moveEntries(from: PrefixStore, to: PrefixStore): Promise<void> {
-		const spans: RowSpan[] = [];
-		for (const { entry, tokens } of from.entries()) {
-			to.record(entry, tokens);
-			spans.push({ src: entry * from.S, dst: entry * to.S, rows: tokens.length });
-		}
-		return copyCacheRows(this.#model.gpu, this.#pool, from.cache, to.cache, spans);
 	}
 
 	async #generateBatch(
@@ -302,7 +291,16 @@ export class Generator {
 		} finally {
 			stats.decodeMs += performance.now() - decodeStart;
 		}
-		if (store) this.#keep(store, session, done, hits);
+		// each sequence but its last token, which was never fed back; a lost device fails the
+		// next call's work
+		if (store)
+			store
+				.keep(
+					session.cache,
+					done.map((r) => [...r.promptIds, ...r.ids.slice(0, -1)]),
+					hits
+				)
+				.catch(() => {});
 		return done;
 	}
 
@@ -320,18 +318,14 @@ export class Generator {
 		const hits = prompts.map((p) => store?.find(p, p.length - 1));
 		const whole: number[] = [];
 		const items: ExtendItem[] = [];
-		const restore: RowSpan[] = [];
 		hits.forEach((hit, b) => {
 			if (!hit) return whole.push(b);
-			restore.push({ src: hit.entry * store!.S, dst: b * session.S, rows: hit.length });
 			items.push({ row: b, start: hit.length, tokens: prompts[b].slice(hit.length) });
 		});
 		const model = this.#model;
 		const stats = this.stats;
-		// queued ahead of the prefills (which write other slots of these rows); a lost device
-		// fails those awaited next
-		if (store)
-			copyCacheRows(model.gpu, this.#pool, store.cache, session.cache, restore).catch(() => {});
+		// a lost device fails the prefills awaited next
+		store?.restore(session.cache, hits).catch(() => {});
 		if (whole.length) {
 			const wholePrompts = whole.map((b) => prompts[b]);
 			await prefill(model, this.#pool, this.#prefillTokens, session, wholePrompts, signal, whole);
@@ -351,32 +345,6 @@ export class Generator {
 			stats.reusedTokens += items.reduce((a, it) => a + it.start, 0);
 		}
 		return hits;
-	}
-
-	/**
-	 * Stores each finished sequence (its prompt and every new token but the last, which was
-	 * never fed back) in the entry its prompt came from, else the least recently used one.
-	 */
-	#keep(
-		store: PrefixStore,
-		session: DecodeSession,
-		results: readonly GeneratedSequence[],
-		hits: readonly (PrefixHit | undefined)[]
-	): void {
-		const taken = new Set<number>();
-		const spans: RowSpan[] = [];
-		results.forEach((r, b) => {
-			const tokens = [...r.promptIds, ...r.ids.slice(0, -1)];
-			if (tokens.length < PREFIX_BLOCK) return;
-			const entry = store.claim(taken, hits[b]?.entry);
-			if (entry === undefined) return;
-			taken.add(entry);
-			store.record(entry, tokens);
-			const rows = Math.min(tokens.length, store.S);
-			spans.push({ src: b * session.S, dst: entry * store.S, rows });
-		});
-		// queued ahead of the next batch's prefill, which overwrites the session's rows
-		copyCacheRows(this.#model.gpu, this.#pool, session.cache, store.cache, spans).catch(() => {});
 	}
 
 	/** The decode loop of one batch after its prefill: a token per live sequence a step. */

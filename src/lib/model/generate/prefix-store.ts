@@ -55,7 +55,8 @@ export class PrefixStore {
 	#clock = 0;
 
 	constructor(
-		gpu: Gpu,
+		readonly gpu: Gpu,
+		readonly pool: BufferPool,
 		config: ModelConfig,
 		readonly E: number,
 		readonly S: number
@@ -121,12 +122,51 @@ export class PrefixStore {
 		this.#index.clear();
 	}
 
-	/** The entries with their tokens, least recently used first: recorded in this order into
-	 * a bigger store, they keep their order of use. */
-	entries(): { entry: number; tokens: readonly number[] }[] {
-		const out: { entry: number; tokens: readonly number[] }[] = [];
-		this.#tokens.forEach((tokens, entry) => tokens && out.push({ entry, tokens }));
-		return out.sort((a, b) => this.#used[a.entry] - this.#used[b.entry]);
+	/** Copies every entry of the smaller store `from` into the same entry here, least
+	 * recently used first (so they keep their order of use); queued. */
+	takeEntries(from: PrefixStore): Promise<void> {
+		const spans: RowSpan[] = [];
+		const entries = [...from.#tokens.keys()].filter((e) => from.#tokens[e]);
+		entries.sort((a, b) => from.#used[a] - from.#used[b]);
+		for (const entry of entries) {
+			const tokens = from.#tokens[entry]!;
+			this.record(entry, tokens);
+			spans.push({ src: entry * from.S, dst: entry * this.S, rows: tokens.length });
+		}
+		return copyCacheRows(this.gpu, this.pool, from.cache, this.cache, spans);
+	}
+
+	/** Copies each hit's rows into row b of `cache` (a decode session's, [B, S']); queued
+	 * ahead of the prefills, which write the other slots of those rows. */
+	restore(cache: KvCache, hits: readonly (PrefixHit | undefined)[]): Promise<void> {
+		const spans: RowSpan[] = [];
+		hits.forEach((hit, b) => {
+			if (hit) spans.push({ src: hit.entry * this.S, dst: b * cache.S, rows: hit.length });
+		});
+		return copyCacheRows(this.gpu, this.pool, this.cache, cache, spans);
+	}
+
+	/**
+	 * Stores sequence b (its tokens whose keys and values row b of `cache` holds) in the entry
+	 * its prompt came from (hits[b]), else the least recently used one; queued ahead of
+	 * whatever next overwrites those rows.
+	 */
+	keep(
+		cache: KvCache,
+		sequences: readonly (readonly number[])[],
+		hits: readonly (PrefixHit | undefined)[]
+	): Promise<void> {
+		const taken = new Set<number>();
+		const spans: RowSpan[] = [];
+		sequences.forEach((tokens, b) => {
+			if (tokens.length < PREFIX_BLOCK) return;
+			const entry = this.claim(taken, hits[b]?.entry);
+			if (entry === undefined) return;
+			taken.add(entry);
+			this.record(entry, tokens);
+			spans.push({ src: b * cache.S, dst: entry * this.S, rows: Math.min(tokens.length, this.S) });
+		});
+		return copyCacheRows(this.gpu, this.pool, cache, this.cache, spans);
 	}
 
 	release(): void {
@@ -137,7 +177,7 @@ export class PrefixStore {
 /** Copies row spans of every layer's k and v from `src` to `dst` (rows [B * S] each): one
  * submission, queued before anything recorded later (so callers need not wait); the
  * promise settles when the GPU has run it. */
-export function copyCacheRows(
+function copyCacheRows(
 	gpu: Gpu,
 	pool: BufferPool,
 	src: KvCache,
