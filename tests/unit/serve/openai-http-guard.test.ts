@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,6 +190,29 @@ describe('HTTP server guards and limits', () => {
 		});
 		expect(post.status).toBe(404);
 	});
+
+	it('keeps an idle connection past a stalled event loop: a request sent on it is answered, not reset', async () => {
+		// Node's default 5 s idle timer fires before pending input is read, so a request sent
+		// at 4.8 s idle followed by a 1.5 s stall (a kernel compile) was reset.
+		const socket = connect(Number(new URL(http.url).port), '127.0.0.1');
+		let received = '';
+		let error = '';
+		socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+		socket.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
+		await new Promise((r) => socket.once('connect', r));
+		const health = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+		const replies = () => received.match(/HTTP\/1\.1 200/g)?.length ?? 0;
+		socket.write(health);
+		await expect.poll(replies, { timeout: 5000 }).toBe(1);
+		expect(received).toMatch(/keep-alive: timeout=65/i);
+		await new Promise((r) => setTimeout(r, 4800));
+		socket.write(health);
+		const stallUntil = performance.now() + 1500;
+		while (performance.now() < stallUntil); // the stall, on purpose
+		await expect.poll(replies, { timeout: 5000 }).toBe(2);
+		expect(error).toBe('');
+		socket.destroy();
+	}, 20_000);
 
 	it('answers only JSON bodies: a text/plain POST is 415 and starts nothing', async () => {
 		const before = engineCalls;

@@ -14,6 +14,14 @@ import type { ChatService } from '../service';
 
 /** Longest a stream waits for a client that reads nothing before it is cut off. */
 const WRITE_STALL_MS = 60_000;
+/**
+ * How long an idle keep-alive connection stays open (Node's default is 5 s). The idle timer
+ * runs before pending input is read, so when the event loop stalls (a kernel compiles) past
+ * it, a request the client already sent on that connection is reset (ECONNRESET). Clients
+ * close a second before the advertised `Keep-Alive: timeout=65`, so the race needs a stall
+ * at that edge instead of any stall near 5 s.
+ */
+const KEEP_ALIVE_MS = 65_000;
 
 export interface ListenOptions {
 	/** 0 picks a free port. */
@@ -141,6 +149,7 @@ export function listenChatServer(
 			else res.destroy();
 		});
 	});
+	server.keepAliveTimeout = KEEP_ALIVE_MS;
 	return new Promise((resolve, reject) => {
 		server.once('error', reject);
 		server.listen(port, host, () => {
