@@ -4,6 +4,7 @@
  * without the user setting VK_ICD_FILENAMES or installing a Vulkan loader.
  */
 import { WebGpuUnavailableError } from '../errors';
+import { dawnPollingFor, pollDawnByTimer } from './dawn-polling';
 
 const CHROMIUM_DIR = '/usr/lib/chromium';
 const SWIFTSHADER_ICD = `${CHROMIUM_DIR}/vk_swiftshader_icd.json`;
@@ -46,5 +47,7 @@ async function createDawn(toggles: string[]): Promise<GPU> {
 	for (const [key, value] of Object.entries(dawn.globals)) {
 		if (!(key in globalThis)) (globalThis as Record<string, unknown>)[key] = value;
 	}
+	const softwareDriver = /swiftshader/i.test(env.VK_ICD_FILENAMES ?? env.VK_DRIVER_FILES ?? '');
+	if (dawnPollingFor(softwareDriver, env.TABRL_DAWN_POLL) === 'timer') pollDawnByTimer();
 	return dawn.create(toggles);
 }
