@@ -22,9 +22,14 @@ export async function evaluateOnce(
 	/** `games` null: as many of recipe.eval.games as the device plays in evalSeconds. */
 	{ temperature, games: count }: { temperature: number; games: number | null },
 	step: number,
-	signal?: AbortSignal
+	signal?: AbortSignal,
+	/** Games finished of those it may play (a sized one may stop short of `total`). */
+	onProgress?: (done: number, total: number) => void
 ): Promise<EvaluationReport> {
 	const t0 = performance.now();
+	const total = count ?? recipe.eval.games;
+	let done = 0;
+	onProgress?.(0, total);
 	const play = (from: number, games: number) =>
 		playGames(env, client, name, {
 			games,
@@ -34,7 +39,8 @@ export async function evaluateOnce(
 			maxTokens: recipe.grpo.maxTokens,
 			seeded: true,
 			envOptions: evalEnvOptions(recipe),
-			signal
+			signal,
+			onGame: () => onProgress?.(++done, total)
 		});
 	const games =
 		count === null

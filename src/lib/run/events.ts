@@ -43,9 +43,12 @@ export interface EvaluationReport {
 export type RunEvent =
 	| { type: 'phase'; phase: RunPhase; step: number }
 	| {
-			/** The update's progress: `done` of `total` micro-batches forward and backward. */
+			/**
+			 * A phase's progress: the update's `done` of `total` micro-batches forward and
+			 * backward, or an evaluation's games finished of those it may play.
+			 */
 			type: 'progress';
-			phase: 'train';
+			phase: 'train' | 'eval';
 			/** The model's step before the update. */
 			step: number;
 			done: number;

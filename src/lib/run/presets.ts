@@ -173,7 +173,8 @@ export function warmStartRecipe(name: PresetName, root: string): Recipe {
 /**
  * A recipe shrunk for a software GPU: 10 steps at most, and the environment's `softwareGpu`
  * defaults: its games per step (set, or capped: the fewest a preset plays already takes
- * minutes there; never auto), its LoRA, its settings, its evaluation (or none).
+ * minutes there; never auto), its LoRA, its settings, its evaluation (its size fixed, each
+ * played after the next step's games so a visitor sees games first).
  */
 export function forSoftwareGpu(recipe: Recipe): Recipe {
 	const shrink = defaults(recipe.environment).softwareGpu;
@@ -199,7 +200,7 @@ export function forSoftwareGpu(recipe: Recipe): Recipe {
 			steps: Math.min(recipe.grpo.steps, 10)
 		},
 		lora: shrink.lora ? { ...shrink.lora } : recipe.lora,
-		eval: shrink.eval ? { ...recipe.eval, ...shrink.eval } : { ...recipe.eval, every: 0 }
+		eval: { ...recipe.eval, ...shrink.eval, sized: false, afterGames: true }
 	};
 }
 

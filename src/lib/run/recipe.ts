@@ -97,6 +97,12 @@ export interface EvalConfig {
 	 * (`grpo.autoSize`). False: every one plays all `games`, as asked (`cli train --eval-games`).
 	 */
 	sized?: boolean;
+	/**
+	 * Whether the evaluation due at a step (before the first, every N) plays after the next
+	 * step's games, before their update: it scores the same policy, and a visitor on a slow
+	 * device sees games first instead of waiting on held-out ones. The last runs at the end.
+	 */
+	afterGames?: boolean;
 	/** Temperatures to evaluate at: 0 is greedy (the headline, `val/reward`). */
 	temperatures: number[];
 	/**
@@ -292,6 +298,8 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isCount(r.eval.games)) bad('eval.games', r.eval.games, 'an integer >= 1');
 	if (r.eval.sized !== undefined && typeof r.eval.sized !== 'boolean')
 		bad('eval.sized', r.eval.sized, 'true or false');
+	if (r.eval.afterGames !== undefined && typeof r.eval.afterGames !== 'boolean')
+		bad('eval.afterGames', r.eval.afterGames, 'true or false');
 	if (!r.eval.temperatures.every(isNonNegative))
 		bad('eval.temperatures', r.eval.temperatures, 'numbers >= 0');
 	// (the run loop numbers a step's retries within 16 rounds: run-loop.ts ROUNDS_PER_STEP)

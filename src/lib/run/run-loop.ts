@@ -138,7 +138,8 @@ export async function runRecipe(
 				recipe,
 				{ temperature, games },
 				step,
-				signal
+				signal,
+				(done, total) => emit({ type: 'progress', phase: 'eval', step, done, total })
 			);
 			if (temperature === 0) lastEval = report.reward;
 			const tag = temperature === 0 ? '' : `_t${temperature}`;
@@ -205,7 +206,8 @@ export async function runRecipe(
 			}
 		}
 
-		// GRPO, evaluating before the first step, every `eval.every` steps and at the end.
+		// GRPO, evaluating before the first step, every `eval.every` steps and at the end
+		// (eval.afterGames: those but the last after the next step's games, before its update).
 		const evalDue = (grpoStep: number) =>
 			recipe.eval.every > 0 &&
 			(grpoStep % recipe.eval.every === 0 || grpoStep === recipe.grpo.steps);
@@ -240,8 +242,10 @@ export async function runRecipe(
 		for (;;) {
 			step = await model.getStep();
 			const grpoStep = step - sftTotal;
-			if (evalDue(grpoStep)) await evaluate();
-			if (grpoStep >= recipe.grpo.steps) break;
+			const last = grpoStep >= recipe.grpo.steps;
+			const evalAfterGames = evalDue(grpoStep) && !!recipe.eval.afterGames && !last;
+			if (evalDue(grpoStep) && !evalAfterGames) await evaluate();
+			if (last) break;
 			checkStop();
 			played = { ...recipe, grpo: { ...grpoNow(), groups: groupsNow } };
 			const round = grpoStep * ROUNDS_PER_STEP + noSignal;
@@ -281,6 +285,8 @@ export async function runRecipe(
 					);
 				continue;
 			}
+			// (a round retried after no spread finds this step's evaluation done: it is skipped)
+			if (evalAfterGames) await evaluate();
 			await pause('update', step);
 			emit({ type: 'phase', phase: 'train', step });
 			const g = grpoNow();

@@ -146,7 +146,7 @@ export const spread = (games: readonly GroupGame[]) =>
 
 /** A phase's progress as the status line shows it (RunView.progress). */
 export interface PhaseProgress {
-	what: 'games' | 'update';
+	what: 'games' | 'update' | 'evaluation';
 	done: number;
 	total: number;
 	/** Seconds left at the pace so far; null before anything is done. */

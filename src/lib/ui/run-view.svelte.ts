@@ -216,7 +216,12 @@ export class RunView {
 					this.#recipe = { ...this.#recipe, grpo: { ...this.#recipe.grpo, groups: event.groups } };
 				break;
 			case 'progress':
-				this.progress = phaseProgress('update', event.done, event.total, this.#phaseStart);
+				this.progress = phaseProgress(
+					event.phase === 'eval' ? 'evaluation' : 'update',
+					event.done,
+					event.total,
+					this.#phaseStart
+				);
 				break;
 			case 'phase':
 				this.runPhase = event.phase;

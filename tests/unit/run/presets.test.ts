@@ -181,9 +181,11 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
-			temperatures: [0]
+			every: 5,
+			games: 4,
+			temperatures: [0],
+			sized: false,
+			afterGames: true
 		}
 	},
 	'2048': {
@@ -203,9 +205,11 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
-			temperatures: [0]
+			every: 5,
+			games: 4,
+			temperatures: [0],
+			sized: false,
+			afterGames: true
 		},
 		envOptions: {
 			winningValue: 32,
@@ -230,9 +234,11 @@ const SOFTWARE_GPU = {
 			alpha: 16
 		},
 		eval: {
-			every: 0,
-			games: 200,
-			temperatures: [0]
+			every: 5,
+			games: 4,
+			temperatures: [0],
+			sized: false,
+			afterGames: true
 		},
 		envOptions: {
 			maxTurns: 5,
@@ -258,7 +264,9 @@ const SOFTWARE_GPU = {
 		eval: {
 			every: 5,
 			games: 8,
-			temperatures: [0]
+			temperatures: [0],
+			sized: false,
+			afterGames: true
 		}
 	}
 };

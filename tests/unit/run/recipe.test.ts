@@ -231,7 +231,7 @@ describe('sftSteps', () => {
 });
 
 describe('forSoftwareGpu', () => {
-	it('shrinks tic-tac-toe: 1 x 4 games, 10 steps at most, r 8, no evaluation', () => {
+	it('shrinks tic-tac-toe: 1 x 4 games, 10 steps at most, r 8, 4 evaluation games after the games', () => {
 		const r = preset('tictactoe', '/');
 		const before = structuredClone(r);
 		const s = forSoftwareGpu(r);
@@ -240,7 +240,13 @@ describe('forSoftwareGpu', () => {
 		expect(s.grpo.groupSize).toBe(4);
 		expect(s.grpo.steps).toBe(10);
 		expect(s.lora).toEqual({ rank: 8, alpha: 16 });
-		expect(s.eval.every).toBe(0);
+		// evaluations at steps 0, 5, 10 of 4 greedy games each, all of them (never sized), each
+		// after the next step's games so a visitor sees games first
+		expect(s.eval).toEqual({ ...r.eval, every: 5, games: 4, sized: false, afterGames: true });
+		expect(() => validateRecipe(s)).not.toThrow();
+		expect(() =>
+			validateRecipe({ ...s, eval: { ...s.eval, afterGames: 'yes' as unknown as boolean } })
+		).toThrow(/eval.afterGames/);
 		// what it does not shrink
 		expect(s.grpo.learningRate).toBe(r.grpo.learningRate);
 		expect(s.warmStart).toEqual(r.warmStart);
@@ -257,7 +263,7 @@ describe('forSoftwareGpu', () => {
 		const wide = forSoftwareGpu({ ...r, grpo: { ...r.grpo, groups: 8, groupSize: 16 } });
 		expect([wide.grpo.groups, wide.grpo.groupSize]).toEqual([2, 8]);
 		// letters keeps an evaluation it affords there: 8 games every 5 steps
-		expect([s.eval.every, s.eval.games]).toEqual([5, 8]);
+		expect([s.eval.every, s.eval.games, s.eval.afterGames]).toEqual([5, 8, true]);
 		// never grows a recipe that is already small
 		const tiny = { ...r, grpo: { ...r.grpo, groups: 1, groupSize: 2, steps: 3 } };
 		const t = forSoftwareGpu(tiny);

@@ -188,7 +188,9 @@ describe('runRecipe', () => {
 		const trainedSteps = events.filter((e) => e.type === 'step' && !e.skipped);
 		for (const e of trainedSteps) {
 			if (e.type !== 'step') continue;
-			const progress = events.filter((p) => p.type === 'progress' && p.step === e.step - 1);
+			const progress = events.filter(
+				(p) => p.type === 'progress' && p.phase === 'train' && p.step === e.step - 1
+			);
 			const total = e.metrics['train/micro_batches'];
 			expect(total).toBeGreaterThanOrEqual(1);
 			expect(progress.map((p) => (p.type === 'progress' ? [p.done, p.total] : []))).toEqual(
@@ -333,6 +335,36 @@ describe('runRecipe', () => {
 		]);
 		// nothing recorded as a found size: the recipe's count is the run's
 		expect(history.some((h) => 'val/games' in h)).toBe(false);
+	}, 600_000);
+
+	it("eval.afterGames: an evaluation plays after the next step's games, before their update; the last at the end; its games counted", async () => {
+		const r = recipe({
+			maxNoSignal: 16,
+			grpo: { steps: 1 },
+			eval: { every: 1, games: 3, temperatures: [0], sized: false, afterGames: true }
+		});
+		const events: RunEvent[] = [];
+		const model = await register('eval-after-games', r);
+		expect((await runRecipe(model, r, { onEvent: (e) => events.push(e) })).status).toBe('done');
+		const history = await model.history();
+		await backend.unregister('eval-after-games');
+		// step 0's evaluation after step 1's games (a retried round finds it done), step 1's at the end
+		expect(trace(events)).toMatch(
+			/^p:rollouts@0 r@0x4 p:eval@0 e@0 p:train@0 (?:s:train@0! p:rollouts@0 r@0x4 p:train@0 )*s:train@1 p:eval@1 e@1 end$/
+		);
+		// the same policy scored: logged at step 0, before the update's step 1
+		expect(history.filter((h) => 'val/reward' in h).map((h) => h.step)).toEqual([0, 1]);
+		for (const step of [0, 1])
+			expect(
+				events.flatMap((e) =>
+					e.type === 'progress' && e.phase === 'eval' && e.step === step ? [[e.done, e.total]] : []
+				)
+			).toEqual([
+				[0, 3],
+				[1, 3],
+				[2, 3],
+				[3, 3]
+			]);
 	}, 600_000);
 
 	it('grpo.scaleRewards false: each game is shown (and trained) with the advantage r - mean', async () => {

@@ -125,7 +125,8 @@ export interface RecipeDefaults {
 	/**
 	 * How a software (CPU-emulated) GPU shrinks the preset, where a step must take minutes,
 	 * not hours: games per step set exactly or capped, a smaller LoRA, settings that keep a
-	 * reward spread, the evaluation it affords (absent: none, too few games to mean much).
+	 * reward spread, the evaluation it affords (played after the next step's games, so they
+	 * show first: run/recipe.ts `eval.afterGames`).
 	 * `learnsVisibly`: what a visitor sees it learn there within a few minutes (the page
 	 * proposes such an environment when another is chosen).
 	 */
@@ -135,7 +136,7 @@ export interface RecipeDefaults {
 			| { atMost: { groups: number; groupSize: number } };
 		lora?: { rank: number; alpha: number };
 		envOptions?: EnvOptions;
-		eval?: { every: number; games: number };
+		eval: { every: number; games: number };
 		/** What the settings change there, in words for the page (absent: only sizes). */
 		scaled?: string;
 		learnsVisibly?: string;

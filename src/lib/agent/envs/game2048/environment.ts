@@ -72,6 +72,7 @@ export const game2048Environment: Environment<'2048'> = {
 		softwareGpu: {
 			games: { exactly: { groups: 1, groupSize: 4 } },
 			lora: { rank: 8, alpha: 16 },
+			eval: { every: 5, games: 4 },
 			// to 16 the warm start wins every game (no spread); to 32 a game takes ~33 moves
 			// there (12 minutes for 4 games): 32 within 20 moves scores each game by its tiles
 			envOptions: { winningValue: 32, maxTurns: 20 },

@@ -71,6 +71,7 @@ export const inboxEnvironment: Environment<'inbox'> = {
 		softwareGpu: {
 			games: { exactly: { groups: 1, groupSize: 4 } },
 			lora: { rank: 8, alpha: 16 },
+			eval: { every: 5, games: 4 },
 			// two-email questions, whose answer takes the warm start 5 replies: sampled, it
 			// answered 8 of 8 there (0.93 of 200 on a GPU), so a group of 4 differs about a
 			// quarter of the time; one-email ones it answers all alike

@@ -69,6 +69,11 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 		// a turn costs seconds per sequence on a software GPU: one group of 4
 		// ART's rollout allows 128 reply tokens a move
 		pretrained: { maxTokens: 128, maxContext: 1024 },
-		softwareGpu: { games: { exactly: { groups: 1, groupSize: 4 } }, lora: { rank: 8, alpha: 16 } }
+		softwareGpu: {
+			games: { exactly: { groups: 1, groupSize: 4 } },
+			lora: { rank: 8, alpha: 16 },
+			// greedy games last to the board's end: 4 of them cost about a step here
+			eval: { every: 5, games: 4 }
+		}
 	}
 };
