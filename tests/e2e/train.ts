@@ -207,9 +207,14 @@ export async function trainPanelChecks(
 			!!(await page.$(testid('saved-runs-empty'))),
 		`${preset} ${url}`
 	);
+	const evalPlan = (await page.textContent(testid('train-software-evals'))) ?? '';
 	check(
-		'on a software GPU the page says the presets run scaled down',
-		!!(await page.$(testid('train-software-note')))
+		'on a software GPU the page says the presets run scaled down, and when it evaluates',
+		!!(await page.$(testid('train-software-note'))) &&
+			/4 held-out games at steps 0, 5 and 10, each played after the next step's games/.test(
+				evalPlan
+			),
+		evalPlan
 	);
 	await page.click(testid('train-start'));
 	const played = await page
@@ -242,11 +247,29 @@ export async function trainPanelChecks(
 		`${loadReports} load reports`
 	);
 	await page.screenshot({ path: 'test-results/train-defaults.png', fullPage: true });
+	// step 0's evaluation once step 1's four games are played: its own progress, then Stop
+	const evaluating = await waitRunPhase(page, 'eval');
+	const evalProgress = evaluating
+		? await page
+				.waitForSelector(`${testid('train-progress')}[data-what="evaluation"]`, { timeout: 30_000 })
+				.then((e) => e.textContent())
+				.catch(() => null)
+		: null;
+	const gamesThen = (await page.$$(testid('train-game'))).length;
+	check(
+		"a software GPU's evaluation plays after the step's games, with its held-out games counted",
+		evaluating &&
+			gamesThen === 4 &&
+			(await status(page, 'data-step')) === '0' &&
+			/evaluation: \d \/ 4 held-out games/.test(evalProgress ?? ''),
+		`${evaluating} ${gamesThen} games: ${evalProgress} ${await errorText(page)}`
+	);
+	await page.screenshot({ path: 'test-results/train-defaults-evaluating.png', fullPage: true });
 	const t1 = Date.now();
 	await page.click(testid('train-stop'));
 	await waitIdle(page);
 	check(
-		'Stop ends the run within a rollout turn, stopped, no step trained',
+		'Stop ends the run within an evaluation turn, stopped, no step trained',
 		(await status(page, 'data-status')) === 'stopped' &&
 			(await status(page, 'data-step')) === '0' &&
 			Date.now() - t1 < 90_000,

@@ -54,8 +54,9 @@ export function stepAxes(c: Palette): uPlot.Axis[] {
 			grid: { stroke: c.line },
 			ticks: { stroke: c.line },
 			values: (_u, splits) => splits.map(tickLabel),
-			// wide enough for the longest label (a fixed width cut the minus off "-0.0004")
-			size: (_u, values) => 12 + 7 * Math.max(3, ...(values ?? []).map((v) => v.length))
+			// wide enough for the longest label (a fixed width cut the minus off "-0.0004"): the
+			// tick (10 px) and gap (5 px) besides ~7 px a character, and room to spare at the edge
+			size: (_u, values) => 20 + 7 * Math.max(3, ...(values ?? []).map((v) => v.length))
 		}
 	];
 }
