@@ -66,8 +66,8 @@ export class TrainableModel {
 	/** The official `openai` client, answered by this model (no network); requests name `model.name`. */
 	openaiClient(options: LocalClientOptions = {}): OpenAI {
 		const backend = this.backend;
-		const handler: LocalHandler = ({ method, path, body, signal }) =>
-			backend.chat(this.name, { method, path, body }, { signal });
+		const handler: LocalHandler = ({ method, path, body, json, signal }) =>
+			backend.chat(this.name, { method, path, body, json }, { signal });
 		return openaiClient({ handler }, options);
 	}
 

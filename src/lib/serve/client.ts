@@ -2,10 +2,12 @@
  * @file `openaiClient()`: the official `openai` client with its `fetch` replaced by
  * `localFetch`, which hands each request to a ChatService in this process (tab or Node), so
  * agent code is ordinary OpenAI-client code and errors are the client's own APIError
- * subclasses. No retries by default (maxRetries 0); a placeholder key (nothing checks it).
+ * subclasses. A whole chat completion skips the HTTP framing (direct-completions.ts). No
+ * retries by default (maxRetries 0); a placeholder key (nothing checks it).
  */
 import OpenAI, { type ClientOptions } from 'openai';
 import { ChatService } from './service';
+import { directCreate } from './direct-completions';
 import type { ChatServiceOptions, ServiceRequest } from './service-options';
 
 /** The origin the client is pointed at; nothing listens there, requests stay in process. */
@@ -75,10 +77,14 @@ async function bodyText(input: RequestInfo | URL, init?: RequestInit): Promise<s
 	return undefined;
 }
 
+/** A ChatService as a handler (a handler as is). */
+function localHandler(service: ChatService | LocalHandler): LocalHandler {
+	return typeof service === 'function' ? service : (request) => service.handle(request);
+}
+
 /** A `fetch` that answers from `service` (or any local handler) in this process. */
 export function localFetch(service: ChatService | LocalHandler): typeof fetch {
-	const handle: LocalHandler =
-		typeof service === 'function' ? service : (request) => service.handle(request);
+	const handle = localHandler(service);
 	return async (input, init) => {
 		const url = new URL(
 			typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
@@ -130,7 +136,7 @@ export function openaiClient(
 			: 'service' in options
 				? options.service
 				: new ChatService(options);
-	return new OpenAI({
+	const client = new OpenAI({
 		maxRetries: 0,
 		timeout: LOCAL_TIMEOUT_MS,
 		...clientOptions,
@@ -139,4 +145,12 @@ export function openaiClient(
 		fetch: localFetch(target),
 		dangerouslyAllowBrowser: true
 	});
+	const completions = client.chat.completions;
+	completions.create = directCreate(
+		completions.create.bind(completions),
+		localHandler(target),
+		client.timeout,
+		LOCAL_TIMEOUT_MS
+	);
+	return client;
 }

@@ -47,6 +47,8 @@ export interface ServiceRequest {
 	method: string;
 	path: string;
 	body?: string;
+	/** The body already parsed (an in-process caller: direct-completions.ts), used over `body`. */
+	json?: unknown;
 	signal?: AbortSignal;
 }
 

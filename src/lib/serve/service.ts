@@ -106,7 +106,8 @@ export class ChatService extends ChatDecoding {
 			deadline.clear();
 		};
 		try {
-			const p = await this.prepare(toChat(parseJsonBody(req.body)), deadline.signal);
+			const body = req.json !== undefined ? req.json : parseJsonBody(req.body);
+			const p = await this.prepare(toChat(body), deadline.signal);
 			ticket?.book(p.request.n * (p.promptIds.length + p.maxTokens));
 			return await run(p, deadline.signal, ended);
 		} catch (error) {

@@ -7,7 +7,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openaiClient } from '../../../src/lib/serve/client';
+import { LOCAL_BASE_URL, localFetch, openaiClient } from '../../../src/lib/serve/client';
 import type { TabrlChatCompletion, TabrlChoiceTokens } from '../../../src/lib/serve/response';
 import { useGpu } from '../../helpers/gpu';
 import { CONTEXT, MODEL_NAME, tinyChat, type TinyChat } from './openai-setup';
@@ -360,6 +360,54 @@ describe('openaiClient on the real engine', () => {
 				'context_length_exceeded'
 			);
 		}
+	});
+
+	it('answers a whole completion as the HTTP-framed path does: the same data, JSON-clean, the same errors', async () => {
+		// the openai package over localFetch: every request framed as HTTP (the stream path's way)
+		const framed = new OpenAI({
+			apiKey: 'x',
+			baseURL: LOCAL_BASE_URL,
+			maxRetries: 0,
+			fetch: localFetch(chat.service)
+		});
+		const body = {
+			model: MODEL_NAME,
+			messages: USER,
+			max_tokens: 4,
+			temperature: 1,
+			seed: 5,
+			n: 2,
+			logprobs: true,
+			top_logprobs: 2
+		};
+		const [direct, viaHttp] = await Promise.all([
+			client.chat.completions.create(body),
+			framed.chat.completions.create(body)
+		]);
+		const same = (c: object) => ({ ...c, id: '', created: 0 });
+		expect(same(direct)).toStrictEqual(JSON.parse(JSON.stringify(same(viaHttp))));
+		expect(direct).toStrictEqual(JSON.parse(JSON.stringify(direct)));
+		const bad = { model: MODEL_NAME, messages: USER, temperature: 3 };
+		const [e1, e2] = await Promise.all(
+			[client, framed].map((c) => c.chat.completions.create(bad).catch((e: unknown) => e))
+		);
+		expect(e1).toBeInstanceOf(OpenAI.BadRequestError);
+		for (const key of ['status', 'message', 'code', 'param', 'type', 'error'] as const)
+			expect((e1 as InstanceType<typeof OpenAI.APIError>)[key]).toStrictEqual(
+				(e2 as InstanceType<typeof OpenAI.APIError>)[key]
+			);
+		// .withResponse() and .asResponse() as the package offers them
+		const { data, response } = await client.chat.completions
+			.create({ ...body, n: 1 })
+			.withResponse();
+		expect(response.status).toBe(200);
+		expect(await response.json()).toStrictEqual(data);
+		expect((await client.chat.completions.create({ ...body, n: 1 }).asResponse()).status).toBe(200);
+		// a signal already aborted: the package's own abort error, nothing decoded
+		const aborted = await client.chat.completions
+			.create(body, { signal: AbortSignal.abort() })
+			.catch((e: unknown) => e);
+		expect(aborted).toBeInstanceOf(OpenAI.APIUserAbortError);
 	});
 
 	it('lists the model', async () => {

@@ -136,6 +136,8 @@ export interface ChatRequest {
 	method: string;
 	path: string;
 	body?: string;
+	/** The body as an object instead (the local client's whole chat completions). */
+	json?: unknown;
 }
 
 /**

@@ -1,0 +1,156 @@
+/**
+ * @file The host's share of a tic-tac-toe GRPO step's rollouts, no GPU: 512 games (ART's
+ * random opponent) played through the same path as training (openai client -> ChatService:
+ * request checks, chat template, tokenizer, scheduler, response -> the game), with an
+ * instant stub engine that answers each prompt with a legal move (the first empty square of
+ * the board in its last user message); the stub's own time (decoding the board from ids) is
+ * taken out. Two clients, interleaved rep by rep: `sdk` (every request through the openai
+ * package over localFetch, as before) and `local` (openaiClient: a whole completion skips
+ * the HTTP framing). A warm-up rep each, then median, min and max of --reps; one JSON object.
+ *
+ *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3]
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tictactoeEnvironment } from '../../src/lib/agent/envs/tictactoe/environment';
+import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
+import type { ChatEngine, EngineSequence } from '../../src/lib/serve/engine';
+import OpenAI from 'openai';
+import { LOCAL_BASE_URL, localFetch, openaiClient } from '../../src/lib/serve/client';
+import { ChatService } from '../../src/lib/serve/service';
+import { playGames } from '../../src/lib/run/play';
+import { option } from './bench-support';
+import { cpus } from 'node:os';
+
+const GAMES = Number(option('games') ?? 512);
+const REPS = Number(option('reps') ?? 3);
+const MODEL_DIR = join(import.meta.dirname, '../../static/models/tabrl-tiny');
+
+const tokenizer = Tokenizer.fromJson(
+	await readFile(join(MODEL_DIR, 'tokenizer.json'), 'utf8'),
+	await readFile(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')
+);
+const config = JSON.parse(await readFile(join(MODEL_DIR, 'config.json'), 'utf8')) as {
+	eos_token_id: number | number[];
+};
+const eos = [config.eos_token_id].flat();
+const SQUARES = ['A1', 'A2', 'A3', 'B1', 'B2', 'B3', 'C1', 'C2', 'C3'];
+const moveIds = SQUARES.map((s) => [...tokenizer.encode(`<move>${s}</move>`), eos[0]]);
+
+/** Stub time, calls and prompts seen. */
+const stub = { ms: 0, calls: 0, prompts: 0, promptTokens: 0 };
+const engine: ChatEngine = {
+	contextLength: 512,
+	generate: async (prompts) => {
+		const t0 = performance.now();
+		stub.calls++;
+		const out: EngineSequence[] = prompts.map((ids) => {
+			stub.prompts++;
+			stub.promptTokens += ids.length;
+			// the board is the last user message: rows "A  x | _ | o" (rules.ts renderBoard)
+			const text = tokenizer.decode([...ids.slice(-80)]);
+			const rows = text
+				.split('\n')
+				.filter((l) => /^[A-C] /.test(l))
+				.slice(-3);
+			const cells = rows.flatMap((r) =>
+				r
+					.slice(1)
+					.split('|')
+					.map((c) => c.trim())
+			);
+			const move = moveIds[Math.max(0, cells.indexOf('_'))];
+			return {
+				promptIds: [...ids],
+				ids: move,
+				logprobs: move.map(() => -0.1),
+				finishReason: 'stop'
+			};
+		});
+		stub.ms += performance.now() - t0;
+		return out;
+	}
+};
+
+const service = new ChatService({
+	engine,
+	tokenizer,
+	model: 'stub',
+	contextLength: 512,
+	scheduler: { stopTokenIds: eos }
+});
+const clients = {
+	sdk: new OpenAI({
+		apiKey: 'x',
+		baseURL: LOCAL_BASE_URL,
+		maxRetries: 0,
+		fetch: localFetch(service),
+		dangerouslyAllowBrowser: true
+	}),
+	local: openaiClient({ service })
+};
+type ClientName = keyof typeof clients;
+
+interface Rep {
+	wallMs: number;
+	stubMs: number;
+	hostMs: number;
+	requests: number;
+	promptTokens: number;
+	meanMoves: number;
+	illegal: number;
+}
+async function rep(name: ClientName, seed: number): Promise<Rep> {
+	Object.assign(stub, { ms: 0, calls: 0, prompts: 0, promptTokens: 0 });
+	const t0 = performance.now();
+	const games = await playGames(tictactoeEnvironment, clients[name], 'stub', {
+		games: GAMES,
+		seed,
+		temperature: 1,
+		maxTokens: 16,
+		seeded: true
+	});
+	const wallMs = performance.now() - t0;
+	return {
+		wallMs,
+		stubMs: stub.ms,
+		hostMs: wallMs - stub.ms,
+		requests: stub.prompts,
+		promptTokens: stub.promptTokens,
+		meanMoves: games.reduce((s, g) => s + Number(g.metrics.num_moves ?? 0), 0) / games.length,
+		illegal: games.filter((g) => g.metrics.invalid_move === 1).length
+	};
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const stat = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+const runs: Record<ClientName, Rep[]> = { sdk: [], local: [] };
+for (let r = 0; r <= REPS; r++)
+	for (const name of ['sdk', 'local'] as const) {
+		const result = await rep(name, 1000 * r); // the same games for both clients
+		if (r > 0) runs[name].push(result); // rep 0 warms up: template compiled, pieces cached
+	}
+const summary = (xs: Rep[]) => ({
+	requests: xs[0].requests,
+	promptTokens: xs[0].promptTokens,
+	meanMoves: xs[0].meanMoves,
+	illegal: xs[0].illegal,
+	hostMs: stat(xs.map((x) => x.hostMs)),
+	stubMs: stat(xs.map((x) => x.stubMs)),
+	hostUsPerRequest: (median(xs.map((x) => x.hostMs)) * 1000) / xs[0].requests
+});
+const sdk = summary(runs.sdk);
+const local = summary(runs.local);
+console.log(
+	JSON.stringify({
+		bench: 'host',
+		cpu: cpus()[0]?.model,
+		cores: cpus().length,
+		node: process.version,
+		games: GAMES,
+		reps: REPS,
+		sdk,
+		local,
+		ratio: sdk.hostMs.median / local.hostMs.median
+	})
+);
