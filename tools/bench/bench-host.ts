@@ -8,7 +8,7 @@
  * package over localFetch, as before) and `local` (openaiClient: a whole completion skips
  * the HTTP framing). A warm-up rep each, then median, min and max of --reps; one JSON object.
  *
- *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3]
+ *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3] [--model-dir static/models/tabrl-tiny]
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -24,7 +24,8 @@ import { cpus } from 'node:os';
 
 const GAMES = Number(option('games') ?? 512);
 const REPS = Number(option('reps') ?? 3);
-const MODEL_DIR = join(import.meta.dirname, '../../static/models/tabrl-tiny');
+/** The bundled model's tokenizer (run from the repository root). */
+const MODEL_DIR = option('model-dir') ?? join(process.cwd(), 'static/models/tabrl-tiny');
 
 const tokenizer = Tokenizer.fromJson(
 	await readFile(join(MODEL_DIR, 'tokenizer.json'), 'utf8'),

@@ -16,6 +16,9 @@
 #      bench:NAME[:FLAGS]               tools/bench/bench-rollout.ts (e.g. --profile): the rollout's
 #                                       engine time with and without the prefix store, NAME.json
 #                                       (pack it too: ... tools/bench/bench-rollout.ts)
+#      host:NAME[:FLAGS]                tools/bench/bench-host.ts: the host's share of a 512-game
+#                                       rollout (stub engine, no GPU), sdk vs local client, NAME.json
+#                                       (pack it too: ... tools/bench/bench-host.ts)
 #      keep:RUN                         after every job: RUN's latest checkpoint, run.json and
 #                                       history as RUN-state.tgz.00, .01, ... (15 MiB parts): to
 #                                       continue it in a later session, `cat` them into tar xz -C
@@ -81,6 +84,8 @@ for job in "$@"; do
                 pack $b $b.json $b.log $b.started $b/history.jsonl $b/run.json $b-play.json $b-play.log ) & ;;
     bench) ( timeout "$(left)" node .gpu/bench-rollout.mjs ${a//+/ } > $D/$env.json 2> $D/$env.log
              pack $env $env.json $env.log ) & ;;
+    host) ( timeout "$(left)" node .gpu/bench-host.mjs ${a//+/ } > $D/$env.json 2> $D/$env.log
+            pack $env $env.json $env.log ) & ;;
     keep) keep+=("$env") ;;
     judge) node .gpu/rule-judge.mjs --port "$env" > $D/judge.log 2>&1 & judge=$! judge_port=$env; sleep 1 ;;
     wsgrpo) ( warm_start "$env" "$a" "$c" && grpo "$env" "$a" "$b" "$d"
