@@ -54,25 +54,25 @@ async function answer(
 	const outer = options?.signal ?? undefined;
 	if (outer?.aborted) throw new APIUserAbortError();
 	const ms = options?.timeout ?? defaultTimeout;
-	// the caller's signal, or the timeout, stops the request's decode
-	const stop = new AbortController();
-	const onAbort = () => stop.abort(outer!.reason);
-	outer?.addEventListener('abort', onAbort, { once: true });
+	// the caller's signal, or a timeout, stops the request's decode (a game's turn has no
+	// timeout: its signal goes as is, no controller or listener a request)
+	const stop = ms < noTimer ? new AbortController() : undefined;
+	const onAbort = () => stop!.abort(outer!.reason);
+	if (stop) outer?.addEventListener('abort', onAbort, { once: true });
 	let timedOut = false;
-	const timer =
-		ms < noTimer
-			? setTimeout(() => {
-					timedOut = true;
-					stop.abort(new APIConnectionTimeoutError());
-				}, ms)
-			: undefined;
+	const timer = stop
+		? setTimeout(() => {
+				timedOut = true;
+				stop.abort(new APIConnectionTimeoutError());
+			}, ms)
+		: undefined;
 	let reply;
 	try {
 		reply = await handler({
 			method: 'POST',
 			path: '/v1/chat/completions',
 			json: params,
-			signal: stop.signal
+			signal: stop?.signal ?? outer
 		});
 	} catch (error) {
 		if (timedOut) throw new APIConnectionTimeoutError();
