@@ -112,8 +112,10 @@ describe('HTTP server soak', () => {
 			console.log(
 				`soak probe ${path}: ${ms.length} probes, p50 ${quantile(ms, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`
 			);
-			// (probes run one after another: a loaded CI machine gets fewer in, not none)
-			expect(ms.length).toBeGreaterThanOrEqual(5);
+			// (probes run one after another, and a kernel compiled on the event loop stalls them
+			// for seconds: a loaded 2-core machine got 4 a path in 6 s; a route that waited for
+			// decoding to drain would get none in while 32 clients keep it busy)
+			expect(ms.length).toBeGreaterThanOrEqual(2);
 		}
 		// Under 32 clients the server is never idle for long: probes that waited for decoding
 		// to drain would arrive when nothing is in flight, and most would not count here.
