@@ -256,13 +256,15 @@ export async function trainPanelChecks(
 				.catch(() => null)
 		: null;
 	const gamesThen = (await page.$$(testid('train-game'))).length;
+	const statusLine = (await page.textContent(testid('train-status'))) ?? '';
 	check(
-		"a software GPU's evaluation plays after the step's games, with its held-out games counted",
+		"a software GPU's evaluation plays after the step's games (the step being made, the policy before it), with its held-out games counted",
 		evaluating &&
 			gamesThen === 4 &&
 			(await status(page, 'data-step')) === '0' &&
+			/step 1 · evaluating the policy of step 0/.test(statusLine.replace(/\s+/g, ' ')) &&
 			/evaluation: \d \/ 4 held-out games/.test(evalProgress ?? ''),
-		`${evaluating} ${gamesThen} games: ${evalProgress} ${await errorText(page)}`
+		`${evaluating} ${gamesThen} games: ${statusLine.replace(/\s+/g, ' ')} ${await errorText(page)}`
 	);
 	await page.screenshot({ path: 'test-results/train-defaults-evaluating.png', fullPage: true });
 	const t1 = Date.now();

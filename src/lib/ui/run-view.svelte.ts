@@ -71,13 +71,19 @@ export class RunView {
 	#phaseStart = 0;
 	/** The model's step when the current phase began. */
 	#phaseStep = $state(0);
+	/** The model's step whose next games were played last (an evaluation may come after them). */
+	#playedStep = $state<number | null>(null);
 
 	/**
-	 * The step the status line names: while games are played and trained on, the step being
-	 * made (the steps table's next row); otherwise the model's step.
+	 * The step the status line names: while games are played and trained on (and evaluated
+	 * between the two: eval.afterGames), the step being made (the steps table's next row);
+	 * otherwise the model's step.
 	 */
 	get shownStep(): number {
-		const making = this.runPhase === 'rollouts' || this.runPhase === 'train';
+		const making =
+			this.runPhase === 'rollouts' ||
+			this.runPhase === 'train' ||
+			(this.runPhase === 'eval' && this.#playedStep === this.#phaseStep);
 		return making && this.step === this.#phaseStep ? this.step + 1 : this.step;
 	}
 	summary = $state<RunSummary | null>(null);
@@ -233,6 +239,7 @@ export class RunView {
 						: null;
 				if (event.phase !== 'loading') this.load = null;
 				if (event.phase === 'rollouts') {
+					this.#playedStep = event.step;
 					this.rolloutsDone = 0;
 					this.rolloutsTotal = this.#groupGames;
 				}
