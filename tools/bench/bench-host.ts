@@ -20,12 +20,14 @@ import { LOCAL_BASE_URL, localFetch, openaiClient } from '../../src/lib/serve/cl
 import { ChatService } from '../../src/lib/serve/service';
 import { playGames } from '../../src/lib/run/play';
 import { option } from './bench-support';
+import { writeDefaultModel } from '../../scripts/default-model';
 import { cpus } from 'node:os';
 
 const GAMES = Number(option('games') ?? 512);
 const REPS = Number(option('reps') ?? 3);
-/** The bundled model's tokenizer (run from the repository root). */
+/** The bundled model's tokenizer (run from the repository root; written from its seed if absent). */
 const MODEL_DIR = option('model-dir') ?? join(process.cwd(), 'static/models/tabrl-tiny');
+if (!option('model-dir')) await writeDefaultModel(MODEL_DIR);
 
 const tokenizer = Tokenizer.fromJson(
 	await readFile(join(MODEL_DIR, 'tokenizer.json'), 'utf8'),
