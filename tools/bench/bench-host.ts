@@ -13,6 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tictactoeEnvironment } from '../../src/lib/agent/envs/tictactoe/environment';
+import { squareName } from '../../src/lib/agent/envs/tictactoe/rules';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import type { ChatEngine, EngineSequence } from '../../src/lib/serve/engine';
 import OpenAI from 'openai';
@@ -37,8 +38,11 @@ const config = JSON.parse(await readFile(join(MODEL_DIR, 'config.json'), 'utf8')
 	eos_token_id: number | number[];
 };
 const eos = [config.eos_token_id].flat();
-const SQUARES = ['A1', 'A2', 'A3', 'B1', 'B2', 'B3', 'C1', 'C2', 'C3'];
-const moveIds = SQUARES.map((s) => [...tokenizer.encode(`<move>${s}</move>`), eos[0]]);
+/** A move's reply for each square, row-major. */
+const moveIds = Array.from({ length: 9 }, (_, i) => [
+	...tokenizer.encode(`<move>${squareName(i)}</move>`),
+	eos[0]
+]);
 
 /** Stub time, calls and prompts seen. */
 const stub = { ms: 0, calls: 0, prompts: 0, promptTokens: 0 };

@@ -225,6 +225,13 @@ export function checkLiveSettings(s: LiveSettings): LiveSettings {
 	return s;
 }
 
+/** Whether the run evaluates at GRPO step `grpoStep`: before the first, every `eval.every`-th
+ * and the last (`grpo.steps`); never when `eval.every` is 0. */
+export function evalDue(r: Pick<Recipe, 'eval' | 'grpo'>, grpoStep: number): boolean {
+	const { every } = r.eval;
+	return every > 0 && (grpoStep % every === 0 || grpoStep === r.grpo.steps);
+}
+
 /** Throws RunError('invalid-recipe') naming the first field out of range. */
 export function validateRecipe(r: Recipe): Recipe {
 	const bad = (field: string, value: unknown, want: string): never => {

@@ -25,6 +25,7 @@ import type { PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
 import {
 	checkLiveSettings,
+	evalDue,
 	sftSteps,
 	validateRecipe,
 	type LiveSettings,
@@ -208,9 +209,6 @@ export async function runRecipe(
 
 		// GRPO, evaluating before the first step, every `eval.every` steps and at the end
 		// (eval.afterGames: those but the last after the next step's games, before its update).
-		const evalDue = (grpoStep: number) =>
-			recipe.eval.every > 0 &&
-			(grpoStep % recipe.eval.every === 0 || grpoStep === recipe.grpo.steps);
 		let noSignal = 0;
 		// games per step: the recipe's, or (auto) set by the last trained step's time; a resumed
 		// run reads that step from its history, so it sizes exactly as it would have gone on
@@ -243,8 +241,9 @@ export async function runRecipe(
 			step = await model.getStep();
 			const grpoStep = step - sftTotal;
 			const last = grpoStep >= recipe.grpo.steps;
-			const evalAfterGames = evalDue(grpoStep) && !!recipe.eval.afterGames && !last;
-			if (evalDue(grpoStep) && !evalAfterGames) await evaluate();
+			const due = evalDue(recipe, grpoStep);
+			const evalAfterGames = due && !!recipe.eval.afterGames && !last;
+			if (due && !evalAfterGames) await evaluate();
 			if (last) break;
 			checkStop();
 			played = { ...recipe, grpo: { ...grpoNow(), groups: groupsNow } };

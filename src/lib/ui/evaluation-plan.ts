@@ -1,15 +1,14 @@
 /**
  * @file A recipe's evaluations in words for the page: how many held-out games, at which GRPO
- * steps (as run-loop.ts's evalDue picks them), and when they play.
+ * steps (the run loop's evalDue), and when they play.
  */
-import type { Recipe } from '../run';
+import { evalDue, type Recipe } from '../run';
 
-/** The GRPO steps evaluated: 0, every `every`-th, and the last. */
-export function evaluatedSteps(every: number, steps: number): number[] {
-	if (every <= 0) return [];
-	const due = [];
-	for (let s = 0; s <= steps; s++) if (s % every === 0 || s === steps) due.push(s);
-	return due;
+/** The GRPO steps the run evaluates. */
+export function evaluatedSteps(recipe: Pick<Recipe, 'eval' | 'grpo'>): number[] {
+	return Array.from({ length: recipe.grpo.steps + 1 }, (_, s) => s).filter((s) =>
+		evalDue(recipe, s)
+	);
 }
 
 const listed = (xs: number[]) =>
@@ -17,7 +16,7 @@ const listed = (xs: number[]) =>
 
 /** e.g. "Evaluations: 4 held-out games at steps 0, 5 and 10, each played after the next step's games." */
 export function evaluationPlan(recipe: Recipe): string {
-	const steps = evaluatedSteps(recipe.eval.every, recipe.grpo.steps);
+	const steps = evaluatedSteps(recipe);
 	if (!steps.length) return 'No evaluations.';
 	const games = recipe.eval.games === 1 ? '1 held-out game' : `${recipe.eval.games} held-out games`;
 	const when = recipe.eval.afterGames

@@ -5,10 +5,15 @@ import { evaluatedSteps, evaluationPlan } from '../../../src/lib/ui/evaluation-p
 
 describe('evaluationPlan', () => {
 	it('lists step 0, every N-th and the last', () => {
-		expect(evaluatedSteps(5, 10)).toEqual([0, 5, 10]);
-		expect(evaluatedSteps(4, 10)).toEqual([0, 4, 8, 10]);
-		expect(evaluatedSteps(1, 2)).toEqual([0, 1, 2]);
-		expect(evaluatedSteps(0, 10)).toEqual([]);
+		const at = (every: number, steps: number) =>
+			evaluatedSteps({
+				eval: { every, games: 1, temperatures: [0] },
+				grpo: { ...preset('letters', '/').grpo, steps }
+			});
+		expect(at(5, 10)).toEqual([0, 5, 10]);
+		expect(at(4, 10)).toEqual([0, 4, 8, 10]);
+		expect(at(1, 2)).toEqual([0, 1, 2]);
+		expect(at(0, 10)).toEqual([]);
 	});
 
 	it("says what a software GPU's tic-tac-toe evaluates, and when", () => {
