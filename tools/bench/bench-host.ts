@@ -8,7 +8,7 @@
  * package over localFetch, as before) and `local` (openaiClient: a whole completion skips
  * the HTTP framing). A warm-up rep each, then median, min and max of --reps; one JSON object.
  *
- *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3] [--model-dir static/models/tabrl-tiny]
+ *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3] [--clients sdk,local] [--model-dir static/models/tabrl-tiny]
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -26,6 +26,8 @@ import { cpus } from 'node:os';
 
 const GAMES = Number(option('games') ?? 512);
 const REPS = Number(option('reps') ?? 3);
+/** Which clients to run (one alone for a CPU profile of its path). */
+const CLIENTS = (option('clients') ?? 'sdk,local').split(',') as ClientName[];
 /** The bundled model's tokenizer (run from the repository root; written from its seed if absent). */
 const MODEL_DIR = option('model-dir') ?? join(process.cwd(), 'static/models/tabrl-tiny');
 if (!option('model-dir')) await writeDefaultModel(MODEL_DIR);
@@ -133,7 +135,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const stat = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 const runs: Record<ClientName, Rep[]> = { sdk: [], local: [] };
 for (let r = 0; r <= REPS; r++)
-	for (const name of ['sdk', 'local'] as const) {
+	for (const name of CLIENTS) {
 		const result = await rep(name, 1000 * r); // the same games for both clients
 		if (r > 0) runs[name].push(result); // rep 0 warms up: template compiled, pieces cached
 	}
@@ -146,8 +148,9 @@ const summary = (xs: Rep[]) => ({
 	stubMs: stat(xs.map((x) => x.stubMs)),
 	hostUsPerRequest: (median(xs.map((x) => x.hostMs)) * 1000) / xs[0].requests
 });
-const sdk = summary(runs.sdk);
-const local = summary(runs.local);
+const ran = (name: ClientName) => (runs[name].length ? summary(runs[name]) : undefined);
+const sdk = ran('sdk');
+const local = ran('local');
 console.log(
 	JSON.stringify({
 		bench: 'host',
@@ -158,6 +161,6 @@ console.log(
 		reps: REPS,
 		sdk,
 		local,
-		ratio: sdk.hostMs.median / local.hostMs.median
+		ratio: sdk && local ? sdk.hostMs.median / local.hostMs.median : undefined
 	})
 );
