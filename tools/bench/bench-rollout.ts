@@ -3,8 +3,7 @@
  * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games;
  * a game's next prompt is its sequence so far and PER_TURN new tokens; up to 16 new tokens
  * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
- * `noPrefix` (today's defaults without the prefix store), `auto` (today's defaults) and
- * `ahead2` / `ahead3` (the defaults with 2 or 3 decode steps in flight ahead of the one read):
+ * `noPrefix` (today's defaults without the prefix store) and `auto` (today's defaults):
  * median, min and max ms and the Generator's stats. The adapter counts as changed before
  * each rollout (a GRPO step's update), so no rollout reuses another's keys. One JSON
  * object; --tiles h200 forces the H200's thresholds; --profile adds per-kernel GPU time.
@@ -59,10 +58,7 @@ async function main() {
 	const configs: Record<string, GeneratorOptions> = {
 		before: { maxBatch: 64, prefillTokens: 4096, maxContext: 512, prefixCache: false },
 		noPrefix: { maxContext: 512, prefixCache: false },
-		auto: { maxContext: 512 },
-		// decode steps submitted further ahead of the one read
-		ahead2: { maxContext: 512, lookahead: 2 },
-		ahead3: { maxContext: 512, lookahead: 3 }
+		auto: { maxContext: 512 }
 	};
 	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
 	async function rollout(generator: Generator, seed: number) {
@@ -147,10 +143,6 @@ async function main() {
 	}
 	result.speedup = median(times.before) / median(times.auto);
 	result.prefixSpeedup = median(times.noPrefix) / median(times.auto);
-	result.aheadSpeedup = {
-		ahead2: median(times.auto) / median(times.ahead2),
-		ahead3: median(times.auto) / median(times.ahead3)
-	};
 	console.log(JSON.stringify(result));
 	model.release();
 }
