@@ -3,8 +3,7 @@
  * step's buffers, and its commands recorded once (captured-commands.ts): the body (embed the
  * tokens last sampled, every decode layer, advance the positions) and the head (final norm,
  * logits [B, V], sampler). A step replays them with only the sampler's counter changed and
- * reads back 8 bytes a sequence (id, logprob) into a ring of STAGING_RING buffers, so up to
- * STAGING_RING - 1 steps may be in flight ahead of the one being read. The masked head (constrained calls) and the
+ * reads back 8 bytes a sequence (id, logprob). The masked head (constrained calls) and the
  * top-logprobs pass [B, 20] are recorded on first use; release() frees it all.
  */
 import type { Params, Recorder } from '../../gpu/kernel';
@@ -30,10 +29,6 @@ import type { TransformerModel } from '../transformer/transformer';
 
 const MAP_READ = 0x0001;
 const COPY_DST = 0x0008;
-
-/** Readback buffers per session: steps s + 1 .. s + STAGING_RING - 1 may be submitted while
- * step s is read (each step's buffer is free again once its step was read). */
-export const STAGING_RING = 4;
 
 /** A recorded head (final norm, logits, sampler) and where its sampler's parameters are. */
 interface Head {
@@ -88,7 +83,7 @@ export class DecodeSession {
 			this.topK = t([B], 'u32');
 			this.topP = t([B], 'f32');
 			this.seeds = t([B], 'u32');
-			for (let i = 0; i < STAGING_RING; i++)
+			for (let i = 0; i < 2; i++)
 				this.#staging.push(gpu.device.createBuffer({ size: 8 * B, usage: MAP_READ | COPY_DST }));
 			const chunks = weights.lmHead.chunks;
 			const maxRows = Math.max(...chunks.map((c) => c.rows));
@@ -224,7 +219,7 @@ export class DecodeSession {
 				throw error;
 			}
 			const size = 8 * this.B * MAX_TOP_LOGPROBS;
-			const staging = Array.from({ length: STAGING_RING }, () =>
+			const staging = [0, 1].map(() =>
 				gpu.device.createBuffer({ size, usage: MAP_READ | COPY_DST })
 			);
 			this.#top = { commands, ids, logprobs, staging };
@@ -233,7 +228,7 @@ export class DecodeSession {
 	}
 
 	/** Encodes and submits step `step` (0: the head only, after a prefill) with the
-	 * readback of its ids and logprobs into staging buffer step % STAGING_RING; `masked`: sampling
+	 * readback of its ids and logprobs into staging buffer step % 2; `masked`: sampling
 	 * only the tokens `mask` allows; `top`: the top-logprobs pass and its readback too. */
 	submitStep(step: number, masked = false, top = false): void {
 		const gpu = this.model.gpu;
@@ -248,22 +243,22 @@ export class DecodeSession {
 		const encoder = gpu.device.createCommandEncoder();
 		if (step > 0) this.#body!.encode(encoder);
 		head.commands.encode(encoder);
-		const staging = this.#staging[step % STAGING_RING];
+		const staging = this.#staging[step % 2];
 		encoder.copyBufferToBuffer(this.tokens.buffer, 0, staging, 0, 4 * this.B);
 		encoder.copyBufferToBuffer(this.sampled.buffer, 0, staging, 4 * this.B, 4 * this.B);
 		if (top) {
 			const t = this.#topPass();
 			t.commands.encode(encoder);
 			const bytes = 4 * this.B * MAX_TOP_LOGPROBS;
-			encoder.copyBufferToBuffer(t.ids.buffer, 0, t.staging[step % STAGING_RING], 0, bytes);
-			encoder.copyBufferToBuffer(t.logprobs.buffer, 0, t.staging[step % STAGING_RING], bytes, bytes);
+			encoder.copyBufferToBuffer(t.ids.buffer, 0, t.staging[step % 2], 0, bytes);
+			encoder.copyBufferToBuffer(t.logprobs.buffer, 0, t.staging[step % 2], bytes, bytes);
 		}
 		gpu.device.queue.submit([encoder.finish()]);
 	}
 
 	/** Waits for step `step`'s top logprobs: ids and logprobs [B, 20], row-major. */
 	async readTop(step: number): Promise<{ ids: Uint32Array; logprobs: Float32Array }> {
-		const staging = this.#topPass().staging[step % STAGING_RING];
+		const staging = this.#topPass().staging[step % 2];
 		await staging.mapAsync(MAP_READ);
 		const data = staging.getMappedRange().slice(0);
 		staging.unmap();
@@ -273,7 +268,7 @@ export class DecodeSession {
 
 	/** Waits for step `step` and returns its ids and logprobs [B]. */
 	async readStep(step: number): Promise<{ ids: Uint32Array; logprobs: Float32Array }> {
-		const staging = this.#staging[step % STAGING_RING];
+		const staging = this.#staging[step % 2];
 		await staging.mapAsync(MAP_READ);
 		const data = staging.getMappedRange().slice(0);
 		staging.unmap();

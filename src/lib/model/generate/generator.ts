@@ -1,9 +1,9 @@
 /**
  * @file Batched generation with a KV cache and the model's current LoRA (the policy being
  * trained): prompts prefilled (prefill.ts), then decoded one token per sequence per step
- * (decode-session.ts), sampled on the GPU. The host stays `lookahead` steps ahead (steps
- * s + 1 .. s + lookahead are submitted before step s's ids are read; a finished sequence's
- * extra tokens are dropped), except under constraints, whose masks need the last token. Memory is checked before allocating; a session is kept for the next similar
+ * (decode-session.ts), sampled on the GPU. The host stays one step ahead (step s + 1 is
+ * submitted before step s's ids are read), except under constraints, whose masks need the
+ * last token. Memory is checked before allocating; a session is kept for the next similar
  * call until release(). Finished sequences' keys and values are kept (prefix-store.ts, while
  * the adapter does not change), so a prompt that extends one prefills only its new tokens
  * (extend.ts).
@@ -19,7 +19,7 @@ import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../trans
 import { StepMasks } from './step-masks';
 import type { TransformerModel } from '../transformer/transformer';
 import { autoBatch, SLOT_GRANULE } from './batch-size';
-import { DecodeSession, STAGING_RING } from './decode-session';
+import { DecodeSession } from './decode-session';
 import {
 	resolveOptions,
 	type GenerateOptions,
@@ -34,9 +34,6 @@ import { PrefixStore, type PrefixHit } from './prefix-store';
 import { kvCacheBufferBytes } from '../transformer/kv-cache';
 import type { LoraParameters } from '../transformer/lora';
 import { sequenceSeed } from './seed';
-
-/** Decode steps in flight ahead of the one read (GeneratorOptions.lookahead's default). */
-export const DEFAULT_LOOKAHEAD = 1;
 
 /**
  * What a Generator has done since it was made: where a rollout's time goes (the rest of a
@@ -82,8 +79,6 @@ export class Generator {
 	readonly #prefillTokens: number;
 	#session: DecodeSession | undefined;
 	readonly #prefixCache: boolean;
-	/** Decode steps submitted ahead of the one being read. */
-	readonly #lookahead: number;
 	#store: PrefixStore | undefined;
 	/** The adapter (and its version) the store's keys and values were computed with. */
 	#storeWeights: { lora: LoraParameters | undefined; version: number } | undefined;
@@ -111,12 +106,6 @@ export class Generator {
 			);
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
-		const lookahead = options.lookahead ?? DEFAULT_LOOKAHEAD;
-		if (!(Number.isInteger(lookahead) && lookahead >= 1 && lookahead < STAGING_RING))
-			throw new GenerationOptionsError(
-				`lookahead must be an integer from 1 to ${STAGING_RING - 1}, got ${lookahead}`
-			);
-		this.#lookahead = lookahead;
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
@@ -387,11 +376,8 @@ export class Generator {
 		};
 		if (masks && !endEmpty()) return results;
 		session.submitStep(0, masks !== undefined, top);
-		let submitted = 0; // the last step submitted
 		for (let s = 0; s < steps; s++) {
-			const ahead = Math.min(s + this.#lookahead, steps - 1);
-			if (!masks && active.some(Boolean))
-				while (submitted < ahead) session.submitStep(++submitted, false, top);
+			if (!masks && s + 1 < steps && active.some(Boolean)) session.submitStep(s + 1, false, top);
 			this.stats.decodeSteps++;
 			const { ids, logprobs } = await session.readStep(s);
 			const best = top ? await session.readTop(s) : undefined;

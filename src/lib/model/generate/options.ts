@@ -103,10 +103,6 @@ export interface GeneratorOptions {
 	 * with one prefills only the rest: a game's next turn, a chat's next message. Default
 	 * true; off where memory is short (it is skipped when it would not fit anyway). */
 	prefixCache?: boolean;
-	/** Decode steps submitted ahead of the one whose tokens are being read (1 to
-	 * STAGING_RING - 1; default DEFAULT_LOOKAHEAD): more hides the readback's round trip when
-	 * a step's GPU work is shorter than it, at the cost of steps decoded past the last stop. */
-	lookahead?: number;
 }
 
 /** A call's options, checked and with their defaults. */

@@ -280,46 +280,6 @@ describe('generation', () => {
 		eosModel.release();
 	});
 
-	it('steps submitted further ahead (lookahead 3) decode exactly what lookahead 1 does: stops, onStep stops, top logprobs', async () => {
-		const base = { ...TINY.qwen2, eosTokenIds: [] as number[] };
-		const { model } = await modelFor(base, {}, 9);
-		const near = new Generator(model, { lookahead: 1 });
-		const far = new Generator(model, { lookahead: 3 });
-		const prompts = randomSequences(base.vocabSize, [5, 2, 7, 3], 12);
-		const options = { maxTokens: 10, temperature: 1, seed: 31, topLogprobs: 3 };
-		const full = await near.generate(prompts, options);
-		// a token sequence 0 samples at step 2 for the first time: it ends some sequences early
-		const stopId = full[0].ids[2];
-		const stops = { ...options, stopTokenIds: [stopId] };
-		const ended = await near.generate(prompts, stops);
-		expect(ended.some((r) => r.finishReason === 'stop' && r.ids.length < 10)).toBe(true);
-		expect(await far.generate(prompts, stops)).toEqual(ended);
-		// onStep stops sequence 2 at the second step: the steps already in flight are dropped
-		const stepsSeen = (gen: Generator) => {
-			const seen: number[][] = [];
-			return gen
-				.generate(prompts, {
-					...options,
-					onStep: (tokens) => {
-						seen.push(tokens.map((t) => t.index));
-						return seen.length === 2 ? [2] : undefined;
-					}
-				})
-				.then((out) => ({ out, seen }));
-		};
-		const a = await stepsSeen(near);
-		const b = await stepsSeen(far);
-		expect(b).toEqual(a);
-		expect(a.out[2].ids.length).toBe(2);
-		// the same steps read (near made one more call: `full`, 10 steps)
-		expect(far.stats.decodeSteps).toBe(near.stats.decodeSteps - 10);
-		for (const lookahead of [0, 4, 1.5])
-			expect(() => new Generator(model, { lookahead })).toThrow(GenerationOptionsError);
-		near.release();
-		far.release();
-		model.release();
-	});
-
 	it('LoRA applies during generation: B = 0 is the base model, a random B matches the reference with the adapter', async () => {
 		const config = TINY.qwen3;
 		const { model, weights } = await modelFor(config, { lora: { rank: 4 }, seed: 3 });
