@@ -1,17 +1,22 @@
 /**
  * @file How soon a run's evaluation score rises, from a `cli train` run's history.jsonl: the
  * first evaluation after step 0 whose val/reward beats step 0's by --margin, with seconds
- * since --started (tools/device/env-learning.sh writes it as RUN.started). One JSON line.
+ * since --started (tools/device/env-learning.sh writes it as RUN.started); --metric names
+ * another evaluation field (2048: val/win, the win rate at 128). A rise of exactly the margin
+ * counts (30 of 200 games is 0.15, whatever the floats' last bit). One JSON line.
  *
- *   npx tsx tools/eval-rise.ts --history OUT/history.jsonl --started ISO [--margin 0.03]
+ *   npx tsx tools/eval-rise.ts --history OUT/history.jsonl --started ISO [--margin 0.03] [--metric val/reward]
  */
 import { readFile } from 'node:fs/promises';
 
 interface Line {
 	step: number;
 	recorded_at: string;
-	'val/reward'?: number;
+	[metric: string]: unknown;
 }
+
+/** Below float noise, far below one game of 200 (0.005). */
+const EPSILON = 1e-9;
 
 function flag(argv: string[], name: string): string | undefined {
 	const i = argv.indexOf(`--${name}`);
@@ -23,23 +28,27 @@ async function main(): Promise<void> {
 	const history = flag(argv, 'history');
 	const started = Date.parse(flag(argv, 'started') ?? '');
 	const margin = Number(flag(argv, 'margin') ?? 0.03);
+	const metric = flag(argv, 'metric') ?? 'val/reward';
 	if (!history || Number.isNaN(started) || !(margin >= 0))
-		throw new Error('usage: eval-rise.ts --history FILE --started ISO [--margin X >= 0]');
+		throw new Error(
+			'usage: eval-rise.ts --history FILE --started ISO [--margin X >= 0] [--metric val/NAME]'
+		);
 	const lines = (await readFile(history, 'utf8'))
 		.split('\n')
 		.filter((l) => l.trim())
 		.map((l) => JSON.parse(l) as Line);
 	const evals = lines
-		.filter((l) => typeof l['val/reward'] === 'number')
+		.filter((l) => typeof l[metric] === 'number')
 		.map((l) => ({
 			step: l.step,
 			seconds: Math.round((Date.parse(l.recorded_at) - started) / 100) / 10,
-			reward: l['val/reward']!
+			[metric]: l[metric] as number
 		}));
 	const first = evals.find((e) => e.step === 0);
 	if (!first) throw new Error(`${history} has no evaluation at step 0`);
-	const rise = evals.find((e) => e.step > 0 && e.reward >= first.reward + margin) ?? null;
-	process.stdout.write(JSON.stringify({ margin, step0: first.reward, rise, evals }) + '\n');
+	const rise =
+		evals.find((e) => e.step > 0 && e[metric] >= first[metric] + margin - EPSILON) ?? null;
+	process.stdout.write(JSON.stringify({ metric, margin, step0: first[metric], rise, evals }) + '\n');
 }
 
 main().catch((error) => {
