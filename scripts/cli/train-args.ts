@@ -17,7 +17,7 @@ import { numberFlag, parseFlags, UsageError } from './args';
 export const TRAIN_USAGE =
 	`usage: npm run -s cli -- train --out DIR [--env ${ENVIRONMENT_NAMES.join('|')}] [--model DIR|KEY|URL] ` +
 	'[--warm-start preset|none|DIR] [--warm-start-mode merged|stacked] [--steps N] [--groups auto|G] ' +
-	'[--group-size K] [--lr X] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
+	'[--group-size K] [--lr X] [--warmup N] [--loss cispo|ppo] [--kl-beta B] [--temperature T] ' +
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
 	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
@@ -34,7 +34,9 @@ export const TRAIN_USAGE =
 	"the random opponent (ART's measure)\n" +
 	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std\n" +
 	"    --iterations N, --mini-batches M: N passes over a step's games, each M optimizer updates " +
-	'(default 1 and 1, as ART)';
+	'(default 1 and 1, as ART)\n' +
+	'    --warmup N: the learning rate rises linearly over the first N GRPO steps (default 0: the ' +
+	'whole rate from the first)';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -52,6 +54,8 @@ export interface TrainArgs {
 	groups?: number | 'auto';
 	groupSize?: number;
 	lr?: number;
+	/** GRPO steps over which the learning rate warms up (grpo.warmupSteps). */
+	warmup?: number;
 	loss?: 'cispo' | 'ppo';
 	klBeta?: number;
 	temperature?: number;
@@ -95,6 +99,7 @@ const FLAGS = {
 	groups: {},
 	'group-size': {},
 	lr: {},
+	warmup: {},
 	loss: {},
 	'kl-beta': {},
 	temperature: {},
@@ -160,6 +165,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		groups: f.groups === 'auto' ? 'auto' : count('groups'),
 		groupSize: count('group-size', 2),
 		lr: n('lr', isPositive, 'a positive number'),
+		warmup: count('warmup', 0),
 		loss: oneOf('loss', f.loss, ['cispo', 'ppo']),
 		klBeta: n('kl-beta', (x) => Number.isFinite(x) && x >= 0, 'a number >= 0'),
 		temperature: n('temperature', isPositive, 'a positive number'),

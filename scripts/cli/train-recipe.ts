@@ -82,6 +82,7 @@ export function trainRecipe(
 		steps: args.steps ?? g.steps,
 		groupSize: args.groupSize ?? g.groupSize,
 		learningRate: args.lr ?? g.learningRate,
+		...(args.warmup === undefined ? {} : { warmupSteps: args.warmup }),
 		loss: args.loss ?? g.loss,
 		klBeta: args.klBeta ?? g.klBeta,
 		temperature: args.temperature ?? g.temperature,

@@ -58,6 +58,13 @@ export interface GrpoPhaseConfig {
 	groups: number;
 	groupSize: number;
 	learningRate: number;
+	/**
+	 * GRPO steps over which the learning rate rises linearly to `learningRate` (step k, 0-based,
+	 * trains at (k + 1) / warmupSteps of it: warmupFactor); absent or 0: the full rate from the
+	 * first. Why: Adam's first update moves every parameter by the whole rate (m / sqrt(v) is
+	 * +-1), which at the page's rate sends a warm start's games illegal for a step.
+	 */
+	warmupSteps?: number;
 	loss: 'cispo' | 'ppo';
 	/** KL penalty to the LoRA-off model (the warm-start policy when merged); 0: none. */
 	klBeta: number;
@@ -191,6 +198,10 @@ export const LIVE_RANGES: Record<keyof LiveSettings, { ok: (x: number) => boolea
 const inRange = (field: keyof LiveSettings, x: unknown): x is number =>
 	typeof x === 'number' && Number.isFinite(x) && LIVE_RANGES[field].ok(x);
 
+/** The history field of a step that trained while the rate warmed up: its warmupFactor
+ * (train/lr is the rate it trained at, this share of the rate set). */
+export const LR_WARMUP = 'train/lr_warmup';
+
 /**
  * The live settings a run's last trained step recorded (train/lr, train/kl_beta,
  * train/temperature; absent in steps made before they were recorded): what a Resume goes on
@@ -206,7 +217,11 @@ export function recordedSettings(history: readonly Record<string, unknown>[]): L
 		['temperature', 'train/temperature']
 	] as const;
 	for (const [field, key] of keys) {
-		const value = last[key];
+		let value = last[key];
+		// a step that warmed up trained at a share of the rate set: the rate set is what goes on
+		const share = last[LR_WARMUP];
+		if (field === 'learningRate' && typeof value === 'number' && typeof share === 'number')
+			value = share > 0 && share <= 1 ? value / share : NaN;
 		if (inRange(field, value)) out[field] = value; // a damaged value: the recipe's stays
 	}
 	return out;
@@ -232,6 +247,13 @@ export function evalDue(r: Pick<Recipe, 'eval' | 'grpo'>, grpoStep: number): boo
 	return every > 0 && (grpoStep % every === 0 || grpoStep === r.grpo.steps);
 }
 
+/** The share of `learningRate` GRPO step `grpoStep` (0-based) trains at: below 1 while
+ * it warms up (GrpoPhaseConfig.warmupSteps), then 1. */
+export function warmupFactor(g: Pick<GrpoPhaseConfig, 'warmupSteps'>, grpoStep: number): number {
+	const w = g.warmupSteps ?? 0;
+	return w > 0 ? Math.min(1, (grpoStep + 1) / w) : 1;
+}
+
 /** Throws RunError('invalid-recipe') naming the first field out of range. */
 export function validateRecipe(r: Recipe): Recipe {
 	const bad = (field: string, value: unknown, want: string): never => {
@@ -252,6 +274,8 @@ export function validateRecipe(r: Recipe): Recipe {
 	if (!isCount(g.groups)) bad('grpo.groups', g.groups, 'an integer >= 1');
 	if (!isCount(g.groupSize, 2)) bad('grpo.groupSize', g.groupSize, 'an integer >= 2');
 	if (!isPositive(g.learningRate)) bad('grpo.learningRate', g.learningRate, 'a positive number');
+	if (g.warmupSteps !== undefined && !isCount(g.warmupSteps, 0))
+		bad('grpo.warmupSteps', g.warmupSteps, 'an integer >= 0');
 	if (g.loss !== 'cispo' && g.loss !== 'ppo') bad('grpo.loss', g.loss, "'cispo' or 'ppo'");
 	if (!isNonNegative(g.klBeta)) bad('grpo.klBeta', g.klBeta, 'a number >= 0');
 	if (!isPositive(g.temperature)) bad('grpo.temperature', g.temperature, 'a positive number');

@@ -29,7 +29,9 @@ import {
 	sftSteps,
 	validateRecipe,
 	type LiveSettings,
-	type Recipe
+	type Recipe,
+	LR_WARMUP,
+	warmupFactor
 } from './recipe';
 import { EVAL_GAMES, GROUPS_PLAYED, nextGroups, sizingReason, stepSeconds } from './sizing';
 
@@ -289,11 +291,12 @@ export async function runRecipe(
 			await pause('update', step);
 			emit({ type: 'phase', phase: 'train', step });
 			const g = grpoNow();
+			const warmup = warmupFactor(g, grpoStep);
 			const report = await model.train(
 				groups,
 				{
 					loss: g.loss,
-					learningRate: g.learningRate,
+					learningRate: g.learningRate * warmup,
 					klBeta: g.klBeta,
 					// the games' own (a temperature changed at the update's pause plays next round)
 					temperature: played.grpo.temperature,
@@ -308,6 +311,7 @@ export async function runRecipe(
 					'train/rollout_ms': rolloutMs,
 					// what this step trained with (changed while paused, or the recipe's)
 					'train/kl_beta': g.klBeta,
+					...(warmup < 1 ? { [LR_WARMUP]: warmup } : {}),
 					'train/temperature': played.grpo.temperature,
 					...(auto ? { [GROUPS_PLAYED]: played.grpo.groups } : {}),
 					...judged

@@ -119,6 +119,14 @@ describe('cli train: the recipe from flags', () => {
 		);
 	});
 
+	it('--warmup N: the learning rate warms up over N GRPO steps; absent: the preset has none', () => {
+		expect(recipe(['--warmup', '3']).grpo.warmupSteps).toBe(3);
+		expect(recipe(['--warmup', '0']).grpo.warmupSteps).toBe(0);
+		expect('warmupSteps' in recipe([]).grpo).toBe(false);
+		expect(() => recipe(['--warmup', '-1'])).toThrow(/--warmup/);
+		expect(() => recipe(['--warmup', '1.5'])).toThrow(/--warmup/);
+	});
+
 	it('--iterations N, --mini-batches M: optimizer updates a step; absent: one, as ART', () => {
 		const g = recipe(['--iterations', '2', '--mini-batches', '4']).grpo;
 		expect([g.iterations, g.miniBatches]).toEqual([2, 4]);

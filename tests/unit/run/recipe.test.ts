@@ -16,6 +16,8 @@ import {
 	sftSteps,
 	validateRecipe,
 	warmStartRecipe,
+	warmupFactor,
+	LR_WARMUP,
 	type Recipe
 } from '../../../src/lib/run';
 
@@ -40,6 +42,8 @@ const BAD: Mutation[] = [
 	['grpo.groupSize', (r) => (r.grpo.groupSize = 1)],
 	['grpo.learningRate', (r) => (r.grpo.learningRate = 0)],
 	['grpo.learningRate', (r) => (r.grpo.learningRate = Number.NaN)],
+	['grpo.warmupSteps', (r) => (r.grpo.warmupSteps = -1)],
+	['grpo.warmupSteps', (r) => (r.grpo.warmupSteps = 2.5)],
 	['grpo.loss', (r) => (r.grpo.loss = 'grpo' as 'cispo')],
 	['grpo.klBeta', (r) => (r.grpo.klBeta = -0.1)],
 	['grpo.temperature', (r) => (r.grpo.temperature = 0)],
@@ -302,5 +306,28 @@ describe('live settings', () => {
 		expect(
 			recordedSettings([line(3, { 'train/lr': -1, 'train/kl_beta': 0.1, 'train/temperature': 9 })])
 		).toEqual({ klBeta: 0.1 });
+
+		// a step that warmed up trained at a share of the rate set: the rate set goes on
+		const warming = { 'train/kl_beta': 0.05, 'train/temperature': 1 };
+		expect(
+			recordedSettings([line(1, { 'train/lr': 1e-4, [LR_WARMUP]: 0.25, ...warming })])
+		).toMatchObject({ learningRate: 4e-4 });
+		expect(recordedSettings([line(1, { 'train/lr': 1e-4, [LR_WARMUP]: 0, ...warming })])).toEqual({
+			klBeta: 0.05,
+			temperature: 1
+		});
+	});
+
+	it('the learning rate warms up linearly over warmupSteps GRPO steps, then stays', () => {
+		expect([0, 1, 2, 3, 9].map((k) => warmupFactor({ warmupSteps: 3 }, k))).toEqual([
+			1 / 3,
+			2 / 3,
+			1,
+			1,
+			1
+		]);
+		expect(warmupFactor({}, 0)).toBe(1);
+		expect(warmupFactor({ warmupSteps: 0 }, 0)).toBe(1);
+		expect(warmupFactor({ warmupSteps: 1 }, 0)).toBe(1);
 	});
 });

@@ -20,6 +20,8 @@ import {
 	preset,
 	runRecipe,
 	stepSeconds,
+	LR_WARMUP,
+	recordedSettings,
 	type LiveSettings,
 	type Recipe,
 	type RunEvent
@@ -389,10 +391,18 @@ describe('runRecipe', () => {
 		expect(Math.abs(sd - 1)).toBeGreaterThan(1e-3);
 	}, 600_000);
 
-	it('settings changed at a pause take effect from then on, each step recording what it trained with', async () => {
+	it('settings changed at a pause take effect from then on, each step recording what it trained with (a warm-up its share)', async () => {
 		const r = recipe({
 			maxNoSignal: 16,
-			grpo: { steps: 2, groupSize: 4, maxTokens: 8, learningRate: 1e-2, klBeta: 0, temperature: 1 }
+			grpo: {
+				steps: 2,
+				groupSize: 4,
+				maxTokens: 8,
+				learningRate: 1e-2,
+				klBeta: 0,
+				temperature: 1,
+				warmupSteps: 2
+			}
 		});
 		const model = await register('letters-live', r);
 		let live: LiveSettings | undefined;
@@ -409,13 +419,24 @@ describe('runRecipe', () => {
 		const trained = (await model.history()).filter((h) => h['train/skipped'] !== 1);
 		const rows = trained
 			.filter((h) => typeof h['train/lr'] === 'number')
-			.map((h) => [h.step, h['train/lr'], h['train/kl_beta'], h['train/temperature']]);
-		// step 1 (trained at step 0's pause): the new lr and KL; its games were played at T 1
-		// before the change; step 2 plays and trains at the new temperature
+			.map((h) => [
+				h.step,
+				h['train/lr'],
+				h[LR_WARMUP],
+				h['train/kl_beta'],
+				h['train/temperature']
+			]);
+		// step 1 (trained at step 0's pause): the new lr, half of it while it warms up, and KL;
+		// its games were played at T 1 before the change; step 2 plays and trains at the new
+		// temperature, at the whole new rate
 		expect(rows).toEqual([
-			[1, 5e-3, 0.05, 1],
-			[2, 5e-3, 0.05, 1.2]
+			[1, 2.5e-3, 0.5, 0.05, 1],
+			[2, 5e-3, undefined, 0.05, 1.2]
 		]);
+		// a resume after step 1 goes on with the rate set, not the share it trained at
+		expect(recordedSettings(trained.filter((h) => h.step === 1))).toMatchObject({
+			learningRate: 5e-3
+		});
 		// a value out of range is refused by name
 		await expect(
 			runRecipe(await register('letters-live-bad', r), r, { live: () => ({ klBeta: -1 }) })
