@@ -21,7 +21,7 @@ export const TRAIN_USAGE =
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
 	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
-	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M]\n' +
+	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M] [--token-budget N]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
@@ -36,7 +36,9 @@ export const TRAIN_USAGE =
 	"    --iterations N, --mini-batches M: N passes over a step's games, each M optimizer updates " +
 	'(default 1 and 1, as ART)\n' +
 	'    --warmup N: the learning rate rises linearly over the first N GRPO steps (default 0: the ' +
-	'whole rate from the first)';
+	'whole rate from the first)\n' +
+	"    --token-budget N: padded tokens per micro-batch of the update (the preset's is sized for " +
+	'a weak GPU; more on a big one: fewer micro-batches)';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -76,6 +78,8 @@ export interface TrainArgs {
 	scaleRewards?: boolean;
 	iterations?: number;
 	miniBatches?: number;
+	/** Padded tokens per micro-batch of the update (grpo.tokenBudget). */
+	tokenBudget?: number;
 	/** A file whose text is RULER's rubric. */
 	rubric?: string;
 	/** The rubric file's text (runTrain reads it). */
@@ -120,7 +124,8 @@ const FLAGS = {
 	opponent: {},
 	'scale-rewards': {},
 	iterations: {},
-	'mini-batches': {}
+	'mini-batches': {},
+	'token-budget': {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -189,6 +194,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 				? undefined
 				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes',
 		iterations: n('iterations', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`),
-		miniBatches: n('mini-batches', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`)
+		miniBatches: n('mini-batches', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`),
+		tokenBudget: count('token-budget')
 	};
 }

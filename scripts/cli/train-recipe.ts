@@ -87,6 +87,7 @@ export function trainRecipe(
 		klBeta: args.klBeta ?? g.klBeta,
 		temperature: args.temperature ?? g.temperature,
 		maxTokens: args.maxTokens ?? g.maxTokens,
+		tokenBudget: args.tokenBudget ?? g.tokenBudget,
 		...(args.scaleRewards === undefined ? {} : { scaleRewards: args.scaleRewards }),
 		...(args.iterations === undefined ? {} : { iterations: args.iterations }),
 		...(args.miniBatches === undefined ? {} : { miniBatches: args.miniBatches })

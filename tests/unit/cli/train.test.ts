@@ -119,6 +119,12 @@ describe('cli train: the recipe from flags', () => {
 		);
 	});
 
+	it("--token-budget N: padded tokens per micro-batch of the update; absent: the preset's", () => {
+		expect(recipe(['--token-budget', '131072']).grpo.tokenBudget).toBe(131072);
+		expect(recipe([]).grpo.tokenBudget).toBe(32768); // tic-tac-toe's preset
+		expect(() => recipe(['--token-budget', '0'])).toThrow(/--token-budget/);
+	});
+
 	it('--warmup N: the learning rate warms up over N GRPO steps; absent: the preset has none', () => {
 		expect(recipe(['--warmup', '3']).grpo.warmupSteps).toBe(3);
 		expect(recipe(['--warmup', '0']).grpo.warmupSteps).toBe(0);
