@@ -48,7 +48,9 @@ async function main(): Promise<void> {
 	if (!first) throw new Error(`${history} has no evaluation at step 0`);
 	const rise =
 		evals.find((e) => e.step > 0 && e[metric] >= first[metric] + margin - EPSILON) ?? null;
-	process.stdout.write(JSON.stringify({ metric, margin, step0: first[metric], rise, evals }) + '\n');
+	process.stdout.write(
+		JSON.stringify({ metric, margin, step0: first[metric], rise, evals }) + '\n'
+	);
 }
 
 main().catch((error) => {
