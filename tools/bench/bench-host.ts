@@ -99,6 +99,9 @@ const clients = {
 	local: openaiClient({ service })
 };
 type ClientName = keyof typeof clients;
+for (const name of CLIENTS)
+	if (!(name in clients))
+		throw new Error(`--clients: sdk and/or local, comma-separated; not ${name}`);
 
 interface Rep {
 	wallMs: number;
