@@ -4,6 +4,7 @@
  * agent/envs' registry, re-exported here with the recipe that names them.
  */
 export * from './recipe';
+export * from './live-settings';
 export * from './presets';
 export * from './events';
 export * from './errors';

@@ -23,16 +23,8 @@ import { evaluateOnce } from './evaluate';
 import { playRound, recipeJudge } from './round';
 import type { PausePhase, RunEvent, RunStatus, RunSummary } from './events';
 import { RunError } from './errors';
-import {
-	checkLiveSettings,
-	evalDue,
-	sftSteps,
-	validateRecipe,
-	type LiveSettings,
-	type Recipe,
-	LR_WARMUP,
-	warmupFactor
-} from './recipe';
+import { checkLiveSettings, LR_WARMUP, warmupFactor, type LiveSettings } from './live-settings';
+import { evalDue, sftSteps, validateRecipe, type Recipe } from './recipe';
 import { EVAL_GAMES, GROUPS_PLAYED, nextGroups, sizingReason, stepSeconds } from './sizing';
 
 export interface RunOptions {
