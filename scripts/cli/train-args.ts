@@ -11,6 +11,7 @@ import {
 	type RewardSource
 } from '../../src/lib/run';
 import { OPPONENT_KINDS, type OpponentKind } from '../../src/lib/agent/envs/tictactoe/rollout';
+import { INVALID_REPLY_RULES, type InvalidReplyRule } from '../../src/lib/agent/envs/environment';
 import { isUpdateCount, MAX_UPDATE_COUNT } from '../../src/lib/grpo/train-step';
 import { numberFlag, parseFlags, UsageError } from './args';
 
@@ -21,6 +22,7 @@ export const TRAIN_USAGE =
 	'[--max-tokens N] [--seed S] [--rank R] [--alpha A] [--sft-first N] [--eval-every N] ' +
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
 	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
+	'[--on-invalid-reply end|random-move] ' +
 	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M] [--token-budget N]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
@@ -32,6 +34,8 @@ export const TRAIN_USAGE =
 	'questions need two emails\n' +
 	'    --opponent KIND (tictactoe): whom the games are played against; evaluations stay against ' +
 	"the random opponent (ART's measure)\n" +
+	'    --on-invalid-reply random-move (tictactoe, 2048): an invalid reply is replaced by a random ' +
+	"move and the game goes on (timing stand-ins with random weights); evaluations keep ART's rule\n" +
 	"    --scale-rewards no: advantages r - mean (Dr. GRPO) instead of ART's (r - mean) / std\n" +
 	"    --iterations N, --mini-batches M: N passes over a step's games, each M optimizer updates " +
 	'(default 1 and 1, as ART)\n' +
@@ -88,6 +92,8 @@ export interface TrainArgs {
 	changes?: number;
 	/** tictactoe: the training games' opponent (envOptions.opponent). */
 	opponent?: OpponentKind;
+	/** tictactoe, 2048: what an invalid reply does (envOptions.onInvalidReply). */
+	onInvalidReply?: InvalidReplyRule;
 }
 
 const isCount = (n: number, min = 1) => Number.isSafeInteger(n) && n >= min;
@@ -122,6 +128,7 @@ const FLAGS = {
 	rubric: {},
 	changes: {},
 	opponent: {},
+	'on-invalid-reply': {},
 	'scale-rewards': {},
 	iterations: {},
 	'mini-batches': {},
@@ -189,6 +196,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 		rubric: f.rubric,
 		changes: n('changes', (x) => x >= 0 && x <= 1, 'a share from 0 to 1'),
 		opponent: oneOf('opponent', f.opponent, OPPONENT_KINDS),
+		onInvalidReply: oneOf('on-invalid-reply', f['on-invalid-reply'], INVALID_REPLY_RULES),
 		scaleRewards:
 			f['scale-rewards'] === undefined
 				? undefined

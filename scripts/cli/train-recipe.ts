@@ -104,10 +104,22 @@ export function trainRecipe(
 		throw new UsageError(`--changes: only for --env inbox, not ${env}`, TRAIN_USAGE);
 	if (args.opponent !== undefined && env !== 'tictactoe')
 		throw new UsageError(`--opponent: only for --env tictactoe, not ${env}`, TRAIN_USAGE);
+	if (args.onInvalidReply === 'random-move' && env !== 'tictactoe' && env !== '2048')
+		throw new UsageError(
+			`--on-invalid-reply: random-move only for --env tictactoe or 2048, not ${env}`,
+			TRAIN_USAGE
+		);
 	const envOptions = {
 		...base.envOptions,
 		...(args.changes === undefined ? {} : { changes: args.changes }),
-		...(args.opponent === undefined ? {} : { opponent: args.opponent })
+		...(args.opponent === undefined ? {} : { opponent: args.opponent }),
+		...(args.onInvalidReply === undefined ? {} : { onInvalidReply: args.onInvalidReply })
+	};
+	// trained against another opponent or rule, still measured by ART's
+	const evalEnvOptions = {
+		...base.eval.envOptions,
+		...(args.opponent === undefined ? {} : { opponent: 'random' as const }),
+		...(args.onInvalidReply === undefined ? {} : { onInvalidReply: 'end' as const })
 	};
 	const reward = rewardConfig(args, base.reward);
 	const rank = args.rank ?? base.lora.rank;
@@ -130,10 +142,9 @@ export function trainRecipe(
 			games: args.evalGames ?? base.eval.games,
 			// games asked for are played, every evaluation, on any device
 			...(args.evalGames === undefined ? {} : { sized: false }),
-			// trained against another opponent, still measured against ART's random one
-			...(args.opponent === undefined
+			...(args.opponent === undefined && args.onInvalidReply === undefined
 				? {}
-				: { envOptions: { ...base.eval.envOptions, opponent: 'random' as const } })
+				: { envOptions: evalEnvOptions })
 		},
 		maxNoSignal: args.maxNoSignal ?? base.maxNoSignal,
 		...(Object.keys(envOptions).length > 0 ? { envOptions } : {}),

@@ -4,7 +4,9 @@
 #   bash ../shared/device/pack.sh scripts/cli.ts tools/make-hub-standin.ts
 #   device run: bash tools/device/hub-steps.sh SECONDS_PER_RUN [STEPS] [ENVS] [KEYS]   carry: [".gpu"]
 # Replies are capped at 16 tokens (a real model's move and its end token; a random model
-# never stops by itself). Each run's history, log and JSON come back in $OUT/hub-steps.tgz.
+# never stops by itself), and an invalid reply is replaced by a random move
+# (--on-invalid-reply random-move), so the games last as long as a legal player's and each
+# step trains. Each run's history, log and JSON come back in $OUT/hub-steps.tgz.
 set -u
 per_run=$1; steps=${2:-3}; envs=${3:-"tictactoe 2048"}
 keys=${4:-"smollm2-135m smollm2-360m qwen2.5-0.5b qwen3-0.6b"}
@@ -17,7 +19,8 @@ for key in $keys; do
     run=$key-$env
     node .gpu/make-hub-standin.mjs --model "$key" --env "$env" --out $D/model-$run > $D/$run.standin.json 2> $D/$run.log
     timeout -s TERM "$per_run" node .gpu/cli.mjs train --env "$env" --model $D/model-$run --out $D/$run \
-      --steps "$steps" --groups auto --max-tokens 16 --eval-every 0 > $D/$run.json 2>> $D/$run.log
+      --steps "$steps" --groups auto --max-tokens 16 --eval-every 0 \
+      --on-invalid-reply random-move > $D/$run.json 2>> $D/$run.log
     echo "$run rc $?: $(grep -c . $D/$run/history.jsonl 2>/dev/null) history lines" | tee -a $D/$run.log
     rm -rf $D/model-$run
   done

@@ -10,7 +10,11 @@
  * that plays legally: `warmStart`, merged into the base (a fresh adapter trains on top, its
  * KL reference the warm-start policy) or stacked (training continues the adapter).
  */
-import type { EnvOptions } from '../agent/envs/environment';
+import {
+	INVALID_REPLY_RULES,
+	isInvalidReplyRule,
+	type EnvOptions
+} from '../agent/envs/environment';
 import { ENVIRONMENT_NAMES, isEnvironmentName, type EnvironmentName } from '../agent/envs/registry';
 import { isOpponentKind, OPPONENT_KINDS } from '../agent/envs/tictactoe/rollout';
 import { isUpdateCount, MAX_UPDATE_COUNT } from '../grpo/train-step';
@@ -330,4 +334,8 @@ function validateEnvOptions(
 		bad(`${at}.opponent`, o.opponent, `one of ${OPPONENT_KINDS.join(', ')}`);
 	if (o.opponent !== undefined && environment !== 'tictactoe')
 		bad(`${at}.opponent`, o.opponent, 'absent (only tictactoe has an opponent)');
+	if (o.onInvalidReply !== undefined && !isInvalidReplyRule(o.onInvalidReply))
+		bad(`${at}.onInvalidReply`, o.onInvalidReply, `one of ${INVALID_REPLY_RULES.join(', ')}`);
+	if (o.onInvalidReply === 'random-move' && environment !== 'tictactoe' && environment !== '2048')
+		bad(`${at}.onInvalidReply`, o.onInvalidReply, "'end' or absent (only games have moves)");
 }

@@ -568,6 +568,24 @@ describe('cli train: runs', () => {
 		expect(plain.eval.envOptions).toBeUndefined();
 	});
 
+	it("--on-invalid-reply random-move: 2048's games play on; its evaluations keep ART's rule", () => {
+		const recipe = trainRecipe(
+			parseTrainArgs([
+				'--out',
+				join(root, 'x'),
+				'--env',
+				'2048',
+				'--on-invalid-reply',
+				'random-move'
+			])
+		);
+		expect(recipe.envOptions).toEqual({
+			...preset('2048').envOptions,
+			onInvalidReply: 'random-move'
+		});
+		expect(evalEnvOptions(recipe)).toEqual({ ...preset('2048').envOptions, onInvalidReply: 'end' });
+	});
+
 	it('refuses bad flags with the usage line, exit 2', async () => {
 		const cases: [string[], RegExp][] = [
 			[trainArgs({ env: 'chess' }), /--env: 'chess' is not an environment/],
@@ -583,6 +601,14 @@ describe('cli train: runs', () => {
 			[
 				trainArgs({ env: 'tictactoe', opponent: 'minimax' }),
 				/--opponent: 'minimax' is not random or perfect or mixed/
+			],
+			[
+				trainArgs({ env: 'inbox', 'on-invalid-reply': 'random-move' }),
+				/--on-invalid-reply: random-move only for --env tictactoe or 2048, not inbox/
+			],
+			[
+				trainArgs({ env: 'tictactoe', 'on-invalid-reply': 'retry' }),
+				/--on-invalid-reply: 'retry' is not end or random-move/
 			]
 		];
 		const usage = /usage: npm run -s cli -- train --out DIR/;

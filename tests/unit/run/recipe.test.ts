@@ -222,6 +222,21 @@ describe('presets', () => {
 		expect(validateRecipe({ ...ttt, envOptions: { opponent: 'perfect' } }).envOptions).toEqual({
 			opponent: 'perfect'
 		});
+		// an invalid reply's rule: 'random-move' only where there are moves to replace it with
+		for (const game of [r, ttt])
+			expect(
+				validateRecipe({ ...game, envOptions: { onInvalidReply: 'random-move' } }).envOptions
+			).toEqual({ onInvalidReply: 'random-move' });
+		const inbox = preset('inbox', '/');
+		expect(() =>
+			validateRecipe({ ...inbox, envOptions: { onInvalidReply: 'random-move' } })
+		).toThrow(/envOptions\.onInvalidReply.*only games have moves/);
+		expect(validateRecipe({ ...inbox, envOptions: { onInvalidReply: 'end' } }).envOptions).toEqual({
+			onInvalidReply: 'end'
+		});
+		expect(() =>
+			validateRecipe({ ...ttt, envOptions: { onInvalidReply: 'skip' as 'end' } })
+		).toThrow(/envOptions\.onInvalidReply must be one of end, random-move/);
 	});
 });
 

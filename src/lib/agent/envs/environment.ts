@@ -51,7 +51,19 @@ export interface EnvOptions {
 	 * mixed (each move one or the other).
 	 */
 	opponent?: OpponentKind;
+	/**
+	 * tictactoe and 2048: what an invalid reply does: ends the game as a loss (default, ART's)
+	 * or is replaced by a random legal move, the game going on. For timing stand-ins (random
+	 * weights of a real shape): their games then last as long as a real model's.
+	 */
+	onInvalidReply?: InvalidReplyRule;
 }
+
+/** What an invalid reply does (EnvOptions.onInvalidReply). */
+export const INVALID_REPLY_RULES = ['end', 'random-move'] as const;
+export type InvalidReplyRule = (typeof INVALID_REPLY_RULES)[number];
+export const isInvalidReplyRule = (x: unknown): x is InvalidReplyRule =>
+	INVALID_REPLY_RULES.includes(x as InvalidReplyRule);
 
 /** How one finished game went, in the terms every environment shares (run/play.ts). */
 export interface GameOutcome {

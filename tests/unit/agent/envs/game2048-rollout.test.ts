@@ -248,6 +248,46 @@ describe('2048 rollout: bad replies', () => {
 		]);
 	});
 
+	it("onInvalidReply 'random-move': garbage plays on as seeded random moves to the board's end", async () => {
+		const games = await Promise.all(
+			[1, 2].map((seed) =>
+				rollout(policyClient(script('garbage')), {
+					model: 'm',
+					seed,
+					onInvalidReply: 'random-move'
+				})
+			)
+		);
+		for (const t of games) {
+			const moves = t.metrics.num_moves;
+			expect(moves).toBeGreaterThan(10); // a random game fills the board only after many moves
+			expect(t.metrics.replaced_moves).toBe(moves);
+			expect(['win', 'full']).toContain(t.metadata.outcome);
+			expect(t.choices()).toHaveLength(moves);
+			expect(
+				t.logs.filter((l) => /^invalid reply \(no-move\) replaced by (left|right|up|down)$/.test(l))
+			).toHaveLength(moves);
+			// scored as the board ended, not as a bad reply
+			const board = JSON.parse(t.metadata.final_board as string) as number[];
+			expect(t.reward).toBe(reward(board, 128, t.metadata.outcome === 'win'));
+		}
+		// the same seed replays the same game; the rule leaves valid replies alone
+		const again = await rollout(policyClient(script('garbage')), {
+			model: 'm',
+			seed: 1,
+			onInvalidReply: 'random-move'
+		});
+		expect(again.metadata.final_board).toBe(games[0].metadata.final_board);
+		const valid = await rollout(policyClient(always('left')), {
+			model: 'm',
+			seed: 1,
+			onInvalidReply: 'random-move',
+			maxMoves: 5
+		});
+		expect(valid.metrics.replaced_moves).toBe(0);
+		expect(valid.metrics.num_moves).toBe(5);
+	});
+
 	it('a null content counts as an empty reply', async () => {
 		const t = await rollout(
 			policyClient(() => ({ toolCalls: [{ name: 'x', arguments: '{}' }] })),

@@ -261,6 +261,36 @@ describe('tic-tac-toe rollout, scripted player through the real ChatService', ()
 		}
 	});
 
+	it("onInvalidReply 'random-move': a garbage reply becomes a random legal move, the game goes on", async () => {
+		// every reply garbage: the agent's moves are all replacements, played to the board's end
+		const { client } = scriptedClient(() => 'garbage');
+		for (const seed of [0, 1, 2, 3, 4, 5]) {
+			const t = await rollout(client, { model: 'scripted', seed, onInvalidReply: 'random-move' });
+			const moves = t.metrics.num_moves;
+			expect(moves).toBeGreaterThanOrEqual(2); // as O a game can be lost after two
+			expect(t.metrics.replaced_moves).toBe(moves);
+			expect(t.metrics.invalid_move).toBe(0);
+			expect(turns(t)).toHaveLength(moves);
+			const board = (t.metadata.final_board as string).split('') as Cell[];
+			expect(winner(board)).not.toBeNull();
+			const outcome = t.metadata.outcome as Outcome;
+			expect(outcome).not.toBe('illegal');
+			expect(t.reward).toBe(REWARD[outcome as Exclude<Outcome, 'illegal'>]);
+			const agent = t.metadata.agent_symbol as Mark;
+			expect(board.filter((c) => c === agent)).toHaveLength(moves);
+			expect(
+				t.logs.filter((l) => /^invalid reply \(no-move\) replaced by [A-C][1-3]$/.test(l))
+			).toHaveLength(moves);
+		}
+		// the same seed, the same game; without the rule the same reply ends it at once
+		const a = await rollout(client, { model: 'scripted', seed: 7, onInvalidReply: 'random-move' });
+		const b = await rollout(client, { model: 'scripted', seed: 7, onInvalidReply: 'random-move' });
+		expect(b.metadata.final_board).toBe(a.metadata.final_board);
+		const ended = await rollout(client, { model: 'scripted', seed: 7 });
+		expect(ended.metadata.outcome).toBe('illegal');
+		expect(ended.metrics.replaced_moves).toBeUndefined();
+	});
+
 	it('strict: false accepts a move after thinking text; strict (default) does not', async () => {
 		const { client } = scriptedClient(
 			(board, mark, turn) => `Let me think. ${firstLegal(board, mark, turn)}`

@@ -23,6 +23,7 @@ export const game2048Environment: Environment<'2048'> = {
 			winningValue: r.options.winningValue,
 			historyTurns: r.options.historyTurns,
 			maxMoves: r.options.maxTurns ?? null,
+			onInvalidReply: r.options.onInvalidReply,
 			maxTokens: r.maxTokens,
 			signal: r.signal,
 			request: { temperature: r.temperature, ...sampling(r) }

@@ -9,6 +9,8 @@
  *   with reward -1;
  * - after each accepted move a tile spawns (even when the move changed nothing), then the
  *   game ends on a win (max >= W) or a full board, with ART's reward (rules.ts reward);
+ * - `onInvalidReply: 'random-move'` (ours, for timing stand-ins): an invalid reply is replaced
+ *   by a random move (its own seeded generator), counted in `replaced_moves`;
  * - metrics `max_value`, `board_value`, `num_moves` (accepted moves), `win` (0/1) and
  *   `history_turns` (the window, -1 for the whole history); max_completion_tokens 128.
  *
@@ -28,6 +30,7 @@
 import type OpenAI from 'openai';
 import { Rng } from '../../../util/random';
 import { isContextLimit } from '../../context-limit';
+import type { InvalidReplyRule } from '../environment';
 import { turnRequest, type RequestExtras } from '../turn-request';
 import {
 	choiceToMessage,
@@ -41,6 +44,7 @@ import {
 	boardValue,
 	checkWinningValue,
 	DEFAULT_WINNING_VALUE,
+	DIRECTIONS,
 	finished,
 	INVALID_REWARD,
 	maxValue,
@@ -88,6 +92,9 @@ export interface Game2048Options {
 	 * keep a target the policy does not always reach within a short game.
 	 */
 	maxMoves?: number | null;
+	/** An invalid reply ends the game (default, ART's) or is replaced by a random move
+	 * (EnvOptions.onInvalidReply: a timing stand-in's games last as long as real ones). */
+	onInvalidReply?: InvalidReplyRule;
 	request?: RequestExtras;
 	signal?: AbortSignal;
 }
@@ -112,6 +119,10 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 
 	const rng = new Rng(seed);
 	let board: Board = newBoard(rng);
+	const replace = options.onInvalidReply === 'random-move';
+	// its own generator: a replaced move leaves the spawns as the seed gives them
+	const replacements = new Rng(seed ^ 0x5bd1e995);
+	let replaced = 0;
 	const system: Message = { role: 'system', content: SYSTEM_PROMPT };
 	const trajectory = new Trajectory({
 		messagesAndChoices: [system],
@@ -168,7 +179,14 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 		past.push([user, choiceToMessage(choice)]);
 
 		const reply = choice.message.content ?? '';
-		const move = parseMove(reply);
+		const parsed = parseMove(reply);
+		let move = parsed;
+		if (!parsed.ok && replace) {
+			const direction = DIRECTIONS[replacements.int(DIRECTIONS.length)];
+			replaced++;
+			trajectory.log(`invalid reply (${parsed.problem}) replaced by ${direction}`);
+			move = { ok: true, direction };
+		}
 		if (!move.ok) {
 			outcome = 'invalid';
 			trajectory.reward = INVALID_REWARD;
@@ -202,6 +220,7 @@ export async function rollout(client: OpenAI, options: Game2048Options): Promise
 	trajectory.metrics.num_moves = moves;
 	trajectory.metrics.win = outcome === 'win' ? 1 : 0;
 	trajectory.metrics.history_turns = historyTurns ?? -1;
+	if (replace) trajectory.metrics.replaced_moves = replaced;
 	trajectory.metadata.outcome = outcome;
 	trajectory.metadata.final_board = JSON.stringify(board);
 	return trajectory;

@@ -24,6 +24,7 @@ export const tictactoeEnvironment: Environment<'tictactoe'> = {
 			seed,
 			mark: choice === 0 ? 'x' : 'o',
 			opponent: r.options.opponent,
+			onInvalidReply: r.options.onInvalidReply,
 			maxTokens: r.maxTokens,
 			signal: r.signal,
 			request: {

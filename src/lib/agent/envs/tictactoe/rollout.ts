@@ -14,6 +14,9 @@
  *   -1 + ln(n + 1) / ln(100), n the agent's legal moves before it (tictactoe-game.ts);
  * - metrics `win` (1, 0.5 or 0, when the game was finished), `num_moves` (the agent's legal
  *   moves) and `invalid_move` (0 or 1); max_completion_tokens 128 by default;
+ * - `onInvalidReply: 'random-move'` (ours, for timing stand-ins): an invalid reply is replaced
+ *   by a random legal move (its own seeded generator) and the game goes on; `replaced_moves`
+ *   counts them and the game is scored as it ends;
  * - our addition: the game ends with a user message that nobody answers (gameOverMessage: the
  *   final board and the outcome in words). A judge that reads only the trajectory (RULER)
  *   needs it: the agent's last move hides the opponent's winning reply or the draw after it.
@@ -28,6 +31,7 @@ import type OpenAI from 'openai';
 import { Rng } from '../../../util/random';
 import { Trajectory } from '../../trajectory';
 import { turnRequest, type RequestExtras } from '../turn-request';
+import type { InvalidReplyRule } from '../environment';
 import {
 	REWARD,
 	checkMove,
@@ -70,6 +74,9 @@ export interface TicTacToeOptions {
 	maxTokens?: number;
 	/** Parse replies strictly, as ART (default), or take the last <move> anywhere. */
 	strict?: boolean;
+	/** An invalid reply ends the game (default, ART's) or is replaced by a random legal move
+	 * (EnvOptions.onInvalidReply: a timing stand-in's games last as long as real ones). */
+	onInvalidReply?: InvalidReplyRule;
 	request?: RequestExtras;
 	signal?: AbortSignal;
 }
@@ -113,6 +120,10 @@ function opponentMove(board: Board, rng: Rng, kind: OpponentKind, mark: Mark): n
 /** Plays one game; the trajectory's reward, metrics and logs say how it went. */
 export async function rollout(client: OpenAI, options: TicTacToeOptions): Promise<Trajectory> {
 	const { model, seed, maxTokens = 128, strict = true, request = {}, signal } = options;
+	const replace = options.onInvalidReply === 'random-move';
+	// its own generator: a replaced move leaves the opponent's draws as the seed gives them
+	const replacements = new Rng(seed ^ 0x5bd1e995);
+	let replaced = 0;
 	const opponentKind = options.opponent ?? 'random';
 	const rng = new Rng(seed);
 	const drawn: Mark = rng.int(2) === 0 ? 'x' : 'o';
@@ -154,6 +165,17 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 		trajectory.messagesAndChoices.push(choice);
 		const reply = choice.message.content ?? '';
 		const move = checkMove(board, reply, { strict });
+		if (!move.ok && replace) {
+			const legal = legalMoves(board);
+			const index = legal[replacements.int(legal.length)];
+			replaced++;
+			trajectory.log(`invalid reply (${move.problem}) replaced by ${squareName(index)}`);
+			board = play(board, index, agent);
+			moves++;
+			if (winner(board) !== null) break;
+			opponentPlays();
+			continue;
+		}
 		if (!move.ok) {
 			invalid = true;
 			problem = move.detail;
@@ -181,6 +203,7 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 	});
 	trajectory.metrics.num_moves = moves;
 	trajectory.metrics.invalid_move = invalid ? 1 : 0;
+	if (replace) trajectory.metrics.replaced_moves = replaced;
 	trajectory.metadata.outcome = outcome;
 	trajectory.metadata.final_board = board.join('');
 	return trajectory;
