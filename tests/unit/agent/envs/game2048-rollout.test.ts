@@ -259,7 +259,7 @@ describe('2048 rollout: bad replies', () => {
 			)
 		);
 		for (const t of games) {
-			const moves = t.metrics.num_moves;
+			const moves = Number(t.metrics.num_moves);
 			expect(moves).toBeGreaterThan(10); // a random game fills the board only after many moves
 			expect(t.metrics.replaced_moves).toBe(moves);
 			expect(['win', 'full']).toContain(t.metadata.outcome);

@@ -266,7 +266,7 @@ describe('tic-tac-toe rollout, scripted player through the real ChatService', ()
 		const { client } = scriptedClient(() => 'garbage');
 		for (const seed of [0, 1, 2, 3, 4, 5]) {
 			const t = await rollout(client, { model: 'scripted', seed, onInvalidReply: 'random-move' });
-			const moves = t.metrics.num_moves;
+			const moves = Number(t.metrics.num_moves);
 			expect(moves).toBeGreaterThanOrEqual(2); // as O a game can be lost after two
 			expect(t.metrics.replaced_moves).toBe(moves);
 			expect(t.metrics.invalid_move).toBe(0);
