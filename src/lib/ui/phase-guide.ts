@@ -6,7 +6,7 @@
  * the same text.
  */
 import { groupAdvantages } from '../grpo/advantages';
-import type { GroupGame, PausePhase, Recipe } from '../run';
+import { sftSteps, warmupFactor, type GroupGame, type PausePhase, type Recipe } from '../run';
 import type { ChartSpec } from './chart-series';
 import { againstAdvantage, describeShift, type ShiftView } from './policy-shift';
 
@@ -21,7 +21,7 @@ export interface PhaseGuide {
 
 /** What the guide reads from the run (the recipe, the latest group and step). */
 export interface GuideContext {
-	recipe: Pick<Recipe, 'environment' | 'grpo' | 'reward'>;
+	recipe: Pick<Recipe, 'environment' | 'grpo' | 'reward' | 'sft'>;
 	/**
 	 * The group worked through: its games in the order their cards show them (newest first),
 	 * `shown` of them on cards (outlined while the guide talks about them), the rest after.
@@ -47,6 +47,17 @@ const REWARD_RULES: Record<Recipe['environment'], string> = {
 const num = (x: number | undefined, digits = 3) =>
 	x === undefined || !Number.isFinite(x) ? '—' : Number(x.toFixed(digits)).toString();
 const signed = (x: number) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${num(Math.abs(x), 2)}`;
+
+/** What the update changes, at the rate GRPO step `grpoStep` (0-based) trains at: a share
+ * of the rate set while it warms up (run/live-settings.ts warmupFactor). */
+function learningRateWords(g: Recipe['grpo'], grpoStep: number): string {
+	const share = warmupFactor(g, Math.max(0, grpoStep));
+	const rate =
+		share < 1
+			? `${num(g.learningRate * share, 6)}: ${grpoStep + 1} / ${g.warmupSteps} of the ${num(g.learningRate, 6)} set, as the rate rises over the first ${g.warmupSteps} steps (Adam's first updates move every weight by about the whole rate)`
+			: num(g.learningRate, 6);
+	return `Only the LoRA adapter's weights change, by AdamW at learning rate ${rate}; the base model stays as it is.`;
+}
 
 /** The group's numbers worked through, in its cards' order: rewards -> mean and spread -> advantages. */
 function workedGroup(g: NonNullable<GuideContext['group']>): string {
@@ -117,7 +128,7 @@ export function phaseGuide(phase: PausePhase, c: GuideContext): PhaseGuide {
 					g.klBeta > 0
 						? `A KL penalty (β = ${num(g.klBeta)}) pulls the policy back towards the reference (the model before training), so it improves without forgetting how to answer.`
 						: 'There is no KL penalty (β = 0): nothing holds the policy near where it started.',
-					`Only the LoRA adapter's weights change, by AdamW at learning rate ${num(g.learningRate, 6)}; the base model stays as it is.`
+					learningRateWords(g, c.step - sftSteps(c.recipe))
 				],
 				next: 'Next: apply the update'
 			};

@@ -125,10 +125,10 @@ describe('cli train: the recipe from flags', () => {
 		expect(() => recipe(['--token-budget', '0'])).toThrow(/--token-budget/);
 	});
 
-	it('--warmup N: the learning rate warms up over N GRPO steps; absent: the preset has none', () => {
-		expect(recipe(['--warmup', '3']).grpo.warmupSteps).toBe(3);
+	it("--warmup N: the learning rate warms up over N GRPO steps; absent: the preset's", () => {
+		expect(recipe(['--warmup', '5']).grpo.warmupSteps).toBe(5);
 		expect(recipe(['--warmup', '0']).grpo.warmupSteps).toBe(0);
-		expect('warmupSteps' in recipe([]).grpo).toBe(false);
+		expect(recipe([]).grpo.warmupSteps).toBe(3); // tic-tac-toe's preset
 		expect(() => recipe(['--warmup', '-1'])).toThrow(/--warmup/);
 		expect(() => recipe(['--warmup', '1.5'])).toThrow(/--warmup/);
 	});

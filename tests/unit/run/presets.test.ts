@@ -36,6 +36,7 @@ const PRESETS = {
 			groupSize: 8,
 			maxTokens: 16,
 			tokenBudget: 32768,
+			warmupSteps: 3,
 			autoSize: {
 				minGroups: 1,
 				maxGroups: 64
@@ -174,7 +175,8 @@ const SOFTWARE_GPU = {
 			groups: 1,
 			groupSize: 4,
 			maxTokens: 16,
-			tokenBudget: 32768
+			tokenBudget: 32768,
+			warmupSteps: 3
 		},
 		lora: {
 			rank: 8,

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { groupAdvantages } from '../../../src/lib/grpo/advantages';
-import { preset, type Recipe } from '../../../src/lib/run';
+import { DEFAULT_SFT, preset, type Recipe } from '../../../src/lib/run';
 import { phaseGuide } from '../../../src/lib/ui/phase-guide';
 
 const ttt = preset('tictactoe', '/');
@@ -80,7 +80,18 @@ describe('phase guide', () => {
 		const cispo = phaseGuide('update', { recipe: ttt, step: 3 }).paragraphs.join(' ');
 		expect(cispo).toContain('CISPO');
 		expect(cispo).toContain('β = 0.05');
-		expect(cispo).toContain('learning rate 0.0005');
+		expect(cispo).toContain('learning rate 0.0005;');
+		// while the rate warms up (the preset's first 3 GRPO steps) the guide says the share
+		const first = phaseGuide('update', { recipe: ttt, step: 0 }).paragraphs.join(' ');
+		expect(first).toContain('learning rate 0.000167: 1 / 3 of the 0.0005 set');
+		const sftFirst: Recipe = {
+			...ttt,
+			sft: { ...DEFAULT_SFT, games: 64, batchSize: 32, epochs: 1 }
+		};
+		// after 2 SFT steps, step 3 is GRPO's second: 2 / 3
+		expect(phaseGuide('update', { recipe: sftFirst, step: 3 }).paragraphs.join(' ')).toContain(
+			'learning rate 0.000333: 2 / 3 of the 0.0005 set'
+		);
 		const ppo = phaseGuide('update', {
 			recipe: { ...ttt, grpo: { ...ttt.grpo, loss: 'ppo', klBeta: 0 } },
 			step: 3

@@ -110,6 +110,8 @@ export interface RecipeDefaults {
 		tokenBudget: number;
 		steps?: number;
 		learningRate?: number;
+		/** GRPO steps over which the rate rises to learningRate (run/recipe.ts warmupSteps) */
+		warmupSteps?: number;
 		klBeta?: number;
 		/** (stepSeconds: the step time auto keeps to, where not run/sizing.ts's 2-4 s) */
 		autoSize?: {
