@@ -149,6 +149,20 @@ describe('cli play', () => {
 		expect(vsRandom.mean_reward).toBeGreaterThan(vsPerfect.mean_reward + 0.2);
 	});
 
+	it("tic-tac-toe's expert plays perfectly: it never loses, and draws every game against minimax", async () => {
+		const argv = ['--env', 'tictactoe', '--policy', 'expert', '--games', '400'];
+		const [vsRandom, vsPerfect, random] = await Promise.all([
+			runPlay(parsePlayArgs(argv)),
+			runPlay(parsePlayArgs([...argv, '--opponent', 'perfect'])),
+			runPlay(parsePlayArgs(['--env', 'tictactoe', '--policy', 'random', '--games', '400']))
+		]);
+		expect(vsRandom.illegal_rate).toBe(0);
+		expect(vsRandom.win_rate! + vsRandom.draw_rate!).toBeCloseTo(1, 10); // no losses
+		expect(vsRandom.mean_reward).toBeGreaterThan(0.9); // perfect play scores ~0.94 here
+		expect(vsRandom.mean_reward).toBeGreaterThan(random.mean_reward + 0.3);
+		expect(vsPerfect.draw_rate).toBe(1);
+	}, 120_000);
+
 	it('refuses bad flags with the usage line', () => {
 		const bad = (argv: string[], message: RegExp) =>
 			expect(() => parsePlayArgs(argv)).toThrow(message);

@@ -321,13 +321,14 @@ describe('presets, pinned', () => {
 				explore: 0.25
 			},
 			tictactoe: {
-				games: 16384,
+				games: 32768,
 				batchSize: 64,
 				epochs: 1,
 				learningRate: 0.001,
 				learningRateEnd: 0.0001,
 				seed: 50,
-				chunk: 16
+				chunk: 16,
+				skill: 1
 			},
 			inbox: {
 				games: 65536,

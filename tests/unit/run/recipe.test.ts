@@ -159,7 +159,7 @@ describe('presets', () => {
 		expect(validateRecipe(r)).toBe(r);
 		expect(r.warmStart).toBeNull();
 		expect(r.grpo.steps).toBe(0);
-		expect(sftSteps(r)).toBe(256);
+		expect(sftSteps(r)).toBe(512); // 32768 games of perfect play, batches of 64
 		// 2048's demonstrations are single moves, inbox's whole episodes
 		expect(sftSteps(warmStartRecipe('2048', 'static'))).toBe(1024);
 		expect(sftSteps(warmStartRecipe('inbox', 'static'))).toBe(2048);

@@ -129,7 +129,7 @@ export interface RecipeDefaults {
 	 * The SFT phase that made the shipped warm start (tools/make-warm-start.ts), as changes
 	 * to the default SFT phase (run/recipe.ts DEFAULT_SFT); absent: none is shipped.
 	 */
-	warmStartSft?: { games?: number; batchSize?: number; explore?: number };
+	warmStartSft?: { games?: number; batchSize?: number; explore?: number; skill?: number };
 	/**
 	 * A pretrained instruct model (from the Hub) in place of the bundled one: no warm start,
 	 * the system prompt and the model's own chat template do the rest (as ART). Replies and

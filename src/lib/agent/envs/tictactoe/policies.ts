@@ -3,15 +3,16 @@
  *
  * - `readBoard(text)`: the last board rendered in `text` (renderBoard's layout) back into
  *   cells, so a scripted player sees exactly what the model sees.
- * - `legalRandomPolicy(seed)`: a uniformly random empty square: `cli play`'s `random` and
- *   also its `expert`, since the scripted player whose games the shipped warm start imitates
- *   is this one (tictactoe-sft.ts: the warm start teaches the rules and the format, GRPO the
- *   strategy).
+ * - `legalRandomPolicy(seed)`: a uniformly random empty square: `cli play`'s `random`.
+ * - `perfectPolicy(seed)`: a minimax move, a random one of the equally good (perfect.ts):
+ *   `cli play`'s and the page's `expert`, the player whose moves the shipped warm start
+ *   imitates (its demonstrations: demonstrations.ts with skill 1).
  * - `replay(trajectory)`: the boards between the agent's moves, from the trajectory alone.
  */
 import type { Policy } from '../../policy-client';
 import type { ReplayItem } from '../replay';
 import { isChoice, type Trajectory } from '../../trajectory';
+import { perfectMoves } from './perfect';
 import { legalMoves, squareName, SIZE, type Cell } from './rules';
 import { Rng } from '../../../util/random';
 
@@ -44,6 +45,21 @@ export function legalRandomPolicy(seed: number): Policy {
 		const board = readBoard(lastUserText(messages));
 		const moves = board ? legalMoves(board) : [];
 		if (!moves.length) return { content: '' };
+		return { content: `<move>${squareName(moves[rng.int(moves.length)])}</move>` };
+	};
+}
+
+/**
+ * A perfect move, as `<move>B2</move>`: minimax's best for the mark to move (x moves first,
+ * so it is x's turn when the marks are even), a random one of the equally good.
+ */
+export function perfectPolicy(seed: number): Policy {
+	const rng = new Rng(seed);
+	return ({ messages }) => {
+		const board = readBoard(lastUserText(messages));
+		if (!board || !legalMoves(board).length) return { content: '' };
+		const count = (m: Cell) => board.filter((c) => c === m).length;
+		const moves = perfectMoves(board, count('x') === count('o') ? 'x' : 'o');
 		return { content: `<move>${squareName(moves[rng.int(moves.length)])}</move>` };
 	};
 }
