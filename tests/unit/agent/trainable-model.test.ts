@@ -178,6 +178,10 @@ describe('TrainableModel with the Node LocalBackend', () => {
 				expect(h['engine/decode_steps']).toBeLessThanOrEqual(6 * h['engine/generate_calls']);
 				expect(h['engine/prefill_ms']).toBeGreaterThan(0);
 				expect(h['engine/decode_ms']).toBeGreaterThan(0);
+				// the calls' whole time holds their prefill and decode
+				expect(h['engine/call_ms']).toBeGreaterThanOrEqual(
+					h['engine/prefill_ms'] + h['engine/decode_ms']
+				);
 			}
 			// the first step made the decode session; the second reuses it when its batch is alike
 			expect(history[0]['engine/sessions']).toBeGreaterThanOrEqual(1);

@@ -8,9 +8,10 @@ import type { StepMetrics } from './types';
 
 /**
  * What the engine did between two marks of its stats (a GRPO step's rollouts, and the
- * evaluation when one ran before them): prefill and decode time (the rest of
- * train/rollout_ms is the host's), generate calls, batches and decode sessions; prompt
- * tokens prefilled, and those whose keys came from the prefix store (a game's earlier turns).
+ * evaluation when one ran before them): prefill and decode time, the calls' whole time
+ * (call_ms: the rest of it is their setup; the rest of train/rollout_ms is the host's),
+ * generate calls, batches and decode sessions; prompt tokens prefilled, and those whose keys
+ * came from the prefix store (a game's earlier turns).
  */
 export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMetrics {
 	return {
@@ -22,7 +23,8 @@ export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMet
 		'engine/prefill_ms': now.prefillMs - was.prefillMs,
 		'engine/decode_steps': now.decodeSteps - was.decodeSteps,
 		'engine/decode_ms': now.decodeMs - was.decodeMs,
-		'engine/sessions': now.sessions - was.sessions
+		'engine/sessions': now.sessions - was.sessions,
+		'engine/call_ms': now.callMs - was.callMs
 	};
 }
 

@@ -55,6 +55,9 @@ export interface GeneratorStats {
 	decodeMs: number;
 	/** Decode sessions made (a KV cache and recorded step each; a kept one is reused). */
 	sessions: number;
+	/** ms in generate() calls, end to end: beyond prefillMs + decodeMs, the calls' setup
+	 * (checks, the prefix store, decode sessions made, their memory checks). */
+	callMs: number;
 }
 
 /** Decodes with the model's current LoRA adapters (the policy being trained). */
@@ -68,7 +71,8 @@ export class Generator {
 		prefillMs: 0,
 		decodeSteps: 0,
 		decodeMs: 0,
-		sessions: 0
+		sessions: 0,
+		callMs: 0
 	};
 	readonly #model: TransformerModel;
 	/** undefined: autoBatch per call. */
@@ -172,14 +176,19 @@ export class Generator {
 					);
 		});
 		options.signal?.throwIfAborted();
+		const started = performance.now();
 		const out: GeneratedSequence[] = [];
-		const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
-		this.stats.calls++;
-		const store = this.#prefixCache ? this.#storeFor(prompts, o.maxTokens, maxBatch) : undefined;
-		for (let start = 0; start < prompts.length; start += maxBatch) {
-			options.signal?.throwIfAborted();
-			const batch = prompts.slice(start, start + maxBatch);
-			out.push(...(await this.#generateBatch(batch, start, o, options, store)));
+		try {
+			const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
+			this.stats.calls++;
+			const store = this.#prefixCache ? this.#storeFor(prompts, o.maxTokens, maxBatch) : undefined;
+			for (let start = 0; start < prompts.length; start += maxBatch) {
+				options.signal?.throwIfAborted();
+				const batch = prompts.slice(start, start + maxBatch);
+				out.push(...(await this.#generateBatch(batch, start, o, options, store)));
+			}
+		} finally {
+			this.stats.callMs += performance.now() - started;
 		}
 		return out;
 	}
