@@ -43,7 +43,7 @@ import { ensureBundledModel } from '../scripts/default-model';
 
 /** What each environment's demonstrations are, for the manifest's notes. */
 const DEMONSTRATIONS: Partial<Record<PresetName, string>> = {
-	tictactoe: 'games of legal random play',
+	tictactoe: "games against the random opponent, the agent's moves random legal ones",
 	'2048':
 		"moves of the expert player (game2048/policies.ts: corner, then empty cells), each a conversation of ART's prompt and the board",
 	inbox:
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
 					? `(a share ${recipe.sft!.explore} of the moves played at random, replies the expert's) `
 					: '') +
 				(recipe.sft!.skill
-					? `(a share ${recipe.sft!.skill} of the moves perfect, minimax's) `
+					? `(a share ${recipe.sft!.skill} of them perfect instead, minimax's) `
 					: '') +
 				`(demonstration seed ${recipe.sft!.seed}), batches of ${recipe.sft!.batchSize}, lr ${recipe.sft!.learningRate} -> ` +
 				`${recipe.sft!.learningRateEnd}, LoRA r ${recipe.lora.rank} alpha ${recipe.lora.alpha} (init seed ${recipe.seed}); ` +
