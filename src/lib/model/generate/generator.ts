@@ -35,6 +35,10 @@ import { kvCacheBufferBytes } from '../transformer/kv-cache';
 import type { LoraParameters } from '../transformer/lora';
 import { sequenceSeed } from './seed';
 
+/** With sessionSlack, a kept session of at most this many rows serves any smaller call
+ * (the decode's skinny kernels read each weight once for all its rows). */
+const SLACK_ROWS = 32;
+
 /**
  * What a Generator has done since it was made: where a rollout's time goes (the rest of a
  * rollout's wall time is the host's: templates, tokenizing, the environment, scheduling).
@@ -83,6 +87,7 @@ export class Generator {
 	readonly #prefillTokens: number;
 	#session: DecodeSession | undefined;
 	readonly #prefixCache: boolean;
+	readonly #sessionSlack: boolean;
 	#store: PrefixStore | undefined;
 	/** The adapter (and its version) the store's keys and values were computed with. */
 	#storeWeights: { lora: LoraParameters | undefined; version: number } | undefined;
@@ -110,6 +115,7 @@ export class Generator {
 			);
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
+		this.#sessionSlack = options.sessionSlack ?? false;
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
@@ -275,12 +281,17 @@ export class Generator {
 		// Slots: the prompt, then every new token but the last (it is never fed back).
 		const need = Math.max(...lengths.map((n, b) => n + Math.max(0, budget[b] - 1)));
 		const session = this.#sessionFor(B, need, lengths);
-		const seeds = prompts.map((_, b) => o.keys?.[base + b] ?? sequenceSeed(o.seed, base + b));
-		writeTensor(session.temperature, new Float32Array(B).fill(o.temperature));
-		writeTensor(session.topK, new Uint32Array(B).fill(o.topK));
-		writeTensor(session.topP, new Float32Array(B).fill(o.topP));
+		// a kept session may have more rows (sessionSlack): they decode at position 0, unread
+		const rows = session.B;
+		const seeds = new Uint32Array(rows);
+		prompts.forEach((_, b) => (seeds[b] = o.keys?.[base + b] ?? sequenceSeed(o.seed, base + b)));
+		const positions = new Uint32Array(rows);
+		positions.set(lengths);
+		writeTensor(session.temperature, new Float32Array(rows).fill(o.temperature));
+		writeTensor(session.topK, new Uint32Array(rows).fill(o.topK));
+		writeTensor(session.topP, new Float32Array(rows).fill(o.topP));
 		writeTensor(session.seeds, seeds);
-		writeTensor(session.positions, lengths);
+		writeTensor(session.positions, positions);
 		const stats = this.stats;
 		stats.batches++;
 		stats.sequences += B;
@@ -427,27 +438,42 @@ export class Generator {
 		return results;
 	}
 
-	/** The session for B sequences needing `need` slots: the kept one when it fits, else a
-	 * new one, after the memory check. */
+	/** The session for B sequences needing `need` slots: the kept one when it fits (the same
+	 * B, or with sessionSlack down to half its rows or any B up to SLACK_ROWS), else a new one
+	 * (with sessionSlack: twice the slots where memory allows), after the memory check. */
 	#sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
-		const S = Math.ceil(need / SLOT_GRANULE) * SLOT_GRANULE;
+		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
+		const S = round(need);
 		const kept = this.#session;
 		const model = this.#model;
-		const reuse = kept && kept.B === B && kept.S >= need && kept.S <= 2 * S;
+		const slack = this.#sessionSlack;
+		const rowsFit =
+			kept && (slack ? kept.B >= B && (kept.B <= 2 * B || kept.B <= SLACK_ROWS) : kept.B === B);
+		const reuse = kept && rowsFit && kept.S >= need && (slack || kept.S <= 2 * S);
 		if (!reuse) {
 			kept?.release();
 			this.#session = undefined;
 		}
+		const { limits } = model.gpu;
+		const budget = model.memoryBudgetBytes;
+		let slots = reuse ? kept.S : S;
+		if (!reuse && slack) {
+			const roomy = Math.min(round(this.#context), round(2 * need));
+			const store = this.#store?.bytes ?? 0;
+			const e = this.#estimate(B, roomy, lengths);
+			const withStore = { ...e, totalBytes: e.totalBytes + store };
+			if (roomy > S && fitsModelMemory(withStore, limits, budget)) slots = roomy;
+		}
 		checkModelMemory(
-			this.#estimate(B, reuse ? kept.S : S, lengths),
-			model.gpu.limits,
-			model.memoryBudgetBytes,
+			this.#estimate(reuse ? kept.B : B, slots, lengths),
+			limits,
+			budget,
 			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
 				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
 		);
 		if (reuse) return kept;
 		this.stats.sessions++;
-		this.#session = new DecodeSession(model, B, S, this.#decodeMatmul);
+		this.#session = new DecodeSession(model, B, slots, this.#decodeMatmul);
 		return this.#session;
 	}
 
