@@ -457,12 +457,11 @@ export class Generator {
 		const { limits } = model.gpu;
 		const budget = model.memoryBudgetBytes;
 		let slots = reuse ? kept.S : S;
-		if (!reuse && slack) {
-			const roomy = Math.min(round(this.#context), round(2 * need));
-			const store = this.#store?.bytes ?? 0;
+		const roomy = Math.min(round(this.#context), round(2 * need));
+		if (!reuse && slack && roomy > S) {
 			const e = this.#estimate(B, roomy, lengths);
-			const withStore = { ...e, totalBytes: e.totalBytes + store };
-			if (roomy > S && fitsModelMemory(withStore, limits, budget)) slots = roomy;
+			const withStore = { ...e, totalBytes: e.totalBytes + (this.#store?.bytes ?? 0) };
+			if (fitsModelMemory(withStore, limits, budget)) slots = roomy;
 		}
 		checkModelMemory(
 			this.#estimate(reuse ? kept.B : B, slots, lengths),

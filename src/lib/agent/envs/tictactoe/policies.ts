@@ -38,31 +38,28 @@ const lastUserText = (messages: Parameters<Policy>[0]['messages']) => {
 	return '';
 };
 
-/** A uniformly random legal move, as `<move>B2</move>` (its own generator, from `seed`). */
-export function legalRandomPolicy(seed: number): Policy {
+/** A player of the board in the last user message: one of `choices(board)` at random (its
+ * own generator, from `seed`), as `<move>B2</move>`; an empty reply when there is none. */
+function boardPolicy(seed: number, choices: (board: Cell[]) => number[]): Policy {
 	const rng = new Rng(seed);
 	return ({ messages }) => {
 		const board = readBoard(lastUserText(messages));
-		const moves = board ? legalMoves(board) : [];
+		const moves = board ? choices(board) : [];
 		if (!moves.length) return { content: '' };
 		return { content: `<move>${squareName(moves[rng.int(moves.length)])}</move>` };
 	};
 }
 
-/**
- * A perfect move, as `<move>B2</move>`: minimax's best for the mark to move (x moves first,
- * so it is x's turn when the marks are even), a random one of the equally good.
- */
-export function perfectPolicy(seed: number): Policy {
-	const rng = new Rng(seed);
-	return ({ messages }) => {
-		const board = readBoard(lastUserText(messages));
-		if (!board || !legalMoves(board).length) return { content: '' };
+/** A uniformly random legal move. */
+export const legalRandomPolicy = (seed: number): Policy => boardPolicy(seed, legalMoves);
+
+/** A perfect move: minimax's best for the mark to move (x moves first, so it is x's turn when
+ * the marks are even), a random one of the equally good. */
+export const perfectPolicy = (seed: number): Policy =>
+	boardPolicy(seed, (board) => {
 		const count = (m: Cell) => board.filter((c) => c === m).length;
-		const moves = perfectMoves(board, count('x') === count('o') ? 'x' : 'o');
-		return { content: `<move>${squareName(moves[rng.int(moves.length)])}</move>` };
-	};
-}
+		return perfectMoves(board, count('x') === count('o') ? 'x' : 'o');
+	});
 
 const rowsOf = (cells: readonly Cell[]) =>
 	Array.from({ length: SIZE }, (_, r) =>

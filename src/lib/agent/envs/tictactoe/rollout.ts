@@ -165,27 +165,23 @@ export async function rollout(client: OpenAI, options: TicTacToeOptions): Promis
 		trajectory.messagesAndChoices.push(choice);
 		const reply = choice.message.content ?? '';
 		const move = checkMove(board, reply, { strict });
-		if (!move.ok && replace) {
+		let index: number;
+		if (move.ok) index = move.index;
+		else if (replace) {
 			const legal = legalMoves(board);
-			const index = legal[replacements.int(legal.length)];
+			index = legal[replacements.int(legal.length)];
 			replaced++;
 			trajectory.log(`invalid reply (${move.problem}) replaced by ${squareName(index)}`);
-			board = play(board, index, agent);
-			moves++;
-			if (winner(board) !== null) break;
-			opponentPlays();
-			continue;
-		}
-		if (!move.ok) {
+		} else {
 			invalid = true;
 			problem = move.detail;
 			trajectory.reward = illegalMoveReward(moves);
 			trajectory.log(`illegal move (${move.problem}: ${move.detail}): ${JSON.stringify(reply)}`);
 			break;
 		}
-		board = play(board, move.index, agent);
+		board = play(board, index, agent);
 		moves++;
-		trajectory.log(`agent (${agent}) plays ${move.square}`);
+		trajectory.log(`agent (${agent}) plays ${squareName(index)}`);
 		if (winner(board) !== null) break;
 		opponentPlays();
 	}
