@@ -4,7 +4,7 @@
  * (decode-session.ts), sampled on the GPU. The host stays one step ahead (step s + 1 is
  * submitted before step s's ids are read), except under constraints, whose masks need the
  * last token. Memory is checked before allocating; a session is kept for the next similar
- * call until release(). Finished sequences' keys and values are kept (prefix-store.ts, while
+ * call until release() (session-keeper.ts, with the prefix store). Finished sequences' keys and values are kept (prefix-store.ts, while
  * the adapter does not change), so a prompt that extends one prefills only its new tokens
  * (extend.ts).
  */
@@ -14,12 +14,10 @@ import { BufferPool } from '../../gpu/pool';
 import { writeTensor } from '../../gpu/tensor';
 import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import { ContextLengthError, GenerationOptionsError } from '../errors';
-import { estimateGenerationMemory } from './memory';
-import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
 import { StepMasks } from './step-masks';
 import type { TransformerModel } from '../transformer/transformer';
-import { autoBatch, SLOT_GRANULE } from './batch-size';
-import { DecodeSession } from './decode-session';
+import type { DecodeSession } from './decode-session';
+import { SessionKeeper } from './session-keeper';
 import {
 	resolveOptions,
 	type GenerateOptions,
@@ -28,16 +26,10 @@ import {
 	type ResolvedOptions,
 	type StepToken
 } from './options';
-import { prefill, prefillGroups, prefillTokenLimit } from './prefill';
+import { prefill, prefillTokenLimit } from './prefill';
 import { extendPrefill, type ExtendItem } from './extend';
-import { PrefixStore, type PrefixHit } from './prefix-store';
-import { kvCacheBufferBytes } from '../transformer/kv-cache';
-import type { LoraParameters } from '../transformer/lora';
+import type { PrefixStore, PrefixHit } from './prefix-store';
 import { sequenceSeed } from './seed';
-
-/** With sessionSlack, a kept session of at most this many rows serves any smaller call
- * (the decode's skinny kernels read each weight once for all its rows). */
-const SLACK_ROWS = 32;
 
 /**
  * What a Generator has done since it was made: where a rollout's time goes (the rest of a
@@ -85,12 +77,8 @@ export class Generator {
 	readonly #pool: BufferPool;
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	readonly #prefillTokens: number;
-	#session: DecodeSession | undefined;
 	readonly #prefixCache: boolean;
-	readonly #sessionSlack: boolean;
-	#store: PrefixStore | undefined;
-	/** The adapter (and its version) the store's keys and values were computed with. */
-	#storeWeights: { lora: LoraParameters | undefined; version: number } | undefined;
+	readonly #kept: SessionKeeper;
 	/** Calls run one at a time, in order. */
 	#queue: Promise<unknown> = Promise.resolve();
 	#released = false;
@@ -115,12 +103,22 @@ export class Generator {
 			);
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
-		this.#sessionSlack = options.sessionSlack ?? false;
+		this.#kept = new SessionKeeper(
+			model,
+			this.#pool,
+			{
+				context: this.#context,
+				prefillTokens,
+				decodeMatmul: this.#decodeMatmul,
+				sessionSlack: options.sessionSlack ?? false
+			},
+			this.stats
+		);
 	}
 
 	/** The kept decode session's shape and recorded step (undefined before a call). */
 	get session(): { batch: number; slots: number; dispatchesPerStep: number } | undefined {
-		const s = this.#session;
+		const s = this.#kept.session;
 		return s && { batch: s.B, slots: s.S, dispatchesPerStep: s.dispatchesPerStep };
 	}
 
@@ -141,17 +139,14 @@ export class Generator {
 
 	/** The prefix store's shape and entries in use (undefined when none is kept). */
 	get prefixStore(): { entries: number; slots: number; used: number } | undefined {
-		const s = this.#store;
+		const s = this.#kept.store;
 		return s && { entries: s.E, slots: s.S, used: s.size };
 	}
 
 	/** Frees the KV cache and the step's buffers (the model stays the caller's). */
 	release(): void {
 		this.#released = true;
-		this.#session?.release();
-		this.#session = undefined;
-		this.#store?.release();
-		this.#store = undefined;
+		this.#kept.release();
 		this.#pool.trim();
 	}
 
@@ -185,9 +180,11 @@ export class Generator {
 		const started = performance.now();
 		const out: GeneratedSequence[] = [];
 		try {
-			const maxBatch = this.#maxBatch ?? this.#autoBatch(prompts, o.maxTokens);
+			const maxBatch = this.#maxBatch ?? this.#kept.autoBatch(prompts, o.maxTokens);
 			this.stats.calls++;
-			const store = this.#prefixCache ? this.#storeFor(prompts, o.maxTokens, maxBatch) : undefined;
+			const store = this.#prefixCache
+				? this.#kept.storeFor(prompts, o.maxTokens, maxBatch)
+				: undefined;
 			for (let start = 0; start < prompts.length; start += maxBatch) {
 				options.signal?.throwIfAborted();
 				const batch = prompts.slice(start, start + maxBatch);
@@ -197,64 +194,6 @@ export class Generator {
 			this.stats.callMs += performance.now() - started;
 		}
 		return out;
-	}
-
-	/**
-	 * The prefix store for a call of these prompts, made or grown (entries moved over) to
-	 * hold all of them at their longest; cleared when the adapter changed since it was
-	 * filled. undefined (and none kept) when the store beside the call's largest batch
-	 * would not fit the memory budget or the device's buffers (checked at every call: the
-	 * batch's own memory changes from call to call).
-	 */
-	#storeFor(
-		prompts: readonly (readonly number[])[],
-		maxTokens: number,
-		maxBatch: number
-	): PrefixStore | undefined {
-		const model = this.#model;
-		const weights = { lora: model.lora, version: model.lora?.version ?? 0 };
-		const was = this.#storeWeights;
-		if (was && (was.lora !== weights.lora || was.version !== weights.version)) this.#store?.clear();
-		this.#storeWeights = weights;
-		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
-		const lengths = prompts.map((p) => p.length);
-		const longest = Math.max(...lengths);
-		const S = Math.min(round(this.#context), round(longest + maxTokens));
-		const old = this.#store;
-		const grow = !(old && old.E >= prompts.length && old.S >= S);
-		// grow slots by half at least: a game's turns lengthen its prompts a little each time
-		const E = grow ? Math.max(prompts.length, old?.E ?? 0) : old!.E;
-		const slots = grow
-			? Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))))
-			: old!.S;
-		const B = Math.min(maxBatch, prompts.length);
-		const estimate = this.#estimate(B, S, [...lengths].sort((a, b) => b - a).slice(0, B));
-		const config = model.config;
-		const bytes = kvCacheBufferBytes(config, E, slots);
-		// while growing, the old store and the new one are both held
-		const kept = (grow ? 2 * config.numLayers * bytes : 0) + (old?.bytes ?? 0);
-		const withStore: MemoryEstimate = {
-			lines: [
-				...estimate.lines,
-				{ what: `prefix store [${E}, ${slots}]`, bytes: kept, largestBuffer: bytes }
-			],
-			totalBytes: estimate.totalBytes + kept
-		};
-		let store: PrefixStore | undefined;
-		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
-			if (!grow) return old;
-			try {
-				store = new PrefixStore(model.gpu, this.#pool, config, E, slots);
-			} catch {
-				store = undefined; // out of memory now: run this call without one
-			}
-		}
-		this.#store = store;
-		if (!old) return store;
-		// the copy is queued ahead of any use of the new store; the old one goes once it ran
-		const moved = store ? store.takeEntries(old) : Promise.resolve();
-		moved.catch(() => {}).then(() => old.release());
-		return store;
 	}
 
 	async #generateBatch(
@@ -280,7 +219,7 @@ export class Generator {
 		if (steps === 0) return results;
 		// Slots: the prompt, then every new token but the last (it is never fed back).
 		const need = Math.max(...lengths.map((n, b) => n + Math.max(0, budget[b] - 1)));
-		const session = this.#sessionFor(B, need, lengths);
+		const session = this.#kept.sessionFor(B, need, lengths);
 		// a kept session may have more rows (sessionSlack): they decode at position 0, unread
 		const rows = session.B;
 		const seeds = new Uint32Array(rows);
@@ -436,83 +375,6 @@ export class Generator {
 			}
 		}
 		return results;
-	}
-
-	/** The session for B sequences needing `need` slots: the kept one when it fits (the same
-	 * B, or with sessionSlack down to half its rows or any B up to SLACK_ROWS), else a new one
-	 * (with sessionSlack: twice the slots where memory allows), after the memory check. */
-	#sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
-		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
-		const S = round(need);
-		const kept = this.#session;
-		const model = this.#model;
-		const slack = this.#sessionSlack;
-		const rowsFit =
-			kept && (slack ? kept.B >= B && (kept.B <= 2 * B || kept.B <= SLACK_ROWS) : kept.B === B);
-		const reuse = kept && rowsFit && kept.S >= need && (slack || kept.S <= 2 * S);
-		if (!reuse) {
-			kept?.release();
-			this.#session = undefined;
-		}
-		const { limits } = model.gpu;
-		const budget = model.memoryBudgetBytes;
-		let slots = reuse ? kept.S : S;
-		const roomy = Math.min(round(this.#context), round(2 * need));
-		if (!reuse && slack && roomy > S) {
-			const e = this.#estimate(B, roomy, lengths);
-			const withStore = { ...e, totalBytes: e.totalBytes + (this.#store?.bytes ?? 0) };
-			if (fitsModelMemory(withStore, limits, budget)) slots = roomy;
-		}
-		checkModelMemory(
-			this.#estimate(reuse ? kept.B : B, slots, lengths),
-			limits,
-			budget,
-			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
-				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
-		);
-		if (reuse) return kept;
-		this.stats.sessions++;
-		this.#session = new DecodeSession(model, B, slots, this.#decodeMatmul);
-		return this.#session;
-	}
-
-	/** The memory of generating for prompts of these lengths with S cache slots each. */
-	#estimate(B: number, S: number, lengths: readonly number[]): MemoryEstimate {
-		const model = this.#model;
-		const groups = prefillGroups(lengths, this.#prefillTokens);
-		const prefill = groups.reduce(
-			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
-			{ B: 0, T: 0 }
-		);
-		return estimateGenerationMemory(model.gpu, model.config, {
-			B,
-			S,
-			prefill,
-			lora: model.lora?.config,
-			weightChunkRows: model.weights.lmHead.chunks[0].rows,
-			weightDtype: model.weights.dtypes
-		});
-	}
-
-	/**
-	 * The default batch (autoBatch) for these prompts and up to `maxTokens` new tokens each,
-	 * halved (not below one) while a batch of it would not fit the model's memory
-	 * budget or the device's buffers, then evened out over the batches it makes (512
-	 * prompts by at most 341: two of 256, not 341 + 171).
-	 */
-	#autoBatch(prompts: readonly (readonly number[])[], maxTokens: number): number {
-		const { gpu, config, memoryBudgetBytes } = this.#model;
-		// the longest prompts: any batch of B of them fits if these do
-		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
-		const slots = Math.min(this.#context, longest[0] + maxTokens);
-		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
-		let B = autoBatch(config, gpu.limits, prompts.length, slots);
-		while (
-			B > 1 &&
-			!fitsModelMemory(this.#estimate(B, S, longest.slice(0, B)), gpu.limits, memoryBudgetBytes)
-		)
-			B = Math.ceil(B / 2);
-		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
 	}
 
 	#checkLive(): void {

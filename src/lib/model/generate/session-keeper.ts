@@ -1,0 +1,215 @@
+/**
+ * @file The GPU memory a Generator keeps from call to call, each part made only after the
+ * memory check: its decode session (a KV cache [B, S] and recorded step, kept for a next call
+ * that fits), its prefix store (finished sequences' keys and values), and each call's
+ * default batch (autoBatch, halved until a batch of it fits).
+ */
+import type { BufferPool } from '../../gpu/pool';
+import type { DecodeMatmulOptions } from '../transformer/decode-layer';
+import { estimateGenerationMemory } from './memory';
+import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
+import type { TransformerModel } from '../transformer/transformer';
+import { autoBatch, SLOT_GRANULE } from './batch-size';
+import { DecodeSession } from './decode-session';
+import { prefillGroups } from './prefill';
+import { PrefixStore } from './prefix-store';
+import { kvCacheBufferBytes } from '../transformer/kv-cache';
+import type { LoraParameters } from '../transformer/lora';
+
+/** With sessionSlack, a kept session of at most this many rows serves any smaller call
+ * (the decode's skinny kernels read each weight once for all its rows). */
+const SLACK_ROWS = 32;
+
+export interface SessionKeeperOptions {
+	/** The context window a sequence may use (prompt + new tokens). */
+	context: number;
+	/** Prefill tokens per group (prefill.ts): the prefill's share of the memory. */
+	prefillTokens: number;
+	decodeMatmul?: DecodeMatmulOptions;
+	/** GeneratorOptions.sessionSlack. */
+	sessionSlack: boolean;
+}
+
+/** The decode session and prefix store a Generator keeps, and the memory checks that size them. */
+export class SessionKeeper {
+	readonly #model: TransformerModel;
+	readonly #pool: BufferPool;
+	readonly #context: number;
+	readonly #prefillTokens: number;
+	readonly #decodeMatmul?: DecodeMatmulOptions;
+	readonly #sessionSlack: boolean;
+	/** Where each session made is counted (the generator's stats). */
+	readonly #stats: { sessions: number };
+	#session: DecodeSession | undefined;
+	#store: PrefixStore | undefined;
+	/** The adapter (and its version) the store's keys and values were computed with. */
+	#storeWeights: { lora: LoraParameters | undefined; version: number } | undefined;
+
+	constructor(
+		model: TransformerModel,
+		pool: BufferPool,
+		options: SessionKeeperOptions,
+		stats: { sessions: number }
+	) {
+		this.#model = model;
+		this.#pool = pool;
+		this.#context = options.context;
+		this.#prefillTokens = options.prefillTokens;
+		this.#decodeMatmul = options.decodeMatmul;
+		this.#sessionSlack = options.sessionSlack;
+		this.#stats = stats;
+	}
+
+	/** The kept decode session (undefined before a call and after release). */
+	get session(): DecodeSession | undefined {
+		return this.#session;
+	}
+
+	/** The kept prefix store, if any. */
+	get store(): PrefixStore | undefined {
+		return this.#store;
+	}
+
+	/** Frees the session and the store. */
+	release(): void {
+		this.#session?.release();
+		this.#session = undefined;
+		this.#store?.release();
+		this.#store = undefined;
+	}
+
+	/**
+	 * The prefix store for a call of these prompts, made or grown (entries moved over) to
+	 * hold all of them at their longest; cleared when the adapter changed since it was
+	 * filled. undefined (and none kept) when the store beside the call's largest batch
+	 * would not fit the memory budget or the device's buffers (checked at every call: the
+	 * batch's own memory changes from call to call).
+	 */
+	storeFor(
+		prompts: readonly (readonly number[])[],
+		maxTokens: number,
+		maxBatch: number
+	): PrefixStore | undefined {
+		const model = this.#model;
+		const weights = { lora: model.lora, version: model.lora?.version ?? 0 };
+		const was = this.#storeWeights;
+		if (was && (was.lora !== weights.lora || was.version !== weights.version)) this.#store?.clear();
+		this.#storeWeights = weights;
+		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
+		const lengths = prompts.map((p) => p.length);
+		const longest = Math.max(...lengths);
+		const S = Math.min(round(this.#context), round(longest + maxTokens));
+		const old = this.#store;
+		const grow = !(old && old.E >= prompts.length && old.S >= S);
+		// grow slots by half at least: a game's turns lengthen its prompts a little each time
+		const E = grow ? Math.max(prompts.length, old?.E ?? 0) : old!.E;
+		const slots = grow
+			? Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))))
+			: old!.S;
+		const B = Math.min(maxBatch, prompts.length);
+		const estimate = this.#estimate(B, S, [...lengths].sort((a, b) => b - a).slice(0, B));
+		const config = model.config;
+		const bytes = kvCacheBufferBytes(config, E, slots);
+		// while growing, the old store and the new one are both held
+		const kept = (grow ? 2 * config.numLayers * bytes : 0) + (old?.bytes ?? 0);
+		const withStore: MemoryEstimate = {
+			lines: [
+				...estimate.lines,
+				{ what: `prefix store [${E}, ${slots}]`, bytes: kept, largestBuffer: bytes }
+			],
+			totalBytes: estimate.totalBytes + kept
+		};
+		let store: PrefixStore | undefined;
+		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
+			if (!grow) return old;
+			try {
+				store = new PrefixStore(model.gpu, this.#pool, config, E, slots);
+			} catch {
+				store = undefined; // out of memory now: run this call without one
+			}
+		}
+		this.#store = store;
+		if (!old) return store;
+		// the copy is queued ahead of any use of the new store; the old one goes once it ran
+		const moved = store ? store.takeEntries(old) : Promise.resolve();
+		moved.catch(() => {}).then(() => old.release());
+		return store;
+	}
+
+	/** The session for B sequences needing `need` slots: the kept one when it fits (the same
+	 * B, or with sessionSlack down to half its rows or any B up to SLACK_ROWS), else a new one
+	 * (with sessionSlack: twice the slots where memory allows), after the memory check. */
+	sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
+		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
+		const S = round(need);
+		const kept = this.#session;
+		const model = this.#model;
+		const slack = this.#sessionSlack;
+		const rowsFit =
+			kept && (slack ? kept.B >= B && (kept.B <= 2 * B || kept.B <= SLACK_ROWS) : kept.B === B);
+		const reuse = kept && rowsFit && kept.S >= need && (slack || kept.S <= 2 * S);
+		if (!reuse) {
+			kept?.release();
+			this.#session = undefined;
+		}
+		const { limits } = model.gpu;
+		const budget = model.memoryBudgetBytes;
+		let slots = reuse ? kept.S : S;
+		const roomy = Math.min(round(this.#context), round(2 * need));
+		if (!reuse && slack && roomy > S) {
+			const e = this.#estimate(B, roomy, lengths);
+			const withStore = { ...e, totalBytes: e.totalBytes + (this.#store?.bytes ?? 0) };
+			if (fitsModelMemory(withStore, limits, budget)) slots = roomy;
+		}
+		checkModelMemory(
+			this.#estimate(reuse ? kept.B : B, slots, lengths),
+			limits,
+			budget,
+			`generating ${B} sequences of up to ${S} tokens with ${model.config.architecture} ` +
+				`(${model.config.numLayers} layers, hidden ${model.config.hiddenSize})`
+		);
+		if (reuse) return kept;
+		this.#stats.sessions++;
+		this.#session = new DecodeSession(model, B, slots, this.#decodeMatmul);
+		return this.#session;
+	}
+
+	/** The memory of generating for prompts of these lengths with S cache slots each. */
+	#estimate(B: number, S: number, lengths: readonly number[]): MemoryEstimate {
+		const model = this.#model;
+		const groups = prefillGroups(lengths, this.#prefillTokens);
+		const prefill = groups.reduce(
+			(big, g) => (g.count * g.T > big.B * big.T ? { B: g.count, T: g.T } : big),
+			{ B: 0, T: 0 }
+		);
+		return estimateGenerationMemory(model.gpu, model.config, {
+			B,
+			S,
+			prefill,
+			lora: model.lora?.config,
+			weightChunkRows: model.weights.lmHead.chunks[0].rows,
+			weightDtype: model.weights.dtypes
+		});
+	}
+
+	/**
+	 * The default batch (autoBatch) for these prompts and up to `maxTokens` new tokens each,
+	 * halved (not below one) while a batch of it would not fit the model's memory
+	 * budget or the device's buffers, then evened out over the batches it makes (512
+	 * prompts by at most 341: two of 256, not 341 + 171).
+	 */
+	autoBatch(prompts: readonly (readonly number[])[], maxTokens: number): number {
+		const { gpu, config, memoryBudgetBytes } = this.#model;
+		// the longest prompts: any batch of B of them fits if these do
+		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
+		const slots = Math.min(this.#context, longest[0] + maxTokens);
+		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		let B = autoBatch(config, gpu.limits, prompts.length, slots);
+		while (
+			B > 1 &&
+			!fitsModelMemory(this.#estimate(B, S, longest.slice(0, B)), gpu.limits, memoryBudgetBytes)
+		)
+			B = Math.ceil(B / 2);
+		return Math.ceil(prompts.length / Math.ceil(prompts.length / B));
+	}
+}
