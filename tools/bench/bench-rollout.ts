@@ -3,8 +3,9 @@
  * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games;
  * a game's next prompt is its sequence so far and PER_TURN new tokens; up to 16 new tokens
  * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
- * `noPrefix` (today's defaults without the prefix store), `auto` (today's defaults) and
- * `slack` (auto with sessionSlack: one decode session kept across the turns):
+ * `noPrefix` (no prefix store, a session per batch size), `exact` (the prefix store, a
+ * session per batch size) and `auto` (today's defaults: sessionSlack, one decode session
+ * kept across the turns):
  * median, min and max ms and the Generator's stats (callMs: the calls end to end). The adapter counts as changed before
  * each rollout (a GRPO step's update), so no rollout reuses another's keys. One JSON
  * object; --tiles h200 forces the H200's thresholds; --profile adds per-kernel GPU time.
@@ -57,10 +58,16 @@ async function main() {
 		seed: 1
 	});
 	const configs: Record<string, GeneratorOptions> = {
-		before: { maxBatch: 64, prefillTokens: 4096, maxContext: 512, prefixCache: false },
-		noPrefix: { maxContext: 512, prefixCache: false },
-		auto: { maxContext: 512 },
-		slack: { maxContext: 512, sessionSlack: true }
+		before: {
+			maxBatch: 64,
+			prefillTokens: 4096,
+			maxContext: 512,
+			prefixCache: false,
+			sessionSlack: false
+		},
+		noPrefix: { maxContext: 512, prefixCache: false, sessionSlack: false },
+		exact: { maxContext: 512, sessionSlack: false },
+		auto: { maxContext: 512 }
 	};
 	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
 	async function rollout(generator: Generator, seed: number) {
@@ -145,8 +152,8 @@ async function main() {
 		generator.release();
 	}
 	result.speedup = median(times.before) / median(times.auto);
-	result.prefixSpeedup = median(times.noPrefix) / median(times.auto);
-	result.slackSpeedup = median(times.auto) / median(times.slack);
+	result.prefixSpeedup = median(times.noPrefix) / median(times.exact);
+	result.slackSpeedup = median(times.exact) / median(times.auto);
 	console.log(JSON.stringify(result));
 	model.release();
 }

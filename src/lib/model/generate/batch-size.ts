@@ -8,8 +8,9 @@ import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
 
 const AUTO_MAX_BATCH = 1024;
-/** The KV cache a default batch may take (f32 k and v of every layer). */
-const AUTO_KV_BYTES = 1 << 30;
+/** The KV cache a default batch (and a roomy session, session-keeper.ts) may take (f32 k
+ * and v of every layer). */
+export const AUTO_KV_BYTES = 1 << 30;
 /** Cache slots per sequence are allocated in multiples of this, so calls of similar
  * lengths share one cache and one recorded step. */
 export const SLOT_GRANULE = 256;

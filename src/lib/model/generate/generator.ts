@@ -110,7 +110,7 @@ export class Generator {
 				context: this.#context,
 				prefillTokens,
 				decodeMatmul: this.#decodeMatmul,
-				sessionSlack: options.sessionSlack ?? false
+				sessionSlack: options.sessionSlack ?? true
 			},
 			this.stats
 		);

@@ -9,11 +9,11 @@ import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import { estimateGenerationMemory } from './memory';
 import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
 import type { TransformerModel } from '../transformer/transformer';
-import { autoBatch, SLOT_GRANULE } from './batch-size';
+import { AUTO_KV_BYTES, autoBatch, SLOT_GRANULE } from './batch-size';
 import { DecodeSession } from './decode-session';
 import { prefillGroups } from './prefill';
 import { PrefixStore } from './prefix-store';
-import { kvCacheBufferBytes } from '../transformer/kv-cache';
+import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { LoraParameters } from '../transformer/lora';
 
 /** With sessionSlack, a kept session of at most this many rows serves any smaller call
@@ -138,7 +138,8 @@ export class SessionKeeper {
 
 	/** The session for B sequences needing `need` slots: the kept one when it fits (the same
 	 * B, or with sessionSlack down to half its rows or any B up to SLACK_ROWS), else a new one
-	 * (with sessionSlack: twice the slots where memory allows), after the memory check. */
+	 * (with sessionSlack: twice the slots where memory allows and the KV cache stays within
+	 * AUTO_KV_BYTES), after the memory check. */
 	sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
 		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
 		const S = round(need);
@@ -156,7 +157,7 @@ export class SessionKeeper {
 		const budget = model.memoryBudgetBytes;
 		let slots = reuse ? kept.S : S;
 		const roomy = Math.min(round(this.#context), round(2 * need));
-		if (!reuse && slack && roomy > S) {
+		if (!reuse && slack && roomy > S && kvCacheBytes(model.config, B, roomy) <= AUTO_KV_BYTES) {
 			const e = this.#estimate(B, roomy, lengths);
 			const withStore = { ...e, totalBytes: e.totalBytes + (this.#store?.bytes ?? 0) };
 			if (fitsModelMemory(withStore, limits, budget)) slots = roomy;

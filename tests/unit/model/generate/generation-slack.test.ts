@@ -32,7 +32,7 @@ describe('generation with sessionSlack', () => {
 		await randomizeLoraB(model.lora!, new Rng(5), 0.3);
 		const options = { maxContext: 1024, prefixCache: false };
 		const slack = new Generator(model, { ...options, sessionSlack: true });
-		const exact = new Generator(model, options);
+		const exact = new Generator(model, { ...options, sessionSlack: false });
 		try {
 			const vocab = config.vocabSize;
 			// turn 1: 6 games of ~200 tokens (need ~205: 256 slots; slack makes 512)
