@@ -11,6 +11,10 @@ const AUTO_MAX_BATCH = 1024;
 /** The KV cache a default batch (and a roomy session, session-keeper.ts) may take (f32 k
  * and v of every layer). */
 export const AUTO_KV_BYTES = 1 << 30;
+/** The KV cache a prefix store (prefix-store.ts) may take: with a default batch's, what a
+ * generator keeps beside the model at most, so a run's memory is known before it starts
+ * (run/memory-plan.ts) on devices that do not say how much they have. */
+export const STORE_KV_BYTES = 2 * AUTO_KV_BYTES;
 /** Cache slots per sequence are allocated in multiples of this, so calls of similar
  * lengths share one cache and one recorded step. */
 export const SLOT_GRANULE = 256;

@@ -18,6 +18,7 @@ import { StepMasks } from './step-masks';
 import type { TransformerModel } from '../transformer/transformer';
 import type { DecodeSession } from './decode-session';
 import { SessionKeeper } from './session-keeper';
+import { STORE_KV_BYTES } from './batch-size';
 import {
 	resolveOptions,
 	type GenerateOptions,
@@ -103,6 +104,11 @@ export class Generator {
 			);
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
+		const storeBytes = options.prefixStoreBytes ?? STORE_KV_BYTES;
+		if (!(storeBytes >= 0))
+			throw new GenerationOptionsError(
+				`prefixStoreBytes must be a number of bytes >= 0, got ${storeBytes}`
+			);
 		this.#kept = new SessionKeeper(
 			model,
 			this.#pool,
@@ -110,7 +116,8 @@ export class Generator {
 				context: this.#context,
 				prefillTokens,
 				decodeMatmul: this.#decodeMatmul,
-				sessionSlack: options.sessionSlack ?? true
+				sessionSlack: options.sessionSlack ?? true,
+				storeBytes
 			},
 			this.stats
 		);

@@ -103,6 +103,9 @@ export interface GeneratorOptions {
 	 * with one prefills only the rest: a game's next turn, a chat's next message. Default
 	 * true; off where memory is short (it is skipped when it would not fit anyway). */
 	prefixCache?: boolean;
+	/** The prefix store's KV cache at most, bytes (default STORE_KV_BYTES, 2 GiB): past it
+	 * the store holds fewer sequences than a call has, least recently used replaced. */
+	prefixStoreBytes?: number;
 	/** Keep one decode session across a game's turns: a kept session serves a call of fewer
 	 * sequences (down to half its rows, or any number up to 32; the rows past the call's
 	 * decode unread at position 0), and a new one is made with twice the slots its call needs

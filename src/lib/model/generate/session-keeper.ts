@@ -28,6 +28,8 @@ export interface SessionKeeperOptions {
 	decodeMatmul?: DecodeMatmulOptions;
 	/** GeneratorOptions.sessionSlack. */
 	sessionSlack: boolean;
+	/** The prefix store's KV cache at most (GeneratorOptions.prefixStoreBytes). */
+	storeBytes: number;
 }
 
 /** The decode session and prefix store a Generator keeps, and the memory checks that size them. */
@@ -38,6 +40,7 @@ export class SessionKeeper {
 	readonly #prefillTokens: number;
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	readonly #sessionSlack: boolean;
+	readonly #storeBytes: number;
 	/** Where each session made is counted (the generator's stats). */
 	readonly #stats: { sessions: number };
 	#session: DecodeSession | undefined;
@@ -57,6 +60,7 @@ export class SessionKeeper {
 		this.#prefillTokens = options.prefillTokens;
 		this.#decodeMatmul = options.decodeMatmul;
 		this.#sessionSlack = options.sessionSlack;
+		this.#storeBytes = options.storeBytes;
 		this.#stats = stats;
 	}
 
@@ -80,7 +84,8 @@ export class SessionKeeper {
 
 	/**
 	 * The prefix store for a call of these prompts, made or grown (entries moved over) to
-	 * hold all of them at their longest; cleared when the adapter changed since it was
+	 * hold all of them at their longest, or as many as storeBytes holds (the rest are
+	 * replaced least recently used first); cleared when the adapter changed since it was
 	 * filled. undefined (and none kept) when the store beside the call's largest batch
 	 * would not fit the memory budget or the device's buffers (checked at every call: the
 	 * batch's own memory changes from call to call).
@@ -100,15 +105,21 @@ export class SessionKeeper {
 		const longest = Math.max(...lengths);
 		const S = Math.min(round(this.#context), round(longest + maxTokens));
 		const old = this.#store;
-		const grow = !(old && old.E >= prompts.length && old.S >= S);
-		// grow slots by half at least: a game's turns lengthen its prompts a little each time
-		const E = grow ? Math.max(prompts.length, old?.E ?? 0) : old!.E;
-		const slots = grow
+		const config = model.config;
+		// entries of `slots` slots the store may hold (storeBytes); slots never shrink
+		const cap = (slots: number) => Math.floor(this.#storeBytes / kvCacheBytes(config, 1, slots));
+		const base = Math.max(S, old?.S ?? 0);
+		const want = Math.min(prompts.length, cap(base));
+		const grow = !(old && old.E >= want && old.S >= S);
+		// grow slots by half at least (a game's turns lengthen its prompts a little each time),
+		// unless the cap would then hold fewer entries than wanted
+		let slots = grow
 			? Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))))
 			: old!.S;
+		if (grow && cap(slots) < want) slots = base;
+		const E = grow ? Math.min(Math.max(prompts.length, old?.E ?? 0), cap(slots)) : old!.E;
 		const B = Math.min(maxBatch, prompts.length);
 		const estimate = this.#estimate(B, S, [...lengths].sort((a, b) => b - a).slice(0, B));
-		const config = model.config;
 		const bytes = kvCacheBufferBytes(config, E, slots);
 		// while growing, the old store and the new one are both held
 		const kept = (grow ? 2 * config.numLayers * bytes : 0) + (old?.bytes ?? 0);
@@ -120,7 +131,7 @@ export class SessionKeeper {
 			totalBytes: estimate.totalBytes + kept
 		};
 		let store: PrefixStore | undefined;
-		if (fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
+		if (E >= 1 && fitsModelMemory(withStore, model.gpu.limits, model.memoryBudgetBytes)) {
 			if (!grow) return old;
 			try {
 				store = new PrefixStore(model.gpu, this.#pool, config, E, slots);
@@ -131,7 +142,8 @@ export class SessionKeeper {
 		this.#store = store;
 		if (!old) return store;
 		// the copy is queued ahead of any use of the new store; the old one goes once it ran
-		const moved = store ? store.takeEntries(old) : Promise.resolve();
+		// (a store capped to fewer entries than the old one starts empty)
+		const moved = store && store.E >= old.E ? store.takeEntries(old) : Promise.resolve();
 		moved.catch(() => {}).then(() => old.release());
 		return store;
 	}

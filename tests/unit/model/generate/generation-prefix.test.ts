@@ -13,6 +13,7 @@ import type { GeneratedSequence } from '../../../../src/lib/model/generate/optio
 import { MemoryWeightSource, randomWeights } from '../../../../src/lib/testing/random-weights';
 import { resolveLoraConfig } from '../../../../src/lib/model/transformer/lora';
 import { estimateModelMemory } from '../../../../src/lib/model/transformer/memory';
+import { kvCacheBytes } from '../../../../src/lib/model/transformer/kv-cache';
 import { TransformerModel } from '../../../../src/lib/model/transformer/transformer';
 import type { ModelConfig } from '../../../../src/lib/model/types';
 import { useGpu } from '../../../helpers/gpu';
@@ -55,6 +56,33 @@ describe('generation with the prefix store', () => {
 		['Qwen2 (q/k/v biases, GQA 3/1)', TINY.qwen2],
 		['Qwen3 (q/k norm)', TINY.qwen3]
 	];
+	it('a store capped at two sequences keeps the two last finished and generates the same', async () => {
+		const config = TINY.llama;
+		const model = await loraModel(config, 4);
+		// two entries of 256 slots: f32 k and v of every layer
+		const entry = kvCacheBytes(config, 1, 256);
+		const capped = new Generator(model, { prefixStoreBytes: 2 * entry + entry / 2 });
+		const plain = new Generator(model, { prefixCache: false });
+		expect(() => new Generator(model, { prefixStoreBytes: -1 })).toThrow(/prefixStoreBytes/);
+		let prompts = randomSequences(config.vocabSize, [20, 41, 33, 27], 6);
+		for (let turn = 0; turn < 3; turn++) {
+			const before = capped.stats.reusedTokens;
+			const out = await capped.generate(prompts, GREEDY);
+			expectSame(out, await plain.generate(prompts, GREEDY));
+			expect(capped.prefixStore).toMatchObject({ entries: 2, slots: 256 });
+			// the store kept two of the last call's four sequences: two prompts now hit
+			if (turn > 0) expect(capped.stats.reusedTokens).toBeGreaterThan(before);
+			prompts = nextTurn(out, config.vocabSize, 7, 20 + turn);
+		}
+		// nothing stored when one entry is over the cap
+		const none = new Generator(model, { prefixStoreBytes: entry / 2 });
+		await none.generate(prompts, GREEDY);
+		expect(none.prefixStore).toBeUndefined();
+		expect(none.stats.reusedTokens).toBe(0);
+		for (const g of [capped, plain, none]) g.release();
+		model.release();
+	});
+
 	for (const [name, config] of models)
 		it(`${name}: three turns reuse every stored token and generate what a fresh prefill does`, async () => {
 			const model = await loraModel(config, 3);
