@@ -5,6 +5,10 @@
  * the KV cache of the smallest decode batch. Weights and the update's buffers exist
  * together; the decode's KV cache comes and goes beside the weights. The page shows it
  * and checks it against the device's buffer limits and the budget a visitor set.
+ * Where memory allows, the generator decodes the step's games in one batch and keeps their
+ * keys and values for the next turn (prefix store): `caches` are those KV caches at the
+ * recipe's games per step and its context, each within its cap (generate/batch-size.ts),
+ * and `upToBytes` the most the run uses with them.
  */
 import {
 	estimateModelMemory,
@@ -14,14 +18,20 @@ import {
 	type MemoryEstimate
 } from '../model/transformer/memory';
 import { kvCacheBufferBytes, kvCacheBytes } from '../model/transformer/kv-cache';
+import { autoBatch, SLOT_GRANULE, STORE_KV_BYTES } from '../model/generate/batch-size';
 import { resolveLoraConfig } from '../model/transformer/lora';
 import type { MemoryLine } from '../model/errors';
 import type { ModelConfig } from '../model/types';
 import type { Recipe } from './recipe';
 
 export interface RunMemoryPlan {
-	/** Weights and LoRA state, the update's micro-batch, and a decode batch's KV cache. */
+	/** What the run needs: weights and LoRA state, the update's micro-batch, and the
+	 * smallest decode batch's KV cache. */
 	estimate: MemoryEstimate;
+	/** The decode batch of the step's games and the prefix store, where memory allows. */
+	caches: MemoryLine[];
+	/** The most the run uses: the estimate with `caches` for its smallest decode batch. */
+	upToBytes: number;
 	/** Lines with one buffer over the device's per-buffer limit. */
 	overBuffers: MemoryLine[];
 	/** Whether it fits the limits and (when given) the budget. */
@@ -54,9 +64,37 @@ export function planRunMemory(
 	};
 	const lines = [...update.lines, kv];
 	const estimate = { lines, totalBytes: update.totalBytes + kv.bytes };
+	const caches = cacheLines(config, recipe.grpo.groups * recipe.grpo.groupSize, T, limits);
 	return {
 		estimate,
+		caches,
+		upToBytes: update.totalBytes + caches.reduce((n, l) => n + l.bytes, 0),
 		overBuffers: overBuffer(estimate, limits).over,
 		fits: fitsModelMemory(estimate, limits, budgetBytes)
 	};
+}
+
+/** The generator's KV caches for `games` sequences of up to T tokens: the default decode
+ * batch (autoBatch: within AUTO_KV_BYTES) and the prefix store (within STORE_KV_BYTES). */
+function cacheLines(
+	config: ModelConfig,
+	games: number,
+	T: number,
+	limits: DeviceLimits
+): MemoryLine[] {
+	const S = Math.ceil(T / SLOT_GRANULE) * SLOT_GRANULE;
+	const B = autoBatch(config, limits, games, S);
+	const E = Math.min(games, Math.floor(STORE_KV_BYTES / kvCacheBytes(config, 1, S)));
+	return [
+		{
+			what: `KV cache of ${B} games decoding at once (up to ${S} tokens each), not ${DECODE_FLOOR}`,
+			bytes: kvCacheBytes(config, B, S),
+			largestBuffer: kvCacheBufferBytes(config, B, S)
+		},
+		{
+			what: `keys and values of ${E} games kept for their next turn (prefix store)`,
+			bytes: kvCacheBytes(config, E, S),
+			largestBuffer: kvCacheBufferBytes(config, E, S)
+		}
+	];
 }

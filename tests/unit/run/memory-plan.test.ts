@@ -73,6 +73,30 @@ describe('the memory a run will need', () => {
 		}
 	});
 
+	it("adds, up to its caps, the decode batch of the step's games and their prefix store", () => {
+		const config = hubModelConfig(hubModel('qwen3-0.6b')!);
+		const S = 1024;
+		const perGame = kvCacheBytes(config, 1, S);
+		// 64 games of 1024 tokens: 229 KiB a token would take 14 GiB each; the decode batch
+		// stays within 1 GiB (4 games), the store within 2 GiB (9 games)
+		const recipe = presetOn('tictactoe', hubUrl('Qwen/Qwen3-0.6B'));
+		expect(recipe.grpo.groups * recipe.grpo.groupSize).toBe(64);
+		const plan = planRunMemory(config, recipe, ROOMY);
+		const [decode, store] = plan.caches;
+		expect(decode.what).toMatch(/^KV cache of 4 games decoding at once \(up to 1024 tokens each\)/);
+		expect(decode.bytes).toBe(4 * perGame);
+		expect(store.what).toMatch(/of 9 games kept for their next turn/);
+		expect(store.bytes).toBe(9 * perGame);
+		const floor = plan.estimate.lines.at(-1)!.bytes;
+		expect(plan.upToBytes).toBe(plan.estimate.totalBytes - floor + 13 * perGame);
+		// the bundled model's few short games: the caches of all of them, uncapped
+		const tiny = { ...config, numLayers: 2, numKvHeads: 1, headDim: 64 };
+		const small = planRunMemory(tiny, { ...recipe, maxContext: 256 }, ROOMY);
+		expect(small.caches.map((l) => l.bytes)).toEqual(
+			[64, 64].map((n) => kvCacheBytes(tiny, n, 256))
+		);
+	});
+
 	it("fits WebGPU's default limits (the embedding and logits come in chunks); names what a smaller one cannot hold", () => {
 		for (const m of HUB_MODELS) {
 			const plan = planRunMemory(
