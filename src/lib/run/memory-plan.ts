@@ -8,7 +8,8 @@
  * Where memory allows, the generator decodes the step's games in one batch and keeps their
  * keys and values for the next turn (prefix store): `caches` are those KV caches at the
  * recipe's games per step and its context, each within its cap (generate/batch-size.ts),
- * and `upToBytes` the most the run uses with them.
+ * and a prefill's activations (allocated while the update's stay pooled for the next step);
+ * `upToBytes` the most the run uses with them.
  */
 import {
 	estimateModelMemory,
@@ -18,8 +19,14 @@ import {
 	type MemoryEstimate
 } from '../model/transformer/memory';
 import { kvCacheBufferBytes, kvCacheBytes } from '../model/transformer/kv-cache';
-import { autoBatch, SLOT_GRANULE, STORE_KV_BYTES } from '../model/generate/batch-size';
-import { resolveLoraConfig } from '../model/transformer/lora';
+import {
+	autoBatch,
+	prefillTokenLimit,
+	SLOT_GRANULE,
+	STORE_KV_BYTES
+} from '../model/generate/batch-size';
+import { resolveLoraConfig, type LoraConfig } from '../model/transformer/lora';
+
 import type { MemoryLine } from '../model/errors';
 import type { ModelConfig } from '../model/types';
 import type { Recipe } from './recipe';
@@ -64,7 +71,8 @@ export function planRunMemory(
 	};
 	const lines = [...update.lines, kv];
 	const estimate = { lines, totalBytes: update.totalBytes + kv.bytes };
-	const caches = cacheLines(config, recipe.grpo.groups * recipe.grpo.groupSize, T, limits);
+	const games = recipe.grpo.groups * recipe.grpo.groupSize;
+	const caches = [...cacheLines(config, games, T, limits), prefillLine(config, lora, T, limits)];
 	return {
 		estimate,
 		caches,
@@ -97,4 +105,25 @@ function cacheLines(
 			largestBuffer: kvCacheBufferBytes(config, E, S)
 		}
 	];
+}
+
+/** The activations of the largest group of prompts prefilled together (prefill.ts: up to
+ * prefillTokenLimit tokens), made while the update's buffers stay pooled for the next step. */
+function prefillLine(
+	config: ModelConfig,
+	lora: LoraConfig,
+	T: number,
+	limits: DeviceLimits
+): MemoryLine {
+	const tokens = prefillTokenLimit(config);
+	const batch = { B: Math.max(1, Math.floor(tokens / T)), T: Math.min(T, tokens) };
+	const common = { lora, limits, weightDtype: 'auto' as const };
+	const model = estimateModelMemory(config, common);
+	const withPrefill = estimateModelMemory(config, { ...common, batch, mode: 'score' });
+	const extra = withPrefill.lines.slice(model.lines.length);
+	return {
+		what: `prompts prefilled together (${batch.B} x ${batch.T} tokens: their activations)`,
+		bytes: withPrefill.totalBytes - model.totalBytes,
+		largestBuffer: Math.max(0, ...extra.map((l) => l.largestBuffer))
+	};
 }

@@ -82,17 +82,21 @@ describe('the memory a run will need', () => {
 		const recipe = presetOn('tictactoe', hubUrl('Qwen/Qwen3-0.6B'));
 		expect(recipe.grpo.groups * recipe.grpo.groupSize).toBe(64);
 		const plan = planRunMemory(config, recipe, ROOMY);
-		const [decode, store] = plan.caches;
+		const [decode, store, prefill] = plan.caches;
 		expect(decode.what).toMatch(/^KV cache of 4 games decoding at once \(up to 1024 tokens each\)/);
 		expect(decode.bytes).toBe(4 * perGame);
 		expect(store.what).toMatch(/of 9 games kept for their next turn/);
 		expect(store.bytes).toBe(9 * perGame);
+		// and the prompts prefilled together: 6485 tokens for Qwen3's width, 6 x 1024
+		expect(prefill.what).toMatch(/^prompts prefilled together \(6 x 1024 tokens/);
+		expect(prefill.bytes).toBeGreaterThan(100 * 2 ** 20);
+		expect(prefill.bytes).toBeLessThan(2 * GIB);
 		const floor = plan.estimate.lines.at(-1)!.bytes;
-		expect(plan.upToBytes).toBe(plan.estimate.totalBytes - floor + 13 * perGame);
+		expect(plan.upToBytes).toBe(plan.estimate.totalBytes - floor + 13 * perGame + prefill.bytes);
 		// the bundled model's few short games: the caches of all of them, uncapped
 		const tiny = { ...config, numLayers: 2, numKvHeads: 1, headDim: 64 };
 		const small = planRunMemory(tiny, { ...recipe, maxContext: 256 }, ROOMY);
-		expect(small.caches.map((l) => l.bytes)).toEqual(
+		expect(small.caches.slice(0, 2).map((l) => l.bytes)).toEqual(
 			[64, 64].map((n) => kvCacheBytes(tiny, n, 256))
 		);
 	});

@@ -2,7 +2,8 @@
  * @file How many sequences decode together by default: all of a call's, up to as many as
  * the KV cache takes within AUTO_KV_BYTES (at most 1024), so hundreds of short games decode
  * in one batch, not in rounds (each round is a prefill and a decode loop with their GPU
- * waits), and a pretrained model's long contexts decode a few at a time rather than not at all.
+ * waits), and a pretrained model's long contexts decode a few at a time rather than not at all;
+ * the prefix store's cap, and how many padded tokens a prefill group takes (prefill.ts).
  */
 import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
@@ -36,4 +37,18 @@ export function autoBatch(
 	const byBuffer = Math.floor(perBuffer / kvCacheBufferBytes(config, 1, S));
 	const fit = Math.min(byBytes, byBuffer, AUTO_MAX_BATCH);
 	return Math.max(1, Math.min(prompts, fit));
+}
+
+/** Padded tokens per prefill group for Qwen2.5-0.5B's width (intermediate 4864): one
+ * layer's gate, up and SwiGLU output are then 3 x 4096 x 4864 f32, 240 MB. */
+const PREFILL_TOKENS = 4096;
+const PREFILL_REFERENCE_WIDTH = 4864;
+/** The most padded tokens of one prefill group for any model. */
+const PREFILL_MAX_TOKENS = 32768;
+
+/** Padded tokens per prefill group: PREFILL_TOKENS scaled to keep the widest activations
+ * (3 x tokens x intermediate f32) at the reference model's bytes, from 4096 to 32768. */
+export function prefillTokenLimit(config: ModelConfig): number {
+	const scaled = Math.floor((PREFILL_TOKENS * PREFILL_REFERENCE_WIDTH) / config.intermediateSize);
+	return Math.max(PREFILL_TOKENS, Math.min(PREFILL_MAX_TOKENS, scaled));
 }

@@ -18,7 +18,7 @@ import { StepMasks } from './step-masks';
 import type { TransformerModel } from '../transformer/transformer';
 import type { DecodeSession } from './decode-session';
 import { SessionKeeper } from './session-keeper';
-import { STORE_KV_BYTES } from './batch-size';
+import { prefillTokenLimit, STORE_KV_BYTES } from './batch-size';
 import {
 	resolveOptions,
 	type GenerateOptions,
@@ -27,7 +27,7 @@ import {
 	type ResolvedOptions,
 	type StepToken
 } from './options';
-import { prefill, prefillTokenLimit } from './prefill';
+import { prefill } from './prefill';
 import { extendPrefill, type ExtendItem } from './extend';
 import type { PrefixStore, PrefixHit } from './prefix-store';
 import { sequenceSeed } from './seed';

@@ -1,5 +1,5 @@
 /**
- * @file Prefill: a batch's prompts in groups of at most prefillTokenLimit padded tokens (a
+ * @file Prefill: a batch's prompts in groups of at most prefillTokenLimit (batch-size.ts) padded tokens (a
  * group's activations stay about the same bytes whatever the model's width), each group a
  * right-padded batch through layer.ts's layerForward (the training forward). Each prompt's
  * post-RoPE k and v go to its cache slots 0..len-1, its last real row to its row of the
@@ -17,20 +17,6 @@ import type { TransformerModel } from '../transformer/transformer';
 import type { ModelConfig } from '../types';
 import { layerSpecs, loraActSpecs, type TensorSpec } from '../transformer/workspace';
 import type { DecodeSession } from './decode-session';
-
-/** Padded tokens per prefill group for Qwen2.5-0.5B's width (intermediate 4864): one
- * layer's gate, up and SwiGLU output are then 3 x 4096 x 4864 f32, 240 MB. */
-const PREFILL_TOKENS = 4096;
-const PREFILL_REFERENCE_WIDTH = 4864;
-/** The most padded tokens of one prefill group for any model. */
-const PREFILL_MAX_TOKENS = 32768;
-
-/** Padded tokens per prefill group: PREFILL_TOKENS scaled to keep the widest activations
- * (3 x tokens x intermediate f32) at the reference model's bytes, from 4096 to 32768. */
-export function prefillTokenLimit(config: ModelConfig): number {
-	const scaled = Math.floor((PREFILL_TOKENS * PREFILL_REFERENCE_WIDTH) / config.intermediateSize);
-	return Math.max(PREFILL_TOKENS, Math.min(PREFILL_MAX_TOKENS, scaled));
-}
 
 /** Groups of consecutive prompts whose padded size stays within `limit` tokens. */
 export function prefillGroups(

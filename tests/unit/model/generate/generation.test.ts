@@ -19,7 +19,7 @@ import type {
 	GeneratedSequence,
 	StepToken
 } from '../../../../src/lib/model/generate/options';
-import { prefillTokenLimit } from '../../../../src/lib/model/generate/prefill';
+import { prefillTokenLimit } from '../../../../src/lib/model/generate/batch-size';
 import { sequenceSeed } from '../../../../src/lib/model/generate/seed';
 import { peftName } from '../../../../src/lib/model/transformer/lora';
 import { estimateModelMemory } from '../../../../src/lib/model/transformer/memory';
