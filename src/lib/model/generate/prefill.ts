@@ -14,7 +14,6 @@ import type { BufferPool } from '../../gpu/pool';
 import { createTensor, type Tensor, writeTensor } from '../../gpu/tensor';
 import { layerForward, type LayerContext } from '../transformer/layer';
 import type { TransformerModel } from '../transformer/transformer';
-import type { ModelConfig } from '../types';
 import { layerSpecs, loraActSpecs, type TensorSpec } from '../transformer/workspace';
 import type { DecodeSession } from './decode-session';
 
