@@ -329,6 +329,13 @@ export async function trainPanelChecks(
 		`${transcript.length} items: ${transcript.join(' | ').slice(0, 300)}`
 	);
 	await page.screenshot({ path: 'test-results/train-example-inbox.png', fullPage: true });
+	const shownRun = ((await page.textContent(testid('train-status'))) ?? '').trim();
+	check(
+		'a preset chosen after a run names the next run in the form, and the status still the run its charts and games are',
+		(await page.inputValue(testid('train-run'))).startsWith('inbox') &&
+			shownRun.startsWith('tictactoe'),
+		`form ${await page.inputValue(testid('train-run'))}, status ${shownRun.replace(/\s+/g, ' ')}`
+	);
 
 	// 1c. The 2048 and inbox presets start in the browser: their bundled model loads, their
 	// shipped warm start is accepted (tensors and tokenizer hashes) and merged, games begin.

@@ -46,6 +46,9 @@ interface GuideGroup {
 const GAMES_SHOWN = 8;
 
 export class RunView {
+	/** The name of the run shown (null: none), which the form's may no longer be once a
+	 * preset is chosen for the next run. */
+	run = $state<string | null>(null);
 	runPhase = $state<RunPhase | null>(null);
 	/** The run shown: its model step and rows. */
 	step = $state(0);
@@ -150,8 +153,10 @@ export class RunView {
 		return { group: g.group, games, shown: games.filter((x) => at(x.index) >= 0).length };
 	}
 
-	/** Shows a run's stored history (its rows, charts and judge totals); nothing of a run going. */
-	show(history: HistoryEntry[]): void {
+	/** Shows run `name`'s stored history (its rows, charts and judge totals); nothing of a
+	 * run going. */
+	show(name: string, history: HistoryEntry[]): void {
+		this.run = name;
 		this.history = history;
 		this.rows = rowsOf(history);
 		this.#rowKey = this.rows.length;
@@ -166,8 +171,11 @@ export class RunView {
 
 	/** Shows no run (the one shown was deleted). */
 	clear(): void {
+		this.run = null;
 		this.rows = [];
 		this.history = [];
+		this.games = [];
+		this.evaluations = [];
 		this.step = 0;
 		this.summary = null;
 	}

@@ -116,7 +116,7 @@ export class TrainSession {
 	/** Deletes a saved run; the run shown goes from the panel if it was that one (and idle). */
 	async remove(name: string): Promise<void> {
 		if (!(await this.runs.delete(name))) return;
-		if (this.form.run === name && !this.busy) this.view.clear();
+		if (this.view.run === name && !this.busy) this.view.clear();
 		await this.runs.refresh();
 	}
 
@@ -130,7 +130,7 @@ export class TrainSession {
 
 	#show(name: string, history: HistoryEntry[]): void {
 		this.form.run = name;
-		this.view.show(history);
+		this.view.show(name, history);
 		this.error = null;
 	}
 
