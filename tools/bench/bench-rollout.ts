@@ -5,10 +5,10 @@
  * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
  * `noPrefix` (no prefix store, a session per batch size), `exact` (the prefix store, a
  * session per batch size) and `auto` (today's defaults: sessionSlack, one decode session
- * kept across the turns):
- * median, min and max ms and the Generator's stats (callMs: the calls end to end). The adapter counts as changed before
- * each rollout (a GRPO step's update), so no rollout reuses another's keys. One JSON
- * object; --tiles h200 forces the H200's thresholds; --profile adds per-kernel GPU time.
+ * kept across the turns): median, min and max ms and the Generator's stats (callMs: the
+ * calls end to end). The adapter counts as changed before each rollout (a GRPO step's
+ * update), so no rollout reuses another's keys. One JSON object; --tiles h200 forces the
+ * H200's thresholds; --profile adds per-kernel GPU time.
  *
  *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny] [--tiles h200] [--profile]
  */

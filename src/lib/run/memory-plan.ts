@@ -22,7 +22,7 @@ import { kvCacheBufferBytes, kvCacheBytes } from '../model/transformer/kv-cache'
 import {
 	autoBatch,
 	prefillTokenLimit,
-	SLOT_GRANULE,
+	roundSlots,
 	STORE_KV_BYTES
 } from '../model/generate/batch-size';
 import { resolveLoraConfig, type LoraConfig } from '../model/transformer/lora';
@@ -35,7 +35,8 @@ export interface RunMemoryPlan {
 	/** What the run needs: weights and LoRA state, the update's micro-batch, and the
 	 * smallest decode batch's KV cache. */
 	estimate: MemoryEstimate;
-	/** The decode batch of the step's games and the prefix store, where memory allows. */
+	/** Where memory allows: the decode batch of the step's games, their prefix store, and a
+	 * prefill's activations beside the update's pooled buffers. */
 	caches: MemoryLine[];
 	/** The most the run uses: the estimate with `caches` for its smallest decode batch. */
 	upToBytes: number;
@@ -90,7 +91,7 @@ function cacheLines(
 	T: number,
 	limits: DeviceLimits
 ): MemoryLine[] {
-	const S = Math.ceil(T / SLOT_GRANULE) * SLOT_GRANULE;
+	const S = roundSlots(T);
 	const B = autoBatch(config, limits, games, S);
 	const E = Math.min(games, Math.floor(STORE_KV_BYTES / kvCacheBytes(config, 1, S)));
 	return [

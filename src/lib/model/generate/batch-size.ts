@@ -20,6 +20,9 @@ export const STORE_KV_BYTES = 2 * AUTO_KV_BYTES;
  * lengths share one cache and one recorded step. */
 export const SLOT_GRANULE = 256;
 
+/** `n` cache slots rounded up to whole SLOT_GRANULEs. */
+export const roundSlots = (n: number): number => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
+
 /**
  * The default batch for prompts needing `slots` cache slots each: all of them up to
  * AUTO_MAX_BATCH, while the KV cache stays within AUTO_KV_BYTES and its buffers within the
@@ -32,7 +35,7 @@ export function autoBatch(
 	slots: number
 ): number {
 	const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-	const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+	const S = roundSlots(slots);
 	const byBytes = Math.floor(AUTO_KV_BYTES / kvCacheBytes(config, 1, S));
 	const byBuffer = Math.floor(perBuffer / kvCacheBufferBytes(config, 1, S));
 	const fit = Math.min(byBytes, byBuffer, AUTO_MAX_BATCH);

@@ -4,9 +4,9 @@
  * (decode-session.ts), sampled on the GPU. The host stays one step ahead (step s + 1 is
  * submitted before step s's ids are read), except under constraints, whose masks need the
  * last token. Memory is checked before allocating; a session is kept for the next similar
- * call until release() (session-keeper.ts, with the prefix store). Finished sequences' keys and values are kept (prefix-store.ts, while
- * the adapter does not change), so a prompt that extends one prefills only its new tokens
- * (extend.ts).
+ * call until release() (session-keeper.ts). Finished sequences' keys and values are kept
+ * (prefix-store.ts, while the adapter does not change), so a prompt that extends one
+ * prefills only its new tokens (extend.ts).
  */
 import { ShapeMismatchError } from '../../gpu/errors';
 import { MAX_TOP_LOGPROBS } from '../../gpu/kernels/top-logprobs';

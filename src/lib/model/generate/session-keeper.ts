@@ -9,7 +9,7 @@ import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import { estimateGenerationMemory } from './memory';
 import { checkModelMemory, fitsModelMemory, type MemoryEstimate } from '../transformer/memory';
 import type { TransformerModel } from '../transformer/transformer';
-import { AUTO_KV_BYTES, autoBatch, SLOT_GRANULE } from './batch-size';
+import { AUTO_KV_BYTES, autoBatch, roundSlots } from './batch-size';
 import { DecodeSession } from './decode-session';
 import { prefillGroups } from './prefill';
 import { PrefixStore } from './prefix-store';
@@ -100,10 +100,9 @@ export class SessionKeeper {
 		const was = this.#storeWeights;
 		if (was && (was.lora !== weights.lora || was.version !== weights.version)) this.#store?.clear();
 		this.#storeWeights = weights;
-		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
 		const lengths = prompts.map((p) => p.length);
 		const longest = Math.max(...lengths);
-		const S = Math.min(round(this.#context), round(longest + maxTokens));
+		const S = Math.min(roundSlots(this.#context), roundSlots(longest + maxTokens));
 		const old = this.#store;
 		const config = model.config;
 		// entries of `slots` slots the store may hold (storeBytes); slots never shrink
@@ -114,7 +113,7 @@ export class SessionKeeper {
 		// grow slots by half at least (a game's turns lengthen its prompts a little each time),
 		// unless the cap would then hold fewer entries than wanted
 		let slots = grow
-			? Math.min(round(this.#context), Math.max(S, round(1.5 * (old?.S ?? 0))))
+			? Math.min(roundSlots(this.#context), Math.max(S, roundSlots(1.5 * (old?.S ?? 0))))
 			: old!.S;
 		if (grow && cap(slots) < want) slots = base;
 		const E = grow ? Math.min(Math.max(prompts.length, old?.E ?? 0), cap(slots)) : old!.E;
@@ -153,8 +152,7 @@ export class SessionKeeper {
 	 * (with sessionSlack: twice the slots where memory allows and the KV cache stays within
 	 * AUTO_KV_BYTES), after the memory check. */
 	sessionFor(B: number, need: number, lengths: number[]): DecodeSession {
-		const round = (n: number) => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;
-		const S = round(need);
+		const S = roundSlots(need);
 		const kept = this.#session;
 		const model = this.#model;
 		const slack = this.#sessionSlack;
@@ -168,7 +166,7 @@ export class SessionKeeper {
 		const { limits } = model.gpu;
 		const budget = model.memoryBudgetBytes;
 		let slots = reuse ? kept.S : S;
-		const roomy = Math.min(round(this.#context), round(2 * need));
+		const roomy = Math.min(roundSlots(this.#context), roundSlots(2 * need));
 		if (!reuse && slack && roomy > S && kvCacheBytes(model.config, B, roomy) <= AUTO_KV_BYTES) {
 			const e = this.#estimate(B, roomy, lengths);
 			const withStore = { ...e, totalBytes: e.totalBytes + (this.#store?.bytes ?? 0) };
@@ -216,7 +214,7 @@ export class SessionKeeper {
 		// the longest prompts: any batch of B of them fits if these do
 		const longest = prompts.map((p) => p.length).sort((a, b) => b - a);
 		const slots = Math.min(this.#context, longest[0] + maxTokens);
-		const S = Math.ceil(slots / SLOT_GRANULE) * SLOT_GRANULE;
+		const S = roundSlots(slots);
 		let B = autoBatch(config, gpu.limits, prompts.length, slots);
 		while (
 			B > 1 &&
