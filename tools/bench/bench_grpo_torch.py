@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One full GRPO step, PyTorch's side of tools/bench/bench-grpo.ts: SmolLM2-135M's shape with
-random weights (bench_torch_common.build: eager attention, TF32 off), peft LoRA r 8 /
+random weights (bench_torch_common.build, TF32 off), peft LoRA r 8 /
 alpha 16 / dropout 0 on q/k/v/o/gate/up/down, 8 groups x 8 rollouts of one 128-token random
 prompt per group, 256 new tokens each (do_sample, temperature 1, top-k/top-p off,
 min_new_tokens = max_new_tokens), rollout logprobs from generate's scores, seeded random
@@ -8,6 +8,12 @@ rewards, ART's group advantages, then ONE update: micro-batches of 16 sequences,
 forward + backward of the cispo loss (-clip(ratio, 0, 5).detach() * A * logprob over the
 completion tokens, dapo: summed over the step and divided by its trained tokens),
 clip_grad_norm_(0.1), torch.optim.AdamW(lr 5e-6, betas (0.9, 0.99), weight_decay 0.1).
+
+Configurations (--configs, a model built for each, so each baseline is torch at its best):
+"eager" (the continuity column), "sdpa" (transformers' default attention) and "sdpa-static"
+(sdpa, generate with cache_implementation="static" and the model's forward compiled, mode
+"reduce-overhead", for the rollout only: the update runs the plain forward). The ratios name
+the fastest configuration that ran, per dtype, and are taken against it too.
 
 Timing: CUDA-synchronised wall time, median of REPS steps after one warm-up step; peak
 memory torch.cuda.max_memory_allocated over the timed steps (weights included). fp32 by
@@ -17,7 +23,7 @@ call) the output also holds TabRL's report and the ratios TabRL / PyTorch per dt
 One JSON object on stdout, progress on stderr.
 
   python3 tools/bench/bench_grpo_torch.py [--dtypes fp32[,bf16]] [--reps 3] [--micro 16]
-      [--tabrl tabrl-grpo.json]
+      [--configs eager,sdpa,sdpa-static] [--tabrl tabrl-grpo.json]
 """
 
 import argparse
@@ -36,13 +42,21 @@ import peft  # noqa: E402
 
 log = bt.make_log("bench_grpo_torch")
 
+CONFIGS = {
+    "eager": dict(attn="eager"),
+    "sdpa": dict(attn="sdpa"),
+    "sdpa-static": dict(attn="sdpa", cache="static", compile=True),
+}
+
 
 def sync_ms(t0):
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) * 1000
 
 
-def grpo_step(pm, opt, prompts, args, seed):
+def grpo_step(pm, opt, prompts, args, seed, rollout_forward=None):
+    """One step; `rollout_forward` (a compiled forward, with the static cache) replaces the
+    model's forward for the rollout's generate only."""
     groups, k, new = args.groups, args.group_size, args.new
     ids = prompts.repeat_interleave(k, dim=0)  # [G*K, P]
     P = ids.shape[1]
@@ -50,14 +64,22 @@ def grpo_step(pm, opt, prompts, args, seed):
     t0 = time.perf_counter()
     pm.eval()
     torch.manual_seed(seed)  # the sampling (TabRL seeds its own the same way: per step)
+    base = pm.base_model.model
+    if rollout_forward is not None:
+        base.forward = rollout_forward
     with torch.no_grad():
-        out = pm.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            **bt.sampling(new),
-            output_scores=True,
-            return_dict_in_generate=True,
-        )
+        try:
+            out = pm.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                **bt.sampling(new),
+                **({"cache_implementation": "static"} if rollout_forward is not None else {}),
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+        finally:
+            if rollout_forward is not None:
+                del base.forward  # the class's own forward again, for the update
         seqs = out.sequences  # [B, P + new]
         assert seqs.shape == (groups * k, P + new), seqs.shape
         # The rollout logprobs, one step at a time (out.scores: new x [B, V], the processed
@@ -120,9 +142,10 @@ RATIO_KEYS = {
 
 
 def ratios(tabrl, results, args):
-    """TabRL / PyTorch for each timed dtype: above 1 is slower for the ms, faster for the
-    tokens/s, more for the bytes. Refused (an "error" entry) when the two did not do the
-    same work or either side failed."""
+    """TabRL / PyTorch for each timed dtype and configuration: above 1 is slower for the ms,
+    faster for the tokens/s, more for the bytes; "fastest" names each dtype's quickest
+    configuration. Refused (an "error" entry) when the two did not do the same work or
+    either side failed."""
     if "error" in tabrl:
         return {"error": "the TabRL run failed: " + str(tabrl["error"])[:500]}
     w = tabrl.get("work", {})
@@ -133,17 +156,23 @@ def ratios(tabrl, results, args):
         return {"error": f"different work: TabRL {tabrl.get('shape')} {mine} (groups, group "
                          f"size, prompt, new, micro) vs PyTorch {args.shape} {theirs}"}
     out = {"meaning": "TabRL / PyTorch: ms above 1 = TabRL slower; tokens/s above 1 = "
-                      "TabRL faster; peakBytes: TabRL's live buffers / torch's max allocated"}
+                      "TabRL faster; peakBytes: TabRL's live buffers / torch's max allocated",
+           "fastest": {}}
     for r in results:
+        name = f"{r['dtype']} {r['config']}"
         if "error" in r:
-            out[r["dtype"]] = {"error": r["error"]}
+            out[name] = {"error": r["error"]}
             continue
         entry = {}
-        for name, key in RATIO_KEYS.items():
+        for key_name, key in RATIO_KEYS.items():
             t_key, p_key = key if isinstance(key, tuple) else (key, key)
             t, p = tabrl.get(t_key), r.get(p_key)
-            entry[name] = round(t / p, 3) if t is not None and p else None
-        out[r["dtype"]] = entry
+            entry[key_name] = round(t / p, 3) if t is not None and p else None
+        out[name] = entry
+        best = out["fastest"].get(r["dtype"])
+        if best is None or r["totalMs"] < best[1]:
+            out["fastest"][r["dtype"]] = (r["config"], r["totalMs"])
+    out["fastest"] = {d: c for d, (c, _) in out["fastest"].items()}
     return out
 
 
@@ -157,6 +186,7 @@ def main():
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--micro", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--configs", default="eager,sdpa,sdpa-static")
     ap.add_argument("--tabrl", help="tools/bench/bench-grpo.ts's JSON, for the ratios")
     args = ap.parse_args()
     tabrl = None
@@ -165,12 +195,17 @@ def main():
             tabrl = json.load(f)
     transformers.logging.set_verbosity_error()
     results = []
-    for dname in args.dtypes.split(","):
-        log(f"{args.shape} {dname}")
-        entry = {"dtype": dname}
+    for dname, cname in [(d, c) for d in args.dtypes.split(",") for c in args.configs.split(",")]:
+        log(f"{args.shape} {dname} {cname}")
+        conf = CONFIGS[cname]
+        entry = {"dtype": dname, "config": cname}
         try:
-            model = bt.build(bt.SHAPES[args.shape], bt.DTYPES[dname])
+            model = bt.build(bt.SHAPES[args.shape], bt.DTYPES[dname], conf["attn"])
             pm = bt.lora(model)
+            entry["attention"] = getattr(model.config, "_attn_implementation", "?")
+            fwd = None
+            if conf.get("compile"):
+                fwd = torch.compile(pm.base_model.model.forward, mode="reduce-overhead", fullgraph=True)
             opt = torch.optim.AdamW(
                 [p for p in pm.parameters() if p.requires_grad],
                 lr=5e-6, betas=(0.9, 0.99), weight_decay=0.1, eps=1e-8,
@@ -178,10 +213,13 @@ def main():
             V = bt.SHAPES[args.shape]["vocab_size"]
             g = torch.Generator(device="cuda").manual_seed(2024)
             prompts = torch.randint(0, V, (args.groups, args.prompt), generator=g, device="cuda")
-            grpo_step(pm, opt, prompts, args, 1)  # warm-up
+            for w in range(2 if fwd is not None else 1):  # warm-up (compilation, CUDA graphs)
+                grpo_step(pm, opt, prompts, args, 1 + w, fwd)
             torch.cuda.reset_peak_memory_stats()
-            steps = [grpo_step(pm, opt, prompts, args, 100 + i) for i in range(args.reps)]
+            steps = [grpo_step(pm, opt, prompts, args, 100 + i, fwd) for i in range(args.reps)]
             med = {k: statistics.median(s[k] for s in steps) for k in ("rolloutMs", "trainMs", "totalMs")}
+            entry["totalMsMin"] = min(s["totalMs"] for s in steps)
+            entry["totalMsMax"] = max(s["totalMs"] for s in steps)
             B = args.groups * args.group_size
             entry.update(
                 med,
@@ -191,7 +229,7 @@ def main():
                 steps=steps,
             )
             log(f"  rollout {med['rolloutMs']:.0f} ms, train {med['trainMs']:.0f} ms")
-            del pm, model, opt
+            del pm, model, opt, fwd
         except Exception as e:  # noqa: BLE001 - report and go on
             entry["error"] = bt.error_text(e)
             log(f"  failed: {e}")

@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """Model benchmark, PyTorch's side of tools/bench/bench-model.ts: one LoRA forward+backward
 over a batch of 8 x 512 tokens for SmolLM2-135M's shape and Qwen2.5-0.5B's shape, with
-transformers + peft in fp32, eager attention, TF32 off (true fp32 GEMMs, as TabRL's f32
-path computes), random weights (no download), r = 8, alpha = 16 on q/k/v/o/gate/up/down,
+transformers + peft in fp32 with TF32 off (true fp32 GEMMs, as TabRL's f32 path computes),
+random weights (no download), r = 8, alpha = 16 on q/k/v/o/gate/up/down,
 dropout 0, lora_B random.
 
 The work timed is the same as TabRL's forwardBackward: logits of every position, their
 log_softmax, the logprobs of the next tokens, loss = sum(w * logprobs) with fixed random
-w, backward into the LoRA parameters. Variants: "eager" (PyTorch keeps every activation)
-and "eager+checkpointing" (gradient checkpointing per decoder layer, as TabRL recomputes
-each layer in its backward; memory comparable, more work).
+w, backward into the LoRA parameters. For each attention (--attns, a model built for each:
+"eager" and "sdpa", transformers' default) the variants are fp32 (PyTorch keeps every
+activation) and bf16 autocast (torch.autocast over the same fp32 model); "eager+checkpointing"
+(gradient checkpointing per decoder layer, as TabRL recomputes each layer in its backward;
+memory comparable, more work) is the continuity column. "fastestFp32" names the quickest fp32
+variant: ratios are taken against it.
 
 Timing: CUDA-synchronised wall time per call after WARMUP calls, median of REPS. Memory:
 torch.cuda.max_memory_allocated over the timed calls (weights included).
 Prints ONE JSON object on stdout, progress on stderr. No network.
 
-  python3 tools/bench/bench_model_torch.py [--shape smollm2-135m|qwen2.5-0.5b] [--reps N]
+  python3 tools/bench/bench_model_torch.py [--shape smollm2-135m|qwen2.5-0.5b] [--reps N] [--attns eager,sdpa]
 """
 
 import argparse
@@ -45,9 +48,9 @@ def time_calls(fn, reps, warmup):
     }
 
 
-def bench(name, shape, B, T, reps, warmup):
-    log(f"{name}: building")
-    model = build(shape)
+def bench(name, shape, B, T, reps, warmup, attn):
+    log(f"{name} {attn}: building")
+    model = build(shape, attn=attn)
     pm = lora(model)
     g = torch.Generator(device="cuda").manual_seed(1)
     with torch.no_grad():
@@ -78,13 +81,20 @@ def bench(name, shape, B, T, reps, warmup):
            "attention": getattr(model.config, "_attn_implementation", "?"),
            "dtype": str(next(model.parameters()).dtype),
            "weightsAndLoraBytes": weights_bytes}
-    for variant in ("eager", "eager+checkpointing"):
+    def autocast_step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            step()
+
+    variants = [(attn, step), (f"{attn}+bf16-autocast", autocast_step)]
+    if attn == "eager":
+        variants.append(("eager+checkpointing", step))
+    for variant, fn in variants:
         try:
             if variant == "eager+checkpointing":
                 pm.base_model.model.gradient_checkpointing_enable(
                     gradient_checkpointing_kwargs={"use_reentrant": False})
                 pm.base_model.model.config.use_cache = False
-            r = time_calls(step, reps, warmup)
+            r = time_calls(fn, reps, warmup)
             r["tokensPerSecond"] = round(B * T / (r["medianMs"] / 1000))
             out[variant] = r
             log(f"  {variant}: median {r['medianMs']} ms, peak {r['peakAllocatedBytes'] / 2**30:.2f} GiB")
@@ -108,6 +118,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--batch", default="8x512", help="BxT")
+    ap.add_argument("--attns", default="eager,sdpa", help="attention implementations, a model each")
     args = ap.parse_args()
     B, T = (int(x) for x in args.batch.split("x"))
     transformers.logging.set_verbosity_error()
@@ -115,13 +126,20 @@ def main():
     for name, shape in SHAPES.items():
         if args.shape and args.shape != name:
             continue
-        try:
-            results.append(bench(name, shape, B, T, args.reps, args.warmup))
-        except Exception as e:  # noqa: BLE001
-            results.append({"name": name, "error": error_text(e)})
-            torch.cuda.empty_cache()
+        by_attn = []
+        for attn in args.attns.split(","):
+            try:
+                by_attn.append(bench(name, shape, B, T, args.reps, args.warmup, attn))
+            except Exception as e:  # noqa: BLE001
+                by_attn.append({"name": name, "attention": attn, "error": error_text(e)})
+                torch.cuda.empty_cache()
+        fp32 = [(r[a]["medianMs"], a) for r in by_attn for a in args.attns.split(",")
+                if isinstance(r.get(a), dict) and "medianMs" in r[a]]
+        results.append({"name": name, "byAttention": by_attn,
+                        "fastestFp32": min(fp32)[1] if fp32 else None,
+                        "fastestFp32Ms": min(fp32)[0] if fp32 else None})
     out = {
-        "bench": "model LoRA forward+backward (transformers + peft, fp32 eager, TF32 off)",
+        "bench": "model LoRA forward+backward (transformers + peft; eager and sdpa; fp32, TF32 off, and bf16 autocast)",
         **environment(peft, python=True),
         "timing": f"CUDA-synchronised wall time per call, median of {args.reps} after {args.warmup} warmup",
         "results": results,
