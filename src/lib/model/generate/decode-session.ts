@@ -26,6 +26,7 @@ import {
 } from '../transformer/decode-layer';
 import { KvCache } from '../transformer/kv-cache';
 import type { TransformerModel } from '../transformer/transformer';
+import type { GenerationWeights } from './merged-lora';
 
 const MAP_READ = 0x0001;
 const COPY_DST = 0x0008;
@@ -64,6 +65,8 @@ export class DecodeSession {
 
 	constructor(
 		readonly model: TransformerModel,
+		/** The layers and adapter every prefill and decode step of this session runs with. */
+		readonly generationWeights: GenerationWeights,
 		readonly B: number,
 		readonly S: number,
 		decodeMatmul?: DecodeMatmulOptions
@@ -94,7 +97,7 @@ export class DecodeSession {
 				logits: t([B, V], 'f32'),
 				chunkLogits: chunks.length > 1 && !skinnyHead ? t([B, maxRows], 'f32') : undefined
 			};
-			const specs = decodeActSpecs(config, B, model.lora?.config.rank ?? 0);
+			const specs = decodeActSpecs(config, B, this.generationWeights.lora?.config.rank ?? 0);
 			const acts = {} as Record<string, Tensor | undefined>;
 			for (const [k, s] of Object.entries(specs)) acts[k] = s ? t(s.shape, 'f32') : undefined;
 
@@ -104,19 +107,20 @@ export class DecodeSession {
 			const body = (this.#body = new CapturedCommands(gpu));
 			const rec = body.recorder;
 			embeddingForward(rec, { ids: this.tokens, weight: weights.embed, out: this.x });
+			const layers = this.generationWeights.layers;
 			const ctx = {
 				config,
 				B,
 				positions: this.positions,
 				invFreq: model.invFreq,
 				attentionScaling: model.attentionScaling,
-				lora: model.lora,
+				lora: this.generationWeights.lora,
 				matmul: decodeMatmul
 			};
 			for (let l = 0; l < config.numLayers; l++) {
 				const cache = { k: this.cache.k[l], v: this.cache.v[l] };
 				body.scope(() =>
-					decodeLayerForward(rec, ctx, l, weights.layers[l], this.x, acts as DecodeActs, cache)
+					decodeLayerForward(rec, ctx, l, layers[l], this.x, acts as DecodeActs, cache)
 				);
 			}
 			advancePositions(rec, { positions: this.positions });

@@ -71,6 +71,7 @@ export async function extendPrefill(
 	signal: AbortSignal | undefined
 ): Promise<void> {
 	const { gpu, config, weights } = model;
+	const { layers, lora } = session.generationWeights;
 	const C = config.hiddenSize;
 	const { S } = session;
 	for (const pieces of extendChunks(items, rowLimit)) {
@@ -98,7 +99,7 @@ export async function extendPrefill(
 			owned.push(kvSpans.tensor, lastSpans.tensor);
 			const x = keep(createTensor(gpu, [R, C], 'f32'));
 			const acts = {} as Record<string, Tensor | undefined>;
-			for (const [k, spec] of Object.entries(decodeActSpecs(config, R, model.lora?.config.rank)))
+			for (const [k, spec] of Object.entries(decodeActSpecs(config, R, lora?.config.rank)))
 				acts[k] = spec ? keep(createTensor(gpu, spec.shape, spec.dtype)) : undefined;
 			const ctx = {
 				config,
@@ -106,7 +107,7 @@ export async function extendPrefill(
 				positions: keep(uploadTensor(gpu, positions, [R], 'u32')),
 				invFreq: model.invFreq,
 				attentionScaling: model.attentionScaling,
-				lora: model.lora,
+				lora,
 				matmul,
 				extend: { sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')), kvSpans }
 			};
@@ -115,7 +116,7 @@ export async function extendPrefill(
 			await layerByLayer(gpu, pool, config.numLayers, signal, {
 				first: (rec) => embeddingForward(rec, { ids: ids32, weight: weights.embed, out: x }),
 				layer: (rec, l) =>
-					decodeLayerForward(rec, ctx, l, weights.layers[l], x, acts as DecodeActs, {
+					decodeLayerForward(rec, ctx, l, layers[l], x, acts as DecodeActs, {
 						k: cache.k[l],
 						v: cache.v[l]
 					}),

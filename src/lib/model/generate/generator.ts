@@ -31,6 +31,7 @@ import { prefill } from './prefill';
 import { extendPrefill, type ExtendItem } from './extend';
 import type { PrefixStore, PrefixHit } from './prefix-store';
 import { sequenceSeed } from './seed';
+import { MergedLora } from './merged-lora';
 
 /**
  * What a Generator has done since it was made: where a rollout's time goes (the rest of a
@@ -80,6 +81,8 @@ export class Generator {
 	readonly #prefillTokens: number;
 	readonly #prefixCache: boolean;
 	readonly #kept: SessionKeeper;
+	/** The adapter merged into copies of its projections (undefined: applied on top). */
+	readonly #merged: MergedLora | undefined;
 	/** Calls run one at a time, in order. */
 	#queue: Promise<unknown> = Promise.resolve();
 	#released = false;
@@ -109,6 +112,7 @@ export class Generator {
 			throw new GenerationOptionsError(
 				`prefixStoreBytes must be a number of bytes >= 0, got ${storeBytes}`
 			);
+		this.#merged = (options.mergeLora ?? true) ? MergedLora.create(model) : undefined;
 		this.#kept = new SessionKeeper(
 			model,
 			this.#pool,
@@ -117,7 +121,9 @@ export class Generator {
 				prefillTokens,
 				decodeMatmul: this.#decodeMatmul,
 				sessionSlack: options.sessionSlack ?? true,
-				storeBytes
+				storeBytes,
+				weights: this.#merged ?? { layers: model.weights.layers, lora: model.lora },
+				mergedBytes: this.#merged?.bytes ?? 0
 			},
 			this.stats
 		);
@@ -154,6 +160,7 @@ export class Generator {
 	release(): void {
 		this.#released = true;
 		this.#kept.release();
+		this.#merged?.release();
 		this.#pool.trim();
 	}
 
@@ -187,6 +194,8 @@ export class Generator {
 		const started = performance.now();
 		const out: GeneratedSequence[] = [];
 		try {
+			// (awaited only when stale: a call starts its first batch on its first tick)
+			if (this.#merged && !this.#merged.current) await this.#merged.sync();
 			const maxBatch = this.#maxBatch ?? this.#kept.autoBatch(prompts, o.maxTokens);
 			this.stats.calls++;
 			const store = this.#prefixCache

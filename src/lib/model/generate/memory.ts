@@ -29,6 +29,8 @@ export interface GenerationMemoryOptions {
 	weightChunkRows: number;
 	/** The dtype each weight was uploaded in (ModelWeights.dtypes): f16 ones count 2 bytes. */
 	weightDtype?: WeightDtypes;
+	/** A copy of the projections with the adapter merged in (merged-lora.ts), bytes. */
+	mergedLoraBytes?: number;
 }
 
 /** Split-K partial sums of c [m, n] = a [m, k] b^T, as matmul would make them. */
@@ -60,6 +62,12 @@ export function estimateGenerationMemory(
 			.map((l) => ({ ...l, what: `prefill ${o.prefill.B} x ${o.prefill.T}: ${l.what}` }))
 	];
 
+	if (o.mergedLoraBytes)
+		lines.push({
+			what: 'the projections with the adapter merged in (f32 copies)',
+			bytes: o.mergedLoraBytes,
+			largestBuffer: 0
+		});
 	lines.push({
 		what: `KV cache (${config.numLayers} layers x k, v [${B}, ${S}, ${config.numKvHeads}, ${config.headDim}] f32)`,
 		bytes: kvCacheBytes(config, B, S),
@@ -69,7 +77,9 @@ export function estimateGenerationMemory(
 	const V = config.vocabSize;
 	const C = config.hiddenSize;
 	const chunked = V > o.weightChunkRows;
-	const acts = specList(decodeActSpecs(config, B, o.lora?.rank ?? 0)).map(specBytes);
+	// merged: the decode step applies no adapter (no x A^T, no LoRA products)
+	const appliedRank = o.mergedLoraBytes ? 0 : (o.lora?.rank ?? 0);
+	const acts = specList(decodeActSpecs(config, B, appliedRank)).map(specBytes);
 	// The stream, final norm and its rstd, logits (and one chunk's), per-row sampling
 	// parameters and results, positions, and the two readback buffers.
 	const step = [B * C * 4, B * C * 4, B * 4, B * V * 4, chunked ? B * o.weightChunkRows * 4 : 0];
@@ -81,8 +91,8 @@ export function estimateGenerationMemory(
 	});
 
 	// Recorded scratch: one layer's (reused by every layer) plus the head's.
-	const targets = new Set(o.lora?.targetModules ?? []);
-	const r = o.lora?.rank ?? 0;
+	const targets = new Set(appliedRank ? (o.lora?.targetModules ?? []) : []);
+	const r = appliedRank;
 	let scratch = 0;
 	for (const name of PROJECTIONS) {
 		const [out, inF] = projectionShape(config, name);

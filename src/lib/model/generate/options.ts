@@ -113,6 +113,11 @@ export interface GeneratorOptions {
 	 * longer prompts then fit). Default true (1.11x a 512-game rollout on an H100); false: a
 	 * session per batch size and length. */
 	sessionSlack?: boolean;
+	/** Decode with the adapter merged into a copy of its projections (merged-lora.ts): the
+	 * plain products only, refreshed after each update. Default true where the projections
+	 * are f32 and the copy is within MERGE_MAX_BYTES (the bundled models); false: the adapter
+	 * applied on top, as the update computes it. */
+	mergeLora?: boolean;
 }
 
 /** A call's options, checked and with their defaults. */

@@ -78,6 +78,7 @@ export async function prefill(
 	rows: readonly number[] = prompts.map((_, i) => i)
 ): Promise<void> {
 	const { gpu, config, weights } = model;
+	const { layers, lora } = session.generationWeights;
 	const C = config.hiddenSize;
 	for (const g of prefillGroups(
 		prompts.map((p) => p.length),
@@ -101,7 +102,7 @@ export async function prefill(
 			const positions = make({ shape: [g.T], dtype: 'u32' });
 			const stream = make({ shape: [g.count * g.T, C], dtype: 'f32' });
 			const acts = makeAll(layerSpecs(config, dims));
-			const xa = makeAll(loraActSpecs(dims, model.lora?.config));
+			const xa = makeAll(loraActSpecs(dims, lora?.config));
 			const padded = new Uint32Array(g.count * g.T);
 			const lens = new Uint32Array(g.count);
 			for (let i = 0; i < g.count; i++) {
@@ -122,7 +123,7 @@ export async function prefill(
 				positions,
 				invFreq: model.invFreq,
 				attentionScaling: model.attentionScaling,
-				lora: model.lora
+				lora
 			};
 			// Where each prompt's rows go: its keys and values [T, W] to its sequence's cache
 			// slots 0..n-1, its last hidden state to its row of the decode batch.
@@ -144,7 +145,7 @@ export async function prefill(
 			await layerByLayer(gpu, pool, config.numLayers, signal, {
 				first: (rec) => embeddingForward(rec, { ids, weight: weights.embed, out: stream }),
 				layer: (rec, l) => {
-					layerForward(rec, ctx, l, weights.layers[l], stream, acts, xa);
+					layerForward(rec, ctx, l, layers[l], stream, acts, xa);
 					copyRowSpans(rec, { src: acts.k, dst: cache.k[l], width: kvWidth, spans: kvSpans });
 					copyRowSpans(rec, { src: acts.v, dst: cache.v[l], width: kvWidth, spans: kvSpans });
 				},

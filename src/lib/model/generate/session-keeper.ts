@@ -15,6 +15,7 @@ import { prefillGroups } from './prefill';
 import { PrefixStore } from './prefix-store';
 import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { LoraParameters } from '../transformer/lora';
+import type { GenerationWeights } from './merged-lora';
 
 /** With sessionSlack, a kept session of at most this many rows serves any smaller call
  * (the decode's skinny kernels read each weight once for all its rows). */
@@ -30,6 +31,9 @@ export interface SessionKeeperOptions {
 	sessionSlack: boolean;
 	/** The prefix store's KV cache at most (GeneratorOptions.prefixStoreBytes). */
 	storeBytes: number;
+	/** The layers and adapter sessions run with, and the bytes of a merged copy (0: none). */
+	weights: GenerationWeights;
+	mergedBytes: number;
 }
 
 /** The decode session and prefix store a Generator keeps, and the memory checks that size them. */
@@ -41,6 +45,8 @@ export class SessionKeeper {
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	readonly #sessionSlack: boolean;
 	readonly #storeBytes: number;
+	readonly #weights: GenerationWeights;
+	readonly #mergedBytes: number;
 	/** Where each session made is counted (the generator's stats). */
 	readonly #stats: { sessions: number };
 	#session: DecodeSession | undefined;
@@ -61,6 +67,8 @@ export class SessionKeeper {
 		this.#decodeMatmul = options.decodeMatmul;
 		this.#sessionSlack = options.sessionSlack;
 		this.#storeBytes = options.storeBytes;
+		this.#weights = options.weights;
+		this.#mergedBytes = options.mergedBytes;
 		this.#stats = stats;
 	}
 
@@ -181,7 +189,7 @@ export class SessionKeeper {
 		);
 		if (reuse) return kept;
 		this.#stats.sessions++;
-		this.#session = new DecodeSession(model, B, slots, this.#decodeMatmul);
+		this.#session = new DecodeSession(model, this.#weights, B, slots, this.#decodeMatmul);
 		return this.#session;
 	}
 
@@ -199,7 +207,8 @@ export class SessionKeeper {
 			prefill,
 			lora: model.lora?.config,
 			weightChunkRows: model.weights.lmHead.chunks[0].rows,
-			weightDtype: model.weights.dtypes
+			weightDtype: model.weights.dtypes,
+			mergedLoraBytes: this.#mergedBytes
 		});
 	}
 
