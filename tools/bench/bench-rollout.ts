@@ -5,7 +5,8 @@
  * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
  * `noPrefix` (no prefix store, a session per batch size), `exact` (the prefix store, a
  * session per batch size) and `auto` (today's defaults: sessionSlack, one decode session
- * kept across the turns), `fused128` and `fused512` (auto with the fused skinny decode kernels
+ * kept across the turns, the adapter merged into the projections), `live` (auto with the
+ * adapter applied on top), `fused128` and `fused512` (auto with the fused skinny decode kernels
  * up to 128 or 512 rows): median, min and max ms and the Generator's stats (callMs: the
  * calls end to end). The adapter counts as changed before each rollout (a GRPO step's
  * update), so no rollout reuses another's keys. One JSON object; --tiles h200 forces the
@@ -69,6 +70,8 @@ async function main() {
 		noPrefix: { maxContext: 512, prefixCache: false, sessionSlack: false },
 		exact: { maxContext: 512, sessionSlack: false },
 		auto: { maxContext: 512 },
+		// the adapter applied on top of the projections, as before merging
+		live: { maxContext: 512, mergeLora: false },
 		// the fused skinny decode kernels past their default 32 rows (the tiled path above it)
 		fused128: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 128 } },
 		fused512: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 512 } }
@@ -158,6 +161,7 @@ async function main() {
 	result.speedup = median(times.before) / median(times.auto);
 	result.prefixSpeedup = median(times.noPrefix) / median(times.exact);
 	result.slackSpeedup = median(times.exact) / median(times.auto);
+	result.mergeSpeedup = median(times.live) / median(times.auto);
 	result.fused128Speedup = median(times.auto) / median(times.fused128);
 	result.fused512Speedup = median(times.auto) / median(times.fused512);
 	console.log(JSON.stringify(result));
