@@ -1,8 +1,9 @@
 /**
  * @file The GPU memory a run will need, from the base model's config and the recipe, before
  * anything downloads: the weights (f16 where published in 16 bits), LoRA with its Adam
- * state, the update's largest micro-batch (recompute: what the trainer falls back to), and
- * the KV cache of the smallest decode batch. Weights and the update's buffers exist
+ * state, the update's largest micro-batch (recompute: what the trainer falls back to), the
+ * adapter merged into f32 projections for the games (where they are f32), and the KV cache
+ * of the smallest decode batch. Weights and the update's buffers exist
  * together; the decode's KV cache comes and goes beside the weights. The page shows it
  * and checks it against the device's buffer limits and the budget a visitor set.
  * Where memory allows, the generator decodes the step's games in one batch and keeps their
@@ -21,11 +22,15 @@ import {
 import { kvCacheBufferBytes, kvCacheBytes } from '../model/transformer/kv-cache';
 import {
 	autoBatch,
+	MERGE_MAX_BYTES,
+	mergedCopyBytes,
 	prefillTokenLimit,
 	roundSlots,
 	STORE_KV_BYTES
 } from '../model/generate/batch-size';
 import { resolveLoraConfig, type LoraConfig } from '../model/transformer/lora';
+import { planWeightDtypes } from '../model/hf/weight-dtype';
+import { projectionPath, projectionShape } from '../model/hf/weight-spec';
 
 import type { MemoryLine } from '../model/errors';
 import type { ModelConfig } from '../model/types';
@@ -70,8 +75,12 @@ export function planRunMemory(
 		bytes: kvCacheBytes(config, DECODE_FLOOR, T),
 		largestBuffer: kvCacheBufferBytes(config, DECODE_FLOOR, T)
 	};
-	const lines = [...update.lines, kv];
-	const estimate = { lines, totalBytes: update.totalBytes + kv.bytes };
+	const merged = mergedLine(config, lora);
+	const lines = [...update.lines, ...(merged ? [merged] : []), kv];
+	const estimate = {
+		lines,
+		totalBytes: update.totalBytes + (merged?.bytes ?? 0) + kv.bytes
+	};
 	const games = recipe.grpo.groups * recipe.grpo.groupSize;
 	const caches = [...cacheLines(config, games, T, limits), prefillLine(config, lora, T, limits)];
 	return {
@@ -80,6 +89,25 @@ export function planRunMemory(
 		upToBytes: update.totalBytes + caches.reduce((n, l) => n + l.bytes, 0),
 		overBuffers: overBuffer(estimate, limits).over,
 		fits: fitsModelMemory(estimate, limits, budgetBytes)
+	};
+}
+
+/** The generator's copy of the projections with the adapter merged in (merged-lora.ts):
+ * made where they are f32 (a checkpoint stored in f32) within MERGE_MAX_BYTES. */
+function mergedLine(config: ModelConfig, lora: LoraConfig): MemoryLine | undefined {
+	const dtypes = planWeightDtypes(config, 'auto');
+	const targets = lora.targetModules;
+	if (targets.some((name) => dtypes[`${projectionPath(0, name)}.weight`] !== 'f32'))
+		return undefined;
+	const one = mergedCopyBytes(targets.map((name) => projectionShape(config, name)));
+	const bytes = one * config.numLayers;
+	if (bytes > MERGE_MAX_BYTES) return undefined;
+	return {
+		what: 'the projections with the adapter merged in, for the games (f32 copies)',
+		bytes,
+		largestBuffer: Math.max(
+			...targets.map((name) => mergedCopyBytes([projectionShape(config, name)]))
+		)
 	};
 }
 

@@ -101,6 +101,30 @@ describe('the memory a run will need', () => {
 		);
 	});
 
+	it('counts the adapter merged into f32 projections for the games, never into f16 ones', () => {
+		const hub = hubModelConfig(hubModel('smollm2-135m')!);
+		// the bundled model's shape, stored in f32: 6 layers of 4 x [256, 256] + 3 x [768, 256]
+		const tiny = {
+			...hub,
+			dtype: 'float32' as const,
+			hiddenSize: 256,
+			intermediateSize: 768,
+			numLayers: 6,
+			numHeads: 4,
+			numKvHeads: 4,
+			headDim: 64
+		};
+		const merged = (config: typeof hub) =>
+			planRunMemory(config, preset('tictactoe'), ROOMY).estimate.lines.find((l) =>
+				/adapter merged in/.test(l.what)
+			);
+		expect(merged(tiny)?.bytes).toBe(6 * (4 * 256 * 256 + 3 * 768 * 256) * 4);
+		expect(merged(tiny)?.largestBuffer).toBe(768 * 256 * 4);
+		// Hub checkpoints are bf16: kept in f16, never merged; nor a copy past 64 MiB
+		expect(merged(hub)).toBeUndefined();
+		expect(merged({ ...hub, dtype: 'float32' })).toBeUndefined();
+	});
+
 	it("fits WebGPU's default limits (the embedding and logits come in chunks); names what a smaller one cannot hold", () => {
 		for (const m of HUB_MODELS) {
 			const plan = planRunMemory(

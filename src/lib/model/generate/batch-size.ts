@@ -3,7 +3,8 @@
  * the KV cache takes within AUTO_KV_BYTES (at most 1024), so hundreds of short games decode
  * in one batch, not in rounds (each round is a prefill and a decode loop with their GPU
  * waits), and a pretrained model's long contexts decode a few at a time rather than not at all;
- * the prefix store's cap, and how many padded tokens a prefill group takes (prefill.ts).
+ * the prefix store's cap, how many padded tokens a prefill group takes (prefill.ts), and the
+ * adapter's merged copy at most (merged-lora.ts).
  */
 import { kvCacheBufferBytes, kvCacheBytes } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
@@ -19,6 +20,14 @@ export const STORE_KV_BYTES = 2 * AUTO_KV_BYTES;
 /** Cache slots per sequence are allocated in multiples of this, so calls of similar
  * lengths share one cache and one recorded step. */
 export const SLOT_GRANULE = 256;
+
+/** The adapter merged into f32 copies of the projections it targets (merged-lora.ts) at
+ * most: the bundled models' copies are ~20 MiB; a Hub model's f16 weights are never merged. */
+export const MERGE_MAX_BYTES = 64 * 2 ** 20;
+
+/** Bytes of the merged copy: each targeted projection [out, in] in f32. */
+export const mergedCopyBytes = (shapes: readonly (readonly [number, number])[]): number =>
+	shapes.reduce((n, [out, inF]) => n + out * inF * 4, 0);
 
 /** `n` cache slots rounded up to whole SLOT_GRANULEs. */
 export const roundSlots = (n: number): number => Math.ceil(n / SLOT_GRANULE) * SLOT_GRANULE;

@@ -14,9 +14,7 @@ import { createTensor, type Tensor } from '../../gpu/tensor';
 import type { LayerWeights } from '../hf/weights';
 import type { LoraParameters } from '../transformer/lora';
 import type { TransformerModel } from '../transformer/transformer';
-
-/** The merged copy at most (the bundled models' is ~14 MiB; a Hub model's f16 is never merged). */
-export const MERGE_MAX_BYTES = 64 * 2 ** 20;
+import { MERGE_MAX_BYTES, mergedCopyBytes } from './batch-size';
 
 /** Per-layer weights, and the adapter to apply on top of them (none when merged in). */
 export interface GenerationWeights {
@@ -28,13 +26,9 @@ export interface GenerationWeights {
 export function mergedLoraBytes(model: TransformerModel): number | undefined {
 	const lora = model.lora;
 	if (!lora) return undefined;
-	let bytes = 0;
-	for (const m of lora.modules) {
-		const w = model.weights.layers[m.layer].proj[m.module];
-		if (w.dtype !== 'f32') return undefined;
-		bytes += w.size * 4;
-	}
-	return bytes;
+	const weights = lora.modules.map((m) => model.weights.layers[m.layer].proj[m.module]);
+	if (weights.some((w) => w.dtype !== 'f32')) return undefined;
+	return mergedCopyBytes(weights.map((w) => [w.shape[0], w.shape[1]] as const));
 }
 
 /** The adapter merged into copies of its projections, kept in step with its version. */
