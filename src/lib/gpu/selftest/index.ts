@@ -8,6 +8,7 @@ import { ATTENTION_SELFTEST } from './attention';
 import { COPY_SELFTEST } from './copy';
 import { DECODE_ATTENTION_SELFTEST } from './decode-attention';
 import { EMBEDDING_SELFTEST } from './embedding';
+import { EXTEND_ATTENTION_SELFTEST } from './extend-attention';
 import { KV_CACHE_SELFTEST } from './kv-cache';
 import { LOGSOFTMAX_SELFTEST } from './logsoftmax';
 import { LORA_SELFTEST } from './lora';
@@ -33,6 +34,7 @@ export const SELFTEST_CASES: KernelCase[] = [
 	...ADD_SELFTEST,
 	...KV_CACHE_SELFTEST,
 	...DECODE_ATTENTION_SELFTEST,
+	...EXTEND_ATTENTION_SELFTEST,
 	...COPY_SELFTEST,
 	...SKINNY_SELFTEST
 ];

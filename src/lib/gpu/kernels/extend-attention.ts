@@ -1,0 +1,121 @@
+/**
+ * @file Extend attention (extend-attention.wgsl.ts): the rows of prompt suffixes over their
+ * sequences' cached prefixes, a block of one sequence's consecutive rows per workgroup, so
+ * each key and value is read once a block instead of once a row. q, out [R, Hq, D] (or
+ * [R, 1, Hq, D]); k, v caches [Bc, S, Hkv, D]; positions and sequences u32 [R]: row r attends
+ * keys 0..positions[r] of cache row sequences[r]; blocks u32 [nb, 2] from `extendBlocks`
+ * (for the same D and heads per kv head: the kernel scores at most that many rows a block).
+ * Computes what decodeAttention computes with `sequences`, in one dispatch.
+ */
+import { assertShape, OverLimitError } from '../errors';
+import { Params, type KernelSource, type Recorder } from '../kernel';
+import type { Tensor } from '../tensor';
+import { extendAttentionWgsl, extendBlockRows } from './extend-attention.wgsl';
+
+export interface ExtendAttentionArgs {
+	/** [R, Hq, D] or [R, 1, Hq, D], f32, after RoPE. */
+	q: Tensor;
+	/** The caches [Bc, S, Hkv, D], f32. */
+	k: Tensor;
+	v: Tensor;
+	/** u32 [R]: each row's position; keys 0..positions[r] are attended. */
+	positions: Tensor;
+	/** u32 [R]: the cache row each row reads. */
+	sequences: Tensor;
+	/** u32 [nb, 2] (extendBlocks): each block's first row and row count. */
+	blocks: Tensor;
+	/** Written: q's shape. */
+	out: Tensor;
+	/** Multiplies q . k; default 1 / sqrt(D). */
+	scale?: number;
+}
+
+/** A run of `rows` consecutive rows from `first`, all of one sequence (a prompt's suffix). */
+export interface RowRun {
+	first: number;
+	rows: number;
+}
+
+/** The blocks covering the runs, u32 [nb, 2], each of at most the rows the kernel for head
+ * size D and G query heads per kv head scores together (extendBlockRows). */
+export function extendBlocks(runs: readonly RowRun[], D: number, G: number): Uint32Array {
+	const perBlock = extendBlockRows(D, G);
+	if (perBlock < 1)
+		throw new OverLimitError(`extend attention: head size ${D} x ${G} heads fits no workgroup`);
+	const out: number[] = [];
+	for (const { first, rows } of runs)
+		for (let r = 0; r < rows; r += perBlock) out.push(first + r, Math.min(perBlock, rows - r));
+	return Uint32Array.from(out);
+}
+
+const kernels = new Map<string, KernelSource>();
+function kernel(D: number, G: number, QB: number): KernelSource {
+	const name = `extend-attention.d${D}.g${G}.r${QB}`;
+	let k = kernels.get(name);
+	if (!k) kernels.set(name, (k = { name, code: extendAttentionWgsl(D, G, QB) }));
+	return k;
+}
+
+/** out = softmax(scale q k^T over keys 0..positions[r]) v, per row and head. */
+export function extendAttention(rec: Recorder, args: ExtendAttentionArgs): void {
+	const { q, k, v, positions, sequences, blocks, out } = args;
+	const what = 'extend attention';
+	assertShape(
+		k.shape.length === 4 &&
+			k.dtype === 'f32' &&
+			v.dtype === 'f32' &&
+			v.shape.every((d, i) => d === k.shape[i]) &&
+			v.shape.length === 4,
+		() =>
+			`${what}: k and v caches must be f32 [Bc, S, Hkv, D] of one shape; got k ${k.dtype} ` +
+			`[${k.shape}], v ${v.dtype} [${v.shape}]`
+	);
+	const [Bc, S, Hkv, D] = k.shape;
+	const qs = q.shape;
+	const R = qs[0];
+	const Hq = qs[qs.length - 2];
+	assertShape(
+		q.dtype === 'f32' &&
+			(qs.length === 3 || (qs.length === 4 && qs[1] === 1)) &&
+			qs[qs.length - 1] === D &&
+			Hq > 0 &&
+			Hq % Hkv === 0,
+		() =>
+			`${what}: q must be f32 [R, Hq, ${D}] (or [R, 1, Hq, ${D}]) with Hq a multiple of ` +
+			`${Hkv} kv heads, for caches [${k.shape}]; got ${q.dtype} [${qs}]`
+	);
+	for (const [name, t] of [
+		['positions', positions],
+		['sequences', sequences]
+	] as const)
+		assertShape(
+			t.dtype === 'u32' && t.size === R,
+			() => `${what}: ${name} must be u32 [${R}]; got ${t.dtype} [${t.shape}]`
+		);
+	assertShape(
+		blocks.dtype === 'u32' && blocks.size % 2 === 0,
+		() => `${what}: blocks must be u32 [nb, 2]; got ${blocks.dtype} [${blocks.shape}]`
+	);
+	assertShape(
+		out.dtype === 'f32' && out.size === q.size && out.buffer !== q.buffer,
+		() => `${what}: out must be an f32 tensor of q's size [${qs}], not q; got [${out.shape}]`
+	);
+	const G = Hq / Hkv;
+	const QB = extendBlockRows(D, G);
+	if (QB < 1)
+		throw new OverLimitError(
+			`${what}: head size ${D} with ${G} query heads per kv head does not fit one workgroup`
+		);
+	if (Bc * S * Hkv * D >= 2 ** 32)
+		throw new OverLimitError(`${what}: a [${k.shape}] cache exceeds a u32 index`);
+	const scale = args.scale ?? 1 / Math.sqrt(D);
+	if (!Number.isFinite(scale)) throw new RangeError(`${what}: scale must be finite, got ${scale}`);
+	const nb = blocks.size / 2;
+	if (nb === 0 || S === 0) return;
+	rec.dispatch(
+		kernel(D, G, QB),
+		[q, k, v, positions, sequences, blocks, out],
+		nb * Hkv,
+		new Params().u32(nb).u32(S).u32(Hkv).f32(scale)
+	);
+}
