@@ -3,11 +3,12 @@
  * them there): sequence `row`'s tokens from position `start` on, in chunks of at most
  * `rowLimit` rows, each chunk all its rows flattened [R, C] through decode-layer.ts with
  * `extend` (row r at its own position, its k, v to its cache slot, attending slots
- * 0..position). A suffix split over chunks is fine: a chunk's rows are in the cache before
+ * 0..position; a piece's rows in blocks that read each key once, extend-attention.ts). A suffix split over chunks is fine: a chunk's rows are in the cache before
  * the next chunk reads them. Each suffix's last hidden state goes to its row of x [B, C].
  */
 import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
 import { embeddingForward } from '../../gpu/kernels/embedding';
+import { extendBlocks, type RowRun } from '../../gpu/kernels/extend-attention';
 import type { BufferPool } from '../../gpu/pool';
 import { createTensor, type Tensor, uploadTensor } from '../../gpu/tensor';
 import {
@@ -84,6 +85,7 @@ export async function extendPrefill(
 			const sequences = new Uint32Array(R);
 			const kv: RowSpan[] = [];
 			const last: RowSpan[] = [];
+			const runs: RowRun[] = [];
 			let r = 0;
 			for (const p of pieces) {
 				const n = p.tokens.length;
@@ -91,12 +93,15 @@ export async function extendPrefill(
 				for (let i = 0; i < n; i++) positions[r + i] = p.start + i;
 				sequences.fill(p.row, r, r + n);
 				kv.push({ src: r, dst: p.row * S + p.start, rows: n });
+				runs.push({ first: r, rows: n });
 				if (p.last) last.push({ src: r + n - 1, dst: p.row, rows: 1 });
 				r += n;
 			}
 			const kvSpans = uploadRowSpans(gpu, kv, R, session.B * S);
 			const lastSpans = uploadRowSpans(gpu, last, R, session.B);
 			owned.push(kvSpans.tensor, lastSpans.tensor);
+			// a piece's rows attend together: its keys and values read once a block of rows
+			const blocks = extendBlocks(runs, config.headDim, config.numHeads / config.numKvHeads);
 			const x = keep(createTensor(gpu, [R, C], 'f32'));
 			const acts = {} as Record<string, Tensor | undefined>;
 			for (const [k, spec] of Object.entries(decodeActSpecs(config, R, lora?.config.rank)))
@@ -109,7 +114,11 @@ export async function extendPrefill(
 				attentionScaling: model.attentionScaling,
 				lora,
 				matmul,
-				extend: { sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')), kvSpans }
+				extend: {
+					sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')),
+					kvSpans,
+					blocks: keep(uploadTensor(gpu, blocks, [blocks.length / 2, 2], 'u32'))
+				}
 			};
 			const ids32 = keep(uploadTensor(gpu, ids, [R], 'u32'));
 			const { cache } = session;

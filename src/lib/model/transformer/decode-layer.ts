@@ -10,6 +10,7 @@
 import { addBias } from '../../gpu/kernels/add';
 import { copyRowSpans, type RowSpans } from '../../gpu/kernels/copy';
 import { decodeAttention } from '../../gpu/kernels/decode-attention';
+import { extendAttention } from '../../gpu/kernels/extend-attention';
 import { kvCacheAppend } from '../../gpu/kernels/kv-cache';
 import { loraForward } from '../../gpu/kernels/lora';
 import { matmul } from '../../gpu/kernels/matmul';
@@ -39,8 +40,9 @@ export interface DecodeContext {
 	/** Which matmul kernels; default DEFAULT_DECODE_MATMUL. */
 	matmul?: DecodeMatmulOptions;
 	/** Rows that are not one per sequence: `sequences` u32 [B] names each row's cache row,
-	 * `kvSpans` moves the rows' k, v [B, Hkv * D] to their slots (cache rows [Bc * S]). */
-	extend?: { sequences: Tensor; kvSpans: RowSpans };
+	 * `kvSpans` moves the rows' k, v [B, Hkv * D] to their slots (cache rows [Bc * S]),
+	 * `blocks` u32 [nb, 2] groups each sequence's consecutive rows (extendBlocks). */
+	extend?: { sequences: Tensor; kvSpans: RowSpans; blocks: Tensor };
 }
 
 /** How a decode step does its weight products (benchmarks compare these). */
@@ -269,14 +271,17 @@ export function decodeLayerForward(
 		copyRowSpans(rec, { src: acts.v, dst: cache.v, width, spans: extend.kvSpans });
 	} else kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
 	const att = acts.att.view([B, 1, Hq, D]);
-	decodeAttention(rec, {
-		q,
-		k: cache.k,
-		v: cache.v,
-		positions: ctx.positions,
-		sequences: extend?.sequences,
-		out: att
-	});
+	if (extend)
+		extendAttention(rec, {
+			q,
+			k: cache.k,
+			v: cache.v,
+			positions: ctx.positions,
+			sequences: extend.sequences,
+			blocks: extend.blocks,
+			out: att
+		});
+	else decodeAttention(rec, { q, k: cache.k, v: cache.v, positions: ctx.positions, out: att });
 	project(acts.att, [{ name: 'o_proj', y: x }], true);
 	const gateUp: Projection[] = [
 		{ name: 'gate_proj', y: acts.gate },
