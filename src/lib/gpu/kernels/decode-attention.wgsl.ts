@@ -32,6 +32,45 @@ const WG: u32 = ${DECODE_WG}u;
 const NEG_BIG: f32 = -1e30;
 ${LINEAR_WORKGROUP_WGSL}`;
 
+/**
+ * One key tile's online-softmax step, shared by decode and extend attention: the scores are
+ * in sc (`Q` queries, a row of WG keys each, keys t0..min(t0 + WG, end)); the running max and
+ * its factor on the old terms, exp(s - m), the rescaled l and acc, then the tile's values
+ * accumulated (a thread per output column); last, the barrier before sc is written again.
+ * Uses m, l, acc, sc, t0, cb (cache row), g (kv head), p.S, p.Hkv, D, CPI and WG.
+ */
+export function softmaxTileWgsl(Q: string, end: string): string {
+	return /* wgsl */ `    workgroupBarrier();
+    // New running max per query (every invocation the same), and the old terms' factor.
+    let cnt = min(WG, ${end} - t0);
+    var corr: array<f32, ${Q}>;
+    for (var x = 0u; x < ${Q}; x++) {
+      var mt = m[x];
+      for (var i = 0u; i < cnt; i++) { mt = max(mt, sc[x * WG + i]); }
+      corr[x] = exp(m[x] - mt);
+      m[x] = mt;
+    }
+    workgroupBarrier();
+    for (var x = 0u; x < ${Q}; x++) { sc[x * WG + lid] = exp(sc[x * WG + lid] - m[x]); }
+    workgroupBarrier();
+    for (var x = 0u; x < ${Q}; x++) {
+      l[x] *= corr[x];
+      for (var c = 0u; c < CPI; c++) { acc[x * CPI + c] *= corr[x]; }
+    }
+    for (var i = 0u; i < cnt; i++) {
+      let vb = ((cb * p.S + t0 + i) * p.Hkv + g) * D;
+      for (var c = 0u; c < CPI; c++) {
+        let col = lid + c * WG;
+        if (col < D) {
+          let vv = v[vb + col];
+          for (var x = 0u; x < ${Q}; x++) { acc[x * CPI + c] += sc[x * WG + i] * vv; }
+        }
+      }
+      for (var x = 0u; x < ${Q}; x++) { l[x] += sc[x * WG + i]; }
+    }
+    workgroupBarrier(); // the next tile overwrites sc`;
+}
+
 /** The split pass for head size D and G query heads per kv head; `indexed`: each query row
  * names its cache row (binding 6), else query row b reads cache row b. */
 export function decodeSplitWgsl(D: number, G: number, indexed = false): string {
@@ -95,35 +134,7 @@ ${WORKGROUP_MAIN_WGSL}
       for (var h = 0u; h < G; h++) { s[h] = NEG_BIG; }
     }
     for (var h = 0u; h < G; h++) { sc[h * WG + lid] = s[h]; }
-    workgroupBarrier();
-    // New running max per head (every invocation the same), and the old terms' factor.
-    let cnt = min(WG, k1 - t0);
-    var corr: array<f32, G>;
-    for (var h = 0u; h < G; h++) {
-      var mt = m[h];
-      for (var i = 0u; i < cnt; i++) { mt = max(mt, sc[h * WG + i]); }
-      corr[h] = exp(m[h] - mt);
-      m[h] = mt;
-    }
-    workgroupBarrier();
-    for (var h = 0u; h < G; h++) { sc[h * WG + lid] = exp(sc[h * WG + lid] - m[h]); }
-    workgroupBarrier();
-    for (var h = 0u; h < G; h++) {
-      l[h] *= corr[h];
-      for (var c = 0u; c < CPI; c++) { acc[h * CPI + c] *= corr[h]; }
-    }
-    for (var i = 0u; i < cnt; i++) {
-      let vb = ((cb * p.S + t0 + i) * p.Hkv + g) * D;
-      for (var c = 0u; c < CPI; c++) {
-        let col = lid + c * WG;
-        if (col < D) {
-          let vv = v[vb + col];
-          for (var h = 0u; h < G; h++) { acc[h * CPI + c] += sc[h * WG + i] * vv; }
-        }
-      }
-      for (var h = 0u; h < G; h++) { l[h] += sc[h * WG + i]; }
-    }
-    workgroupBarrier(); // the next tile overwrites sc
+${softmaxTileWgsl('G', 'k1')}
   }
 
   for (var h = 0u; h < G; h++) {

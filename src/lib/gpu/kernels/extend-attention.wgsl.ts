@@ -10,6 +10,7 @@
  * sequence, sequences[first row] its cache row. Private arrays are set before use.
  */
 import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
+import { softmaxTileWgsl } from './decode-attention.wgsl';
 
 /** Invocations per workgroup, and keys per tile. */
 export const EXTEND_WG = 64;
@@ -103,35 +104,7 @@ ${WORKGROUP_MAIN_WGSL}
     for (var x = 0u; x < QG; x++) {
       sc[x * WG + lid] = select(NEG_BIG, s[x], j < lim[x / G]);
     }
-    workgroupBarrier();
-    // New running max per query (every invocation the same), and the old terms' factor.
-    let cnt = min(WG, n - t0);
-    var corr: array<f32, QG>;
-    for (var x = 0u; x < QG; x++) {
-      var mt = m[x];
-      for (var i = 0u; i < cnt; i++) { mt = max(mt, sc[x * WG + i]); }
-      corr[x] = exp(m[x] - mt);
-      m[x] = mt;
-    }
-    workgroupBarrier();
-    for (var x = 0u; x < QG; x++) { sc[x * WG + lid] = exp(sc[x * WG + lid] - m[x]); }
-    workgroupBarrier();
-    for (var x = 0u; x < QG; x++) {
-      l[x] *= corr[x];
-      for (var c = 0u; c < CPI; c++) { acc[x * CPI + c] *= corr[x]; }
-    }
-    for (var i = 0u; i < cnt; i++) {
-      let vb = ((cb * p.S + t0 + i) * p.Hkv + g) * D;
-      for (var c = 0u; c < CPI; c++) {
-        let col = lid + c * WG;
-        if (col < D) {
-          let vv = v[vb + col];
-          for (var x = 0u; x < QG; x++) { acc[x * CPI + c] += sc[x * WG + i] * vv; }
-        }
-      }
-      for (var x = 0u; x < QG; x++) { l[x] += sc[x * WG + i]; }
-    }
-    workgroupBarrier(); // the next tile overwrites sc
+${softmaxTileWgsl('QG', 'n')}
   }
 
   for (var x = 0u; x < QG; x++) {
