@@ -3,9 +3,9 @@
  * anything downloads: the weights (f16 where published in 16 bits), LoRA with its Adam
  * state, the update's largest micro-batch (recompute: what the trainer falls back to), the
  * adapter merged into f32 projections for the games (where they are f32), and the KV cache
- * of the smallest decode batch. Weights and the update's buffers exist
- * together; the decode's KV cache comes and goes beside the weights. The page shows it
- * and checks it against the device's buffer limits and the budget a visitor set.
+ * of the smallest decode batch. Weights and the update's buffers exist together; the
+ * decode's KV cache comes and goes beside the weights. The page shows it and checks it
+ * against the device's buffer limits and the budget a visitor set.
  * Where memory allows, the generator decodes the step's games in one batch and keeps their
  * keys and values for the next turn (prefix store): `caches` are those KV caches at the
  * recipe's games per step and its context, each within its cap (generate/batch-size.ts),

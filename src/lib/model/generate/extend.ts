@@ -3,8 +3,9 @@
  * them there): sequence `row`'s tokens from position `start` on, in chunks of at most
  * `rowLimit` rows, each chunk all its rows flattened [R, C] through decode-layer.ts with
  * `extend` (row r at its own position, its k, v to its cache slot, attending slots
- * 0..position; a piece's rows in blocks that read each key once, extend-attention.ts). A suffix split over chunks is fine: a chunk's rows are in the cache before
- * the next chunk reads them. Each suffix's last hidden state goes to its row of x [B, C].
+ * 0..position; a piece's rows attend in blocks that read each key once, extend-attention.ts).
+ * A suffix split over chunks is fine: a chunk's rows are in the cache before the next chunk
+ * reads them. Each suffix's last hidden state goes to its row of x [B, C].
  */
 import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
 import { embeddingForward } from '../../gpu/kernels/embedding';
