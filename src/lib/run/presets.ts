@@ -123,7 +123,8 @@ export const isBundledModel = (name: PresetName, baseModel: string): boolean =>
  * The preset on another base model: its bundled model keeps the preset as it is; any other
  * (a Hub instruct model) starts with no warm start (the shipped ones fit the bundled model
  * only), the environment's ART-style system prompt and the model's own chat template, a
- * small LoRA (PRETRAINED_SETUP) and room for a general tokenizer's longer replies.
+ * small LoRA (PRETRAINED_SETUP), room for a general tokenizer's longer replies, and auto
+ * sizing free to play a single group a step.
  */
 export function presetOn(name: PresetName, baseModel: string, root = '/'): Recipe {
 	const recipe = preset(name, root);
@@ -139,7 +140,10 @@ export function presetOn(name: PresetName, baseModel: string, root = '/'): Recip
 			...recipe.grpo,
 			learningRate: PRETRAINED_SETUP.learningRate,
 			tokenBudget: PRETRAINED_SETUP.tokenBudget,
-			maxTokens
+			maxTokens,
+			// auto may go down to one group: a Hub model's 2048 step at the preset's floor of 4
+			// groups took 44-104 s on an H100, far past the 12-20 s aim
+			...(recipe.grpo.autoSize ? { autoSize: { ...recipe.grpo.autoSize, minGroups: 1 } } : {})
 		},
 		maxContext
 	};

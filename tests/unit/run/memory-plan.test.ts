@@ -37,6 +37,12 @@ describe('a preset on a Hub model', () => {
 		// the rest of the preset stays: its games per step, its evaluations
 		expect(r.grpo.groupSize).toBe(preset('tictactoe').grpo.groupSize);
 		expect(r.eval).toEqual(preset('tictactoe').eval);
+		// auto may shrink a Hub model's 2048 step to one group; the bundled preset keeps its floor
+		expect(preset('2048').grpo.autoSize?.minGroups).toBe(4);
+		expect(presetOn('2048', url).grpo.autoSize).toEqual({
+			...preset('2048').grpo.autoSize,
+			minGroups: 1
+		});
 	});
 
 	it('knows the catalog by key and by URL; a download weighs its parameters in bf16', () => {
