@@ -70,10 +70,28 @@ function splitKernel(D: number, G: number, indexed: boolean): KernelSource {
 }
 const COMBINE: KernelSource = { name: 'decode-attention.combine', code: DECODE_COMBINE };
 
-/** out = softmax(scale q k^T over keys 0..positions[b]) v, per sequence and head. */
-export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void {
-	const { q, k, v, positions, out, sequences } = args;
-	const what = 'decode attention';
+/** What an attention over KV caches is given (decode attention, extend-attention.ts). */
+export interface CacheAttentionArgs {
+	q: Tensor;
+	k: Tensor;
+	v: Tensor;
+	out: Tensor;
+	scale?: number;
+}
+
+/**
+ * The checks decode and extend attention share: k, v caches f32 [Bc, S, Hkv, D] of one
+ * shape; q f32 [R, Hq, D] (or [R, 1, Hq, D]), Hq a multiple of Hkv, with R one row per
+ * cache row or (`indexed`) any number; out f32 of q's size, not q; each of `rowTensors` u32
+ * [R]; the cache within a u32 index; a finite scale (default 1 / sqrt(D)). Returns the dims.
+ */
+export function checkCacheAttention(
+	what: string,
+	args: CacheAttentionArgs,
+	indexed: boolean,
+	rowTensors: Record<string, Tensor>
+) {
+	const { q, k, v, out } = args;
 	assertShape(
 		k.shape.length === 4 &&
 			k.dtype === 'f32' &&
@@ -88,41 +106,45 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 	const qs = q.shape;
 	const Hq = qs[qs.length - 2];
 	// query rows: one per cache row, or any number with their cache rows named
-	const B = sequences ? qs[0] : Bc;
-	if (sequences)
-		assertShape(
-			sequences.dtype === 'u32' && sequences.size === B,
-			() => `${what}: sequences must be u32 [${B}]; got ${sequences.dtype} [${sequences.shape}]`
-		);
+	const R = indexed ? qs[0] : Bc;
 	assertShape(
 		q.dtype === 'f32' &&
 			(qs.length === 3 || (qs.length === 4 && qs[1] === 1)) &&
-			qs[0] === B &&
+			qs[0] === R &&
 			qs[qs.length - 1] === D &&
 			Hq > 0 &&
 			Hq % Hkv === 0,
 		() =>
-			`${what}: q must be f32 [${B}, Hq, ${D}] (or [${B}, 1, Hq, ${D}]) with Hq a multiple of ` +
+			`${what}: q must be f32 [${R}, Hq, ${D}] (or [${R}, 1, Hq, ${D}]) with Hq a multiple of ` +
 			`${Hkv} kv heads, for caches [${k.shape}]; got ${q.dtype} [${qs}]`
 	);
 	assertShape(
 		out.dtype === 'f32' && out.size === q.size && out.buffer !== q.buffer,
 		() => `${what}: out must be an f32 tensor of q's size [${qs}], not q; got [${out.shape}]`
 	);
-	assertShape(
-		positions.dtype === 'u32' && positions.size === B,
-		() => `${what}: positions must be u32 [${B}]; got ${positions.dtype} [${positions.shape}]`
-	);
-	const G = Hq / Hkv;
-	if (D < 1 || D > DECODE_MAX_HEAD_DIM || !decodeGroupFits(D, G))
-		throw new OverLimitError(
-			`${what}: head size ${D} with ${G} query heads per kv head does not fit one ` +
-				`workgroup (D <= ${DECODE_MAX_HEAD_DIM} and 4 G (D + ${DECODE_WG}) <= 16384 bytes)`
+	for (const [name, t] of Object.entries(rowTensors))
+		assertShape(
+			t.dtype === 'u32' && t.size === R,
+			() => `${what}: ${name} must be u32 [${R}]; got ${t.dtype} [${t.shape}]`
 		);
 	if (Bc * S * Hkv * D >= 2 ** 32)
 		throw new OverLimitError(`${what}: a [${k.shape}] cache exceeds a u32 index`);
 	const scale = args.scale ?? 1 / Math.sqrt(D);
 	if (!Number.isFinite(scale)) throw new RangeError(`${what}: scale must be finite, got ${scale}`);
+	return { R, S, Hkv, D, Hq, G: Hq / Hkv, scale };
+}
+
+/** out = softmax(scale q k^T over keys 0..positions[b]) v, per sequence and head. */
+export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void {
+	const { q, k, v, positions, out, sequences } = args;
+	const what = 'decode attention';
+	const index: Record<string, Tensor> = sequences ? { sequences, positions } : { positions };
+	const { R: B, S, Hkv, D, Hq, G, scale } = checkCacheAttention(what, args, !!sequences, index);
+	if (D < 1 || D > DECODE_MAX_HEAD_DIM || !decodeGroupFits(D, G))
+		throw new OverLimitError(
+			`${what}: head size ${D} with ${G} query heads per kv head does not fit one ` +
+				`workgroup (D <= ${DECODE_MAX_HEAD_DIM} and 4 G (D + ${DECODE_WG}) <= 16384 bytes)`
+		);
 	if (args.splits !== undefined && !(Number.isInteger(args.splits) && args.splits >= 1))
 		throw new RangeError(`${what}: splits must be a positive integer, got ${args.splits}`);
 	if (B === 0 || S === 0) return;

@@ -10,9 +10,10 @@
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
+import { checkCacheAttention, type CacheAttentionArgs } from './decode-attention';
 import { extendAttentionWgsl, extendBlockRows } from './extend-attention.wgsl';
 
-export interface ExtendAttentionArgs {
+export interface ExtendAttentionArgs extends CacheAttentionArgs {
 	/** [R, Hq, D] or [R, 1, Hq, D], f32, after RoPE. */
 	q: Tensor;
 	/** The caches [Bc, S, Hkv, D], f32. */
@@ -60,56 +61,16 @@ function kernel(D: number, G: number, QB: number): KernelSource {
 export function extendAttention(rec: Recorder, args: ExtendAttentionArgs): void {
 	const { q, k, v, positions, sequences, blocks, out } = args;
 	const what = 'extend attention';
-	assertShape(
-		k.shape.length === 4 &&
-			k.dtype === 'f32' &&
-			v.dtype === 'f32' &&
-			v.shape.every((d, i) => d === k.shape[i]) &&
-			v.shape.length === 4,
-		() =>
-			`${what}: k and v caches must be f32 [Bc, S, Hkv, D] of one shape; got k ${k.dtype} ` +
-			`[${k.shape}], v ${v.dtype} [${v.shape}]`
-	);
-	const [Bc, S, Hkv, D] = k.shape;
-	const qs = q.shape;
-	const R = qs[0];
-	const Hq = qs[qs.length - 2];
-	assertShape(
-		q.dtype === 'f32' &&
-			(qs.length === 3 || (qs.length === 4 && qs[1] === 1)) &&
-			qs[qs.length - 1] === D &&
-			Hq > 0 &&
-			Hq % Hkv === 0,
-		() =>
-			`${what}: q must be f32 [R, Hq, ${D}] (or [R, 1, Hq, ${D}]) with Hq a multiple of ` +
-			`${Hkv} kv heads, for caches [${k.shape}]; got ${q.dtype} [${qs}]`
-	);
-	for (const [name, t] of [
-		['positions', positions],
-		['sequences', sequences]
-	] as const)
-		assertShape(
-			t.dtype === 'u32' && t.size === R,
-			() => `${what}: ${name} must be u32 [${R}]; got ${t.dtype} [${t.shape}]`
-		);
+	const { S, Hkv, D, G, scale } = checkCacheAttention(what, args, true, { positions, sequences });
 	assertShape(
 		blocks.dtype === 'u32' && blocks.size % 2 === 0,
 		() => `${what}: blocks must be u32 [nb, 2]; got ${blocks.dtype} [${blocks.shape}]`
 	);
-	assertShape(
-		out.dtype === 'f32' && out.size === q.size && out.buffer !== q.buffer,
-		() => `${what}: out must be an f32 tensor of q's size [${qs}], not q; got [${out.shape}]`
-	);
-	const G = Hq / Hkv;
 	const QB = extendBlockRows(D, G);
 	if (QB < 1)
 		throw new OverLimitError(
 			`${what}: head size ${D} with ${G} query heads per kv head does not fit one workgroup`
 		);
-	if (Bc * S * Hkv * D >= 2 ** 32)
-		throw new OverLimitError(`${what}: a [${k.shape}] cache exceeds a u32 index`);
-	const scale = args.scale ?? 1 / Math.sqrt(D);
-	if (!Number.isFinite(scale)) throw new RangeError(`${what}: scale must be finite, got ${scale}`);
 	const nb = blocks.size / 2;
 	if (nb === 0 || S === 0) return;
 	rec.dispatch(

@@ -3,8 +3,8 @@
  * padded tokens (a group's activations stay about the same bytes whatever the model's
  * width), each group a right-padded batch through layer.ts's layerForward (the training
  * forward). Each prompt's post-RoPE k and v go to its cache slots 0..len-1, its last real
- * row to its row of the decode batch's hidden state x [B, C], which the first sample reads. Prompt i goes to
- * session row rows[i] (default i).
+ * row to its row of the decode batch's hidden state x [B, C], which the first sample reads.
+ * Prompt i goes to session row rows[i] (default i).
  */
 import { Recorder } from '../../gpu/kernel';
 import { copyRowSpans, uploadRowSpans } from '../../gpu/kernels/copy';
