@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { Recorder } from '../../../src/lib/gpu/kernel';
-import { copyColumns, copyRowSpans, uploadRowSpans } from '../../../src/lib/gpu/kernels/copy';
-import { copyCases, rowSpanCases } from '../../../src/lib/gpu/selftest/copy';
+import {
+	copyColumns,
+	copyRowSpans,
+	sumRowSpans,
+	uploadRowSpans,
+	uploadSumGroups
+} from '../../../src/lib/gpu/kernels/copy';
+import { copyCases, rowSpanCases, sumSpanCases } from '../../../src/lib/gpu/selftest/copy';
 import { createTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';
 
@@ -58,6 +64,54 @@ describe('copy', () => {
 		]),
 		gpu
 	);
+
+	itRunsCases(
+		sumSpanCases([
+			{ srcRows: 1, width: 1, rows: 1, groups: [[0]] },
+			// a group without members is zeros; members may overlap and repeat
+			{ srcRows: 10, width: 3, rows: 4, groups: [[6, 0, 1], [], [2, 2]] },
+			// 3 prefixes of 40 rows continued by 64 sequences of 40 + 60 rows (tabrl-tiny's kv
+			// row, 256): several workgroups per group
+			{
+				srcRows: 64 * 100,
+				width: 256,
+				rows: 40,
+				groups: [0, 1, 2].map((g) =>
+					Array.from({ length: 64 }, (_, b) => b)
+						.filter((b) => b % 3 === g)
+						.map((b) => b * 100)
+				)
+			}
+		]),
+		gpu
+	);
+
+	it('rejects sums of blocks outside src, and tensors unlike the groups', () => {
+		const g = gpu();
+		for (const [groups, rows] of [
+			[[[7]], 4],
+			[[[-1]], 1],
+			[[[0.5]], 1],
+			[[], 1],
+			[[[0]], 0]
+		] as const)
+			expect(() => uploadSumGroups(g, groups as number[][], rows, 10)).toThrow(ShapeMismatchError);
+		const groups = uploadSumGroups(g, [[0, 5], [2]], 4, 10);
+		const src = createTensor(g, [10, 3], 'f32');
+		const dst = createTensor(g, [8, 3], 'f32');
+		const short = createTensor(g, [7, 3], 'f32');
+		const u = createTensor(g, [8, 3], 'u32');
+		const rec = new Recorder(g); // never submitted
+		for (const bad of [
+			{ src, dst: short, width: 3, groups },
+			{ src, dst: u, width: 3, groups },
+			{ src, dst, width: 2, groups },
+			{ src: dst, dst, width: 3, groups }
+		])
+			expect(() => sumRowSpans(rec, bad)).toThrow(ShapeMismatchError);
+		sumRowSpans(rec, { src, dst, width: 3, groups });
+		for (const t of [groups.tensor, src, dst, short, u]) t.release();
+	});
 
 	it('rejects row spans outside either tensor, and tensors unlike the spans', () => {
 		const g = gpu();

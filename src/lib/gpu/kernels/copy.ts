@@ -2,16 +2,18 @@
  * @file `copyColumns`: dst[r, offset + c] = src[r, c] (see copy.wgsl.ts). src [R, n] and
  * dst [R, m] f32 (leading dims flattened into R), offset + n <= m, distinct buffers.
  * `copyRowSpans`: a list of row blocks of width W moved from src to dst in one dispatch,
- * the list on the GPU as `uploadRowSpans` checked and wrote it.
+ * the list on the GPU as `uploadRowSpans` checked and wrote it. `sumRowSpans`: dst's block
+ * g of R rows = the sum of R-row blocks of src at group g's member rows (`uploadSumGroups`).
  */
 import { assertShape, OverLimitError } from '../errors';
 import type { Gpu } from '../device';
 import { Params, type Recorder } from '../kernel';
 import { uploadTensor, type Tensor } from '../tensor';
-import { COPY_COLUMNS, COPY_ROW_SPANS, COPY_WG } from './copy.wgsl';
+import { COPY_COLUMNS, COPY_ROW_SPANS, COPY_WG, SUM_ROW_SPANS } from './copy.wgsl';
 
 const KERNEL = { name: 'copy.columns', code: COPY_COLUMNS };
 const ROW_SPANS = { name: 'copy.row-spans', code: COPY_ROW_SPANS };
+const SUM_SPANS = { name: 'copy.sum-row-spans', code: SUM_ROW_SPANS };
 
 export interface CopyColumnsArgs {
 	/** [R, n], f32. */
@@ -127,5 +129,80 @@ export function copyRowSpans(
 		[src, dst, spans.tensor],
 		Math.ceil(total / COPY_WG),
 		new Params().u32(G).u32(spans.maxRows).u32(W)
+	);
+}
+
+/** Groups of src row starts on the GPU (u32: G + 1 offsets, then the members), checked
+ * against the rows they were made for. */
+export interface SumGroups {
+	tensor: Tensor;
+	groups: number;
+	/** Rows of each summed block. */
+	rows: number;
+	srcRows: number;
+}
+
+/** Checks each member's block of `rows` rows lies inside src [srcRows, W] and uploads the
+ * groups; the caller releases `tensor` once the commands that read it have run. */
+export function uploadSumGroups(
+	gpu: Gpu,
+	groups: readonly (readonly number[])[],
+	rows: number,
+	srcRows: number
+): SumGroups {
+	const G = groups.length;
+	const members = groups.reduce((s, g) => s + g.length, 0);
+	assertShape(
+		G >= 1 && Number.isInteger(rows) && rows >= 1,
+		() => `sum row spans: needs at least one group of at least one row; got ${G} of ${rows}`
+	);
+	const flat = new Uint32Array(G + 1 + members);
+	let k = 0;
+	groups.forEach((group, g) => {
+		flat[g] = k;
+		for (const start of group) {
+			assertShape(
+				Number.isInteger(start) && start >= 0 && start + rows <= srcRows,
+				() =>
+					`sum row spans: group ${g}'s block at row ${start} (${rows} rows) is outside ` +
+					`src [${srcRows}] rows`
+			);
+			flat[G + 1 + k++] = start;
+		}
+	});
+	flat[G] = k;
+	const tensor = uploadTensor(gpu, flat, [flat.length], 'u32');
+	return { tensor, groups: G, rows, srcRows };
+}
+
+/** dst [G * rows, W] = per group, the sum of its members' blocks of src [srcRows, W] (a
+ * group without members: zeros); distinct f32 buffers. */
+export function sumRowSpans(
+	rec: Recorder,
+	args: { src: Tensor; dst: Tensor; width: number; groups: SumGroups }
+): void {
+	const { src, dst, width: W, groups } = args;
+	const G = groups.groups;
+	assertShape(
+		src.dtype === 'f32' &&
+			dst.dtype === 'f32' &&
+			Number.isInteger(W) &&
+			W > 0 &&
+			src.size === groups.srcRows * W &&
+			dst.size === G * groups.rows * W &&
+			groups.tensor.dtype === 'u32' &&
+			src.buffer !== dst.buffer,
+		() =>
+			`sum row spans: src and dst must be distinct f32 tensors of ${groups.srcRows} and ` +
+			`${G * groups.rows} rows of ${W}; got src ${src.dtype} [${src.shape}], dst ` +
+			`${dst.dtype} [${dst.shape}]`
+	);
+	if (dst.size >= 2 ** 32 - COPY_WG || src.size >= 2 ** 32)
+		throw new OverLimitError(`sum row spans: [${src.shape}] or [${dst.shape}] exceeds a u32 index`);
+	rec.dispatch(
+		SUM_SPANS,
+		[src, dst, groups.tensor],
+		Math.ceil(dst.size / COPY_WG),
+		new Params().u32(G).u32(groups.rows).u32(W)
 	);
 }

@@ -2,7 +2,8 @@
  * @file Copies that stay inside a compute pass: a column block (dst[r, offset + c] =
  * src[r, c]: a chunked LM head's logits into [B, V]) and row spans (dst rows d_g.. = src
  * rows s_g.. for a list of spans: prompts' keys and values into their cache rows in one
- * dispatch, where copyBufferToBuffer needed a command per row or per prompt and layer).
+ * dispatch, where copyBufferToBuffer needed a command per row or per prompt and layer),
+ * and sums of row blocks (a shared prefix's key and value gradients over its sequences).
  */
 import { LINEAR_WORKGROUP_WGSL, WORKGROUP_MAIN_WGSL } from '../kernel';
 
@@ -38,4 +39,27 @@ ${WORKGROUP_MAIN_WGSL}
   if (r >= spans[3u * g + 2u]) { return; }
   let c = i % p.W;
   dst[(spans[3u * g + 1u] + r) * p.W + c] = src[(spans[3u * g] + r) * p.W + c];
+}`;
+
+/** dst[(g * R + r) * W + c] = the sum over group g's members k of src[(start_k + r) * W + c]:
+ * the gradients of a shared prefix's rows, summed over the sequences that continue it. */
+export const SUM_ROW_SPANS = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> src: array<f32>;        // [*, W]
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;  // [G * R, W]
+// [G + 1] offsets into the members, then each member's first src row
+@group(0) @binding(2) var<storage, read> groups: array<u32>;
+struct Params { G: u32, R: u32, W: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+const WG: u32 = ${COPY_WG}u;
+${LINEAR_WORKGROUP_WGSL}
+${WORKGROUP_MAIN_WGSL}
+  let i = linear_workgroup(wid, nwg) * WG + lid;
+  if (i >= p.G * p.R * p.W) { return; }
+  let g = i / (p.R * p.W);
+  let rc = i % (p.R * p.W);
+  var acc = 0.0;
+  for (var k = groups[g]; k < groups[g + 1u]; k++) {
+    acc += src[groups[p.G + 1u + k] * p.W + rc];
+  }
+  dst[i] = acc;
 }`;

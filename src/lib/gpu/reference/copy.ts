@@ -1,5 +1,5 @@
 /**
- * @file CPU reference for the column-block copy.
+ * @file CPU references for the column-block copy, row spans, and sums of row blocks.
  */
 
 /** dst [R, m] with src [R, n] written at columns offset..offset+n-1. */
@@ -28,5 +28,21 @@ export function copyRowSpansRef(
 	for (const s of spans)
 		for (let r = 0; r < s.rows; r++)
 			for (let c = 0; c < width; c++) out[(s.dst + r) * width + c] = src[(s.src + r) * width + c];
+	return out;
+}
+
+/** [G * rows, W]: per group, the sum (in f64, in member order) of its members' blocks of
+ * `rows` rows of src [*, W] starting at each member's row. */
+export function sumRowSpansRef(
+	src: ArrayLike<number>,
+	width: number,
+	rows: number,
+	groups: readonly (readonly number[])[]
+): Float64Array {
+	const out = new Float64Array(groups.length * rows * width);
+	groups.forEach((group, g) => {
+		for (const start of group)
+			for (let i = 0; i < rows * width; i++) out[g * rows * width + i] += src[start * width + i];
+	});
 	return out;
 }

@@ -1,11 +1,19 @@
 /**
  * @file The column-block and row-span copies checked against their CPU references.
- * Tolerance: exact (atol 0, rtol 0): the kernels only move values.
+ * Tolerance: exact (atol 0, rtol 0): the kernels only move values. The sums of row blocks:
+ * f32 sums in member order against f64 ones, atol 1e-6 x members, rtol 1e-6.
  */
 import type { Gpu } from '../device';
 import { run } from '../kernel';
-import { copyColumns, copyRowSpans, uploadRowSpans, type RowSpan } from '../kernels/copy';
-import { copyColumnsRef, copyRowSpansRef } from '../reference/copy';
+import {
+	copyColumns,
+	copyRowSpans,
+	sumRowSpans,
+	uploadRowSpans,
+	uploadSumGroups,
+	type RowSpan
+} from '../kernels/copy';
+import { copyColumnsRef, copyRowSpansRef, sumRowSpansRef } from '../reference/copy';
 import { Rng } from '../../util/random';
 import { readTensor, uploadTensor, type Tensor } from '../tensor';
 import type { Comparison, KernelCase } from './types';
@@ -96,9 +104,61 @@ async function runSpans(gpu: Gpu, spec: RowSpanCaseSpec): Promise<Comparison[]> 
 	}
 }
 
+export interface SumSpanCaseSpec {
+	srcRows: number;
+	width: number;
+	/** Rows of each summed block. */
+	rows: number;
+	/** Each group's members' first src rows. */
+	groups: number[][];
+}
+
+export function sumSpanCases(specs: SumSpanCaseSpec[]): KernelCase[] {
+	return specs.map((spec) => ({
+		family: 'copy',
+		name:
+			`sum row spans [${spec.srcRows}, ${spec.width}] -> ${spec.groups.length} x ` +
+			`[${spec.rows}, ${spec.width}] from ${spec.groups.reduce((s, g) => s + g.length, 0)} blocks`,
+		run: (gpu: Gpu) => runSums(gpu, spec)
+	}));
+}
+
+async function runSums(gpu: Gpu, spec: SumSpanCaseSpec): Promise<Comparison[]> {
+	const { srcRows, width, rows, groups } = spec;
+	const rng = new Rng(srcRows * 7 + width * 3 + rows);
+	const srcHost = rng.normals(srcRows * width);
+	const owned: Tensor[] = [];
+	try {
+		const src = uploadTensor(gpu, srcHost, [srcRows, width], 'f32');
+		// stale values in dst: every element must be written
+		const dst = uploadTensor(
+			gpu,
+			rng.normals(groups.length * rows * width),
+			[groups.length * rows, width],
+			'f32'
+		);
+		const sums = uploadSumGroups(gpu, groups, rows, srcRows);
+		owned.push(src, dst, sums.tensor);
+		await run(gpu, (rec) => sumRowSpans(rec, { src, dst, width, groups: sums }));
+		const most = Math.max(1, ...groups.map((g) => g.length));
+		return [
+			{
+				label: 'dst',
+				actual: await readTensor(dst),
+				expected: sumRowSpansRef(srcHost, width, rows, groups),
+				atol: 1e-6 * most,
+				rtol: 1e-6
+			}
+		];
+	} finally {
+		for (const t of owned) t.release();
+	}
+}
+
 /** The self-test's sizes: the middle chunk of a vocabulary of 3 chunks; three prompts of a
  * prefill group (padded to 5) into sequences 1..3 of a cache of 4 x 6 slots, Qwen2.5-0.5B's
- * kv row (2 x 64). */
+ * kv row (2 x 64); two prefixes of 5 rows summed over the 3 and 2 sequences (of 9 rows)
+ * that continue them, SmolLM2-135M's kv row (3 x 64). */
 export const COPY_SELFTEST = [
 	...copyCases([{ rows: 3, n: 100, m: 301, offset: 100 }]),
 	...rowSpanCases([
@@ -110,6 +170,17 @@ export const COPY_SELFTEST = [
 				{ src: 0, dst: 6, rows: 5 },
 				{ src: 5, dst: 12, rows: 1 },
 				{ src: 10, dst: 18, rows: 3 }
+			]
+		}
+	]),
+	...sumSpanCases([
+		{
+			srcRows: 45,
+			width: 192,
+			rows: 5,
+			groups: [
+				[0, 18, 36],
+				[9, 27]
 			]
 		}
 	])
