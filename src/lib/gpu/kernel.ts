@@ -177,6 +177,13 @@ export class Recorder {
 		this.#encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
 	}
 
+	/** Zeroes `bytes` (a multiple of 4) of a buffer from `offset` (ends the current compute
+	 * pass). */
+	clear(buffer: GPUBuffer, offset: number, bytes: number): void {
+		this.#endPass();
+		this.#encoder.clearBuffer(buffer, offset, Math.ceil(bytes / 4) * 4);
+	}
+
 	/** A zero-filled scratch buffer of at least `bytes` that lives until this recorder's
 	 * work is done on the GPU (pooled buffers may be larger: bind them whole). */
 	scratch(bytes: number): GPUBuffer {

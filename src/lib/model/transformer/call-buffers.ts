@@ -1,8 +1,9 @@
 /**
  * @file One TransformerModel call's buffers, taken from the model's pool: the batch's inputs
  * (ids, lengths, positions, targets), the residual streams, the layers' activations (one
- * set reused by every layer, or one per layer when kept) and the head's. release() gives
- * them all back to the pool.
+ * set reused by every layer, or one per layer when kept) and the head's; with shared
+ * prefixes, the prefixes' own call and the rows' attention over them. release() gives them
+ * all back to the pool.
  */
 import type { BufferPool } from '../../gpu/pool';
 import { writeTensor, type Tensor } from '../../gpu/tensor';
@@ -10,6 +11,7 @@ import { nextTokenTargets, type TokenBatch } from './batch';
 import type { LayerContext, LoraActs } from './layer';
 import type { LoraParameters } from './lora';
 import type { ModelConfig } from '../types';
+import type { PrefixAttention } from './shared-prefix';
 import {
 	allocate,
 	headSpecs,
@@ -37,17 +39,21 @@ export interface CallBuffers {
 	layers: LayerState[];
 	head: ReturnType<typeof allocate<ReturnType<typeof headSpecs>>>;
 	owned: (Record<string, Tensor | undefined> | Tensor[])[];
+	/** The shared prefixes the rows continue: their call, and the rows' attention over them. */
+	prefix?: { run: CallBuffers; attention: PrefixAttention };
 	release(): void;
 }
 
-/** Uploads the batch and allocates one call's buffers (`keep`: every layer's activations). */
+/** Uploads the batch and allocates one call's buffers (`keep`: every layer's activations;
+ * `positionOffset`: the rows' first position, after a shared prefix). */
 export function allocateCall(
 	pool: BufferPool,
 	model: { config: ModelConfig; invFreq: Tensor<'f32'>; attentionScaling: number },
 	batch: TokenBatch,
 	mode: Mode,
 	lora: LoraParameters | undefined,
-	keep: boolean
+	keep: boolean,
+	positionOffset = 0
 ): CallBuffers {
 	const { config } = model;
 	const dims = { B: batch.B, T: batch.T };
@@ -59,7 +65,7 @@ export function allocateCall(
 		writeTensor(inputs.lengths, batch.lengths);
 		writeTensor(
 			inputs.positions,
-			Uint32Array.from({ length: batch.T }, (_, t) => t)
+			Uint32Array.from({ length: batch.T }, (_, t) => positionOffset + t)
 		);
 		writeTensor(inputs.targets, nextTokenTargets(batch));
 		const streams = streamSpecs(config, dims, mode).map((s) => pool.tensor(s.shape, s.dtype));

@@ -4,6 +4,8 @@
  * accumulate into the residual stream (beta = 1): no separate add. The backward takes
  * dLoss/dx3 in `bw.dS`, the layer's recomputed activations and its input, and leaves
  * dLoss/dx there (not for layer 0: `needDx` false); frozen weights get no gradient.
+ * Rows that continue shared prefixes (shared-prefix.ts) attend over their prefix's keys and
+ * values first; a prefix's own backward adds the key and value gradients its rows summed.
  */
 import { addBias, addInPlace } from '../../gpu/kernels/add';
 import { attentionBackward, attentionForward } from '../../gpu/kernels/attention';
@@ -21,6 +23,7 @@ import type { LayerWeights } from '../hf/weights';
 import type { ProjectionName } from '../hf/weight-spec';
 import type { Allocated } from './workspace';
 import { backwardSpecs, layerSpecs } from './workspace';
+import { assemblePrefixKv, splitPrefixKvGrad, type PrefixAttention } from './shared-prefix';
 
 export type LayerActs = Allocated<ReturnType<typeof layerSpecs>>;
 export type BackwardBuffers = Allocated<ReturnType<typeof backwardSpecs>>;
@@ -39,6 +42,11 @@ export interface LayerContext {
 	attentionScaling: number;
 	/** The adapters, or undefined to run the base model. */
 	lora?: LoraParameters;
+	/** The rows continue shared prefixes (positions then start at prefix.p). */
+	prefix?: PrefixAttention;
+	/** This batch is the prefixes: their rows' summed key and value gradients [N, kvDim],
+	 * added to the attention's own in the backward. */
+	rowsKvGrad?: { dk: Tensor; dv: Tensor };
 }
 
 function adapterOf(ctx: LayerContext, layer: number, name: ProjectionName) {
@@ -65,8 +73,23 @@ function linear(
 	if (lora) loraForward(rec, { ...lora.adapter, x, y, xa: xa[name]! });
 }
 
-const headsView = (t: Tensor, ctx: LayerContext, heads: number) =>
-	t.view([ctx.B, ctx.T, heads, ctx.config.headDim]);
+const headsView = (t: Tensor, ctx: LayerContext, heads: number, T = ctx.T) =>
+	t.view([ctx.B, T, heads, ctx.config.headDim]);
+
+/** Attention's keys, values, lengths and query offset: the layer's own, or with the rows'
+ * prefixes before them ([B, p + T, Hkv, D]). */
+function attentionKv(rec: Recorder, ctx: LayerContext, layer: number, k: Tensor, v: Tensor) {
+	const pa = ctx.prefix;
+	if (!pa) return { k, v, lengths: ctx.lengths };
+	const full = assemblePrefixKv(rec, pa, layer, k, v);
+	const Hkv = ctx.config.numKvHeads;
+	return {
+		k: headsView(full.k, ctx, Hkv, pa.p + ctx.T),
+		v: headsView(full.v, ctx, Hkv, pa.p + ctx.T),
+		lengths: pa.lengths,
+		qOffset: pa.p
+	};
+}
 const rowsView = (t: Tensor, ctx: LayerContext) =>
 	t.view([t.size / ctx.config.headDim, ctx.config.headDim]);
 
@@ -125,7 +148,7 @@ export function layerForward(
 	ropeForward(rec, { x: q, ...rope });
 	ropeForward(rec, { x: k, ...rope });
 	const att = headsView(acts.att, ctx, Hq);
-	attentionForward(rec, { q, k, v, out: att, lse: acts.lse, lengths: ctx.lengths });
+	attentionForward(rec, { q, out: att, lse: acts.lse, ...attentionKv(rec, ctx, layer, k, v) });
 	linear(rec, ctx, layer, 'o_proj', w, acts.att, s, xa, true);
 	if (saveX2) rec.copy(s.buffer, 0, saveX2.buffer, 0, s.byteLength);
 	rmsNormForward(rec, { x: s, weight: w.postNorm, y: acts.h2, rstd: acts.rstd2, eps });
@@ -208,18 +231,23 @@ export function layerBackward(rec: Recorder, ctx: LayerContext, args: LayerBackw
 	const v = headsView(acts.v, ctx, Hkv);
 	const dq = headsView(bw.dq, ctx, Hq);
 	const dk = headsView(bw.dk, ctx, Hkv);
+	const pa = ctx.prefix;
+	const S = (pa?.p ?? 0) + ctx.T;
 	attentionBackward(rec, {
 		q,
-		k,
-		v,
+		...attentionKv(rec, ctx, layer, k, v),
 		out: headsView(acts.att, ctx, Hq),
 		lse: acts.lse,
 		dout: headsView(bw.datt, ctx, Hq),
-		lengths: ctx.lengths,
 		dq,
-		dk,
-		dv: headsView(bw.dv, ctx, Hkv)
+		dk: pa ? headsView(pa.dk!, ctx, Hkv, S) : dk,
+		dv: pa ? headsView(pa.dv!, ctx, Hkv, S) : headsView(bw.dv, ctx, Hkv)
 	});
+	if (pa) splitPrefixKvGrad(rec, pa, bw.dk, bw.dv);
+	if (ctx.rowsKvGrad) {
+		addInPlace(rec, { x: ctx.rowsKvGrad.dk, y: bw.dk });
+		addInPlace(rec, { x: ctx.rowsKvGrad.dv, y: bw.dv });
+	}
 	const rope = {
 		positions: ctx.positions,
 		invFreq: ctx.invFreq,

@@ -4,6 +4,7 @@
  */
 import type { LoraConfig } from './lora';
 import type { WeightDtypePolicy } from '../hf/weight-dtype';
+import type { SharedPrefixInput } from './shared-prefix';
 
 export interface TransformerOptions {
 	/** LoRA adapters to create (defaults filled in: r 8, alpha 16, all 7 projections);
@@ -37,6 +38,9 @@ export interface CallOptions {
 	lora?: boolean;
 	/** Divides the logits, as sampling at that temperature did; default 1. */
 	temperature?: number;
+	/** The rows continue these shared prefixes (run once; the rows' positions start at
+	 * their length). The logprobs are the rows' own: a row's first token is not scored. */
+	prefix?: SharedPrefixInput;
 }
 
 export interface ScoreResult {

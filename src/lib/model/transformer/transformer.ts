@@ -4,6 +4,7 @@
  * NaN past lengths[b]), and the backward of any per-token loss into the LoRA parameters.
  * Training recomputes each layer's forward from its saved input (bit-identical), or keeps
  * activations where they fit. `{ lora: false }` runs the base: a KL reference. No dropout.
+ * `prefix`: the rows continue shared prefixes, run once (shared-prefix.ts).
  */
 import { BufferPool } from '../../gpu/pool';
 import type { Gpu } from '../../gpu/device';
@@ -21,9 +22,15 @@ import {
 	type TokenBatchInput
 } from './batch';
 import { allocateCall, type CallBuffers } from './call-buffers';
+import {
+	allocatePrefixAttention,
+	prefixAttentionSpecs,
+	toSharedPrefix,
+	type SharedPrefix
+} from './shared-prefix';
 import { ropeInvFreq } from '../hf/config';
 import { LoraConfigError } from '../errors';
-import { layerBackward, layerForward } from './layer';
+import { layerBackward, layerForward, type BackwardBuffers } from './layer';
 import { LoraParameters, resolveLoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
 import type {
@@ -46,7 +53,9 @@ import {
 	pooledBytes,
 	specList,
 	streamSpecs,
-	type Mode
+	type BatchDims,
+	type Mode,
+	type TensorSpec
 } from './workspace';
 
 /**
@@ -154,14 +163,7 @@ export class TransformerModel {
 		// after a training one still holds the backward's buffers and the checkpoints.
 		if (`${B}x${T}` !== this.#lastBatchShape) return e;
 		const { liveBytes, freeBytes } = this.#pool.stats;
-		const layerState = layerStateSpecs(this.config, dims, this.lora?.config, keep);
-		const used = [
-			...specList(inputSpecs(dims)),
-			...streamSpecs(this.config, dims, mode),
-			...Array.from({ length: keep ? this.config.numLayers : 1 }, () => layerState).flat(),
-			...specList(headSpecs(this.config, dims)),
-			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
-		].reduce((s, spec) => s + pooledBytes(spec), 0);
+		const used = this.#callSpecs(dims, mode, keep).reduce((s, spec) => s + pooledBytes(spec), 0);
 		const kept = liveBytes + freeBytes - used;
 		if (kept <= 0) return e;
 		const lines = [
@@ -175,18 +177,14 @@ export class TransformerModel {
 	async scoreTokens(input: TokenBatchInput, options: CallOptions = {}): Promise<ScoreResult> {
 		this.#checkLive();
 		const batch = toTokenBatch(input);
+		const prefix = options.prefix ? toSharedPrefix(options.prefix, batch.B) : undefined;
 		const useLora = options.lora ?? true;
-		const run = await this.#begin(batch, 'score', useLora, false);
+		const run = await this.#begin(batch, 'score', useLora, false, prefix);
 		try {
 			const sub = new Submitter(this.gpu, this.#pool);
-			const stream = run.streams[0];
-			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
-			const { acts, xa } = run.layers[0];
-			for (let i = 0; i < this.config.numLayers; i++) {
-				layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, acts, xa);
-				sub.flush();
-			}
-			this.#head(sub.rec, run, stream, options.temperature);
+			if (run.prefix) this.#prefixForward(sub, run.prefix, false, false);
+			this.#scoreForward(sub, run);
+			this.#head(sub.rec, run, run.streams[0], options.temperature);
 			await sub.done();
 			const perPosition = await readTensor(run.head.logprobs);
 			return { B: batch.B, T: batch.T, logprobs: toTargetGrid(batch, perPosition) };
@@ -211,30 +209,26 @@ export class TransformerModel {
 				'forwardBackward trains LoRA adapters, and this model has none: create it with a `lora` option.'
 			);
 		const batch = toTokenBatch(input);
+		const prefix = options.prefix ? toSharedPrefix(options.prefix, batch.B) : undefined;
 		// A given array is checked before any work; a function's result after the forward.
 		const given = typeof grad === 'function' ? undefined : fromTargetGrid(batch, grad, 'dLogprobs');
 		const { config, weights } = this;
 		const L = config.numLayers;
 		const keep = this.activationPlan(batch.B, batch.T, options.activations) === 'keep';
-		const run = await this.#begin(batch, 'train', true, keep);
+		const run = await this.#begin(batch, 'train', true, keep, prefix);
 		try {
 			const bw = allocate(this.#pool, backwardSpecs(config, batch));
 			run.owned.push(bw);
-			const ckpt = run.streams;
-			const bytes = batch.B * batch.T * config.hiddenSize * 4;
+			const pre = run.prefix;
+			const bwPrefix = pre && allocate(this.#pool, backwardSpecs(config, pre.run.ctx));
+			if (bwPrefix) run.owned.push(bwPrefix);
 
-			// Forward, keeping each layer's input.
+			// Forward (the prefixes first: the rows read their keys and values), keeping each
+			// layer's input.
 			const sub = new Submitter(this.gpu, this.#pool);
-			embeddingForward(sub.rec, { ids: run.inputs.ids, weight: weights.embed, out: ckpt[0] });
-			for (let i = 0; i < L; i++) {
-				sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);
-				const { acts, xa, x2 } = run.layers[keep ? i : 0];
-				layerForward(sub.rec, run.ctx, i, weights.layers[i], ckpt[i + 1], acts, xa, {
-					saveX2: x2
-				});
-				sub.flush();
-			}
-			this.#head(sub.rec, run, ckpt[L], options.temperature);
+			if (pre) this.#prefixForward(sub, pre, true, keep);
+			this.#trainForward(sub, run, keep);
+			this.#head(sub.rec, run, run.streams[L], options.temperature);
 			await sub.done();
 			const logprobs = toTargetGrid(batch, await readTensor(run.head.logprobs));
 			const g =
@@ -258,30 +252,18 @@ export class TransformerModel {
 			});
 			rmsNormBackward(sub.rec, {
 				dy: bw.dh,
-				x: ckpt[L],
+				x: run.streams[L],
 				weight: weights.finalNorm,
 				rstd: run.head.rstdF,
 				dx: bw.dS
 			});
+			// The prefixes' positions score nothing: their stream's gradient starts at zero.
+			if (bwPrefix) sub.rec.clear(bwPrefix.dS.buffer, 0, bwPrefix.dS.byteLength);
+			const accumulate = options.accumulate ?? false;
 			for (let i = L - 1; i >= 0; i--) {
-				const { acts, xa, x2 } = run.layers[keep ? i : 0];
-				if (!keep) {
-					sub.rec.copy(ckpt[i].buffer, 0, bw.x2.buffer, 0, bytes);
-					layerForward(sub.rec, run.ctx, i, weights.layers[i], bw.x2, acts, xa, {
-						stopAfterMlpInput: true
-					});
-				}
-				layerBackward(sub.rec, run.ctx, {
-					layer: i,
-					w: weights.layers[i],
-					x: ckpt[i],
-					x2: x2 ?? bw.x2,
-					acts,
-					xa,
-					bw,
-					needDx: i > 0,
-					accumulate: options.accumulate ?? false
-				});
+				this.#layerBackward(sub, run, bw, i, keep, accumulate);
+				// after the rows: their key and value gradients for the prefixes are summed
+				if (pre && bwPrefix) this.#layerBackward(sub, pre.run, bwPrefix, i, keep, true);
 				sub.flush();
 			}
 			await sub.done();
@@ -289,6 +271,89 @@ export class TransformerModel {
 		} finally {
 			run.release();
 		}
+	}
+
+	/** A training forward of every layer, each layer's input kept in run.streams;
+	 * `afterLayer` records after each layer (its activations still there). */
+	#trainForward(
+		sub: Submitter,
+		run: CallBuffers,
+		keep: boolean,
+		afterLayer?: (i: number) => void
+	): void {
+		const ckpt = run.streams;
+		const bytes = ckpt[0].byteLength;
+		embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: ckpt[0] });
+		for (let i = 0; i < this.config.numLayers; i++) {
+			sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);
+			const { acts, xa, x2 } = run.layers[keep ? i : 0];
+			layerForward(sub.rec, run.ctx, i, this.weights.layers[i], ckpt[i + 1], acts, xa, {
+				saveX2: x2
+			});
+			afterLayer?.(i);
+			sub.flush();
+		}
+	}
+
+	/** A scoring forward of every layer on run.streams[0]. */
+	#scoreForward(sub: Submitter, run: CallBuffers, afterLayer?: (i: number) => void): void {
+		const stream = run.streams[0];
+		embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
+		const { acts, xa } = run.layers[0];
+		for (let i = 0; i < this.config.numLayers; i++) {
+			layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, acts, xa);
+			afterLayer?.(i);
+			sub.flush();
+		}
+	}
+
+	/** The shared prefixes' forward, each layer's keys and values (after RoPE) kept for the
+	 * rows' attention. */
+	#prefixForward(
+		sub: Submitter,
+		pre: NonNullable<CallBuffers['prefix']>,
+		train: boolean,
+		keep: boolean
+	): void {
+		const { run, attention } = pre;
+		const keepKv = (i: number) => {
+			const { acts } = run.layers[keep ? i : 0];
+			const kv = attention.kv[i];
+			sub.rec.copy(acts.k.buffer, 0, kv.k.buffer, 0, kv.k.byteLength);
+			sub.rec.copy(acts.v.buffer, 0, kv.v.buffer, 0, kv.v.byteLength);
+		};
+		if (train) this.#trainForward(sub, run, keep, keepKv);
+		else this.#scoreForward(sub, run, keepKv);
+	}
+
+	/** Layer i's backward (its forward recomputed first unless kept): dLoss/dx3 in bw.dS in,
+	 * dLoss/dx out, LoRA gradients written or added. */
+	#layerBackward(
+		sub: Submitter,
+		run: CallBuffers,
+		bw: BackwardBuffers,
+		i: number,
+		keep: boolean,
+		accumulate: boolean
+	): void {
+		const { acts, xa, x2 } = run.layers[keep ? i : 0];
+		const w = this.weights.layers[i];
+		const x = run.streams[i];
+		if (!keep) {
+			sub.rec.copy(x.buffer, 0, bw.x2.buffer, 0, x.byteLength);
+			layerForward(sub.rec, run.ctx, i, w, bw.x2, acts, xa, { stopAfterMlpInput: true });
+		}
+		layerBackward(sub.rec, run.ctx, {
+			layer: i,
+			w,
+			x,
+			x2: x2 ?? bw.x2,
+			acts,
+			xa,
+			bw,
+			needDx: i > 0,
+			accumulate
+		});
 	}
 
 	/** Destroys the buffers the pool keeps between calls (they serve the next call of the
@@ -339,39 +404,89 @@ export class TransformerModel {
 		});
 	}
 
-	/** Checks memory, uploads the batch and allocates one call's buffers. */
+	/** Every buffer one call on `dims` takes from the pool. */
+	#callSpecs(dims: BatchDims, mode: Mode, keep: boolean): TensorSpec[] {
+		const layerState = layerStateSpecs(this.config, dims, this.lora?.config, keep);
+		return [
+			...specList(inputSpecs(dims)),
+			...streamSpecs(this.config, dims, mode),
+			...Array.from({ length: keep ? this.config.numLayers : 1 }, () => layerState).flat(),
+			...specList(headSpecs(this.config, dims)),
+			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
+		];
+	}
+
+	/** Checks memory, uploads the batch (and its shared prefixes) and allocates the call's
+	 * buffers. */
 	async #begin(
 		batch: TokenBatch,
 		mode: Mode,
 		useLora: boolean,
-		keep: boolean
+		keep: boolean,
+		prefix?: SharedPrefix
 	): Promise<CallBuffers> {
 		const { config } = this;
-		for (let i = 0; i < batch.ids.length; i++)
-			if (batch.ids[i] >= config.vocabSize)
-				throw new ShapeMismatchError(
-					`token id ${batch.ids[i]} at [${Math.floor(i / batch.T)}, ${i % batch.T}] is outside ` +
-						`the vocabulary [0, ${config.vocabSize}); check that the tokenizer belongs to this model`
-				);
+		for (const b of prefix ? [prefix.batch, batch] : [batch])
+			for (let i = 0; i < b.ids.length; i++)
+				if (b.ids[i] >= config.vocabSize)
+					throw new ShapeMismatchError(
+						`token id ${b.ids[i]} at [${Math.floor(i / b.T)}, ${i % b.T}] of the ` +
+							`${b === batch ? 'batch' : 'shared prefixes'} is outside the vocabulary ` +
+							`[0, ${config.vocabSize}); check that the tokenizer belongs to this model`
+					);
 		// The previous call's buffers return to the pool once the queue is idle (before the
 		// estimate, which counts what the pool keeps).
 		await this.gpu.device.queue.onSubmittedWorkDone();
-		const estimate = this.estimateMemory(batch.B, batch.T, mode, keep);
+		let estimate = this.estimateMemory(batch.B, batch.T, mode, keep);
+		if (prefix) {
+			const specs = [
+				...this.#callSpecs(prefix.batch, mode, keep),
+				...prefixAttentionSpecs(config, batch, prefix.batch, mode)
+			].map(pooledBytes);
+			const bytes = specs.reduce((a, b) => a + b, 0);
+			const what = `shared prefixes (${prefix.batch.B} x ${prefix.batch.T} tokens) and the rows' keys and values over them`;
+			estimate = {
+				lines: [...estimate.lines, { what, bytes, largestBuffer: Math.max(...specs) }],
+				totalBytes: estimate.totalBytes + bytes
+			};
+		}
+		const prefixNote = prefix
+			? ` after ${prefix.batch.B} shared prefixes of ${prefix.batch.T}`
+			: '';
 		checkModelMemory(
 			estimate,
 			this.gpu.limits,
 			this.memoryBudgetBytes,
-			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens (${mode}` +
+			`${describeModel(config)} on a batch of ${batch.B} x ${batch.T} tokens${prefixNote} (${mode}` +
 				`${keep ? ', keeping every layer\u2019s activations' : ''})`
 		);
-		// Buffers parked in the pool serve the next call of the same B x T (scoring and
-		// training share size classes); another shape gets fresh ones, and the parked ones
-		// are dropped so the pool never holds more than one batch shape's worth.
-		const shape = `${batch.B}x${batch.T}`;
+		// Buffers parked in the pool serve the next call of the same shapes (scoring and
+		// training share size classes); other shapes get fresh ones, and the parked ones
+		// are dropped so the pool never holds more than one call shape's worth.
+		const shape = `${batch.B}x${batch.T}` + (prefix ? `+${prefix.batch.B}x${prefix.batch.T}` : '');
 		if (shape !== this.#lastBatchShape) this.#pool.trim();
 		this.#lastBatchShape = shape;
 		const lora = useLora ? this.lora : undefined;
-		return allocateCall(this.#pool, this, batch, mode, lora, keep);
+		if (!prefix) return allocateCall(this.#pool, this, batch, mode, lora, keep);
+		const run = allocateCall(this.#pool, this, batch, mode, lora, keep, prefix.batch.T);
+		try {
+			const prefixRun = allocateCall(this.#pool, this, prefix.batch, mode, lora, keep);
+			run.owned.push(...prefixRun.owned);
+			const attention = allocatePrefixAttention(this.gpu, this.#pool, config, batch, prefix, mode);
+			const release = run.release;
+			run.release = () => {
+				release();
+				attention.release();
+			};
+			run.ctx.prefix = attention;
+			if (attention.dkSum && attention.dvSum)
+				prefixRun.ctx.rowsKvGrad = { dk: attention.dkSum, dv: attention.dvSum };
+			run.prefix = { run: prefixRun, attention };
+			return run;
+		} catch (error) {
+			run.release();
+			throw error;
+		}
 	}
 }
 
