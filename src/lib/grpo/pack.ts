@@ -4,8 +4,13 @@
  * trainMask[i] and rolloutLogprobs[i] belong to ids[i], so land at grid column i - 1
  * ([B, T - 1]); the first token cannot be trained. One sequence per row. Too long or
  * untrained sequences are dropped with a warning, as ART does; malformed ones are errors.
+ * `sharePrefixes`: where a micro-batch's rows share prefixes worth it (prefix-choice.ts), the
+ * rows hold only what follows them and `prefix` the prefixes (the model runs them once);
+ * the grids are then the rows' own: column t is the whole sequence's p + t.
  */
 import { InvalidSequenceError, MissingLogprobsError, GrpoConfigError } from './errors';
+import { choosePrefix } from './prefix-choice';
+import type { SharedPrefixInput } from '../model/transformer/shared-prefix';
 
 export interface TrainSequence {
 	/** Every token of the sequence: prompt, the model's turns, tool results. [n] */
@@ -33,6 +38,8 @@ export interface PackOptions {
 	/** Throw MissingLogprobsError for a trained token without a rollout logprob (GRPO);
 	 * default false (SFT needs none). */
 	requireLogprobs?: boolean;
+	/** Run prefixes a micro-batch's rows share once (see the file comment); default false. */
+	sharePrefixes?: boolean;
 }
 
 export interface PackedMicroBatch {
@@ -50,6 +57,8 @@ export interface PackedMicroBatch {
 	trainedTokens: number[];
 	/** [B]: index of each row's sequence in the input. */
 	sequenceIndex: number[];
+	/** The prefixes the rows continue (their tokens are what follows); the model's `prefix`. */
+	prefix?: SharedPrefixInput;
 }
 
 export type DropReason = 'too-long' | 'no-trained-tokens';
@@ -128,16 +137,29 @@ export function packSequences(
 		if (cur && cur.length < maxRows && (cur.length + 1) * T <= budget) cur.push(k);
 		else groups.push([k]);
 	}
-	const microBatches = groups.map((rows) => buildMicroBatch(sequences, rows));
+	const share = options.sharePrefixes ?? false;
+	const microBatches = groups.map((rows) => buildMicroBatch(sequences, rows, share));
 	return { microBatches, dropped, warnings };
 }
 
 function buildMicroBatch(
 	sequences: readonly TrainSequence[],
-	rows: { index: number; count: number }[]
+	rows: { index: number; count: number }[],
+	sharePrefixes: boolean
 ): PackedMicroBatch {
 	const B = rows.length;
-	const T = Math.max(...rows.map((r) => sequences[r.index].ids.length));
+	const choice = sharePrefixes
+		? choosePrefix(
+				rows.map(({ index }) => {
+					const s = sequences[index];
+					let first = 0;
+					while (!s.trainMask[first]) first++;
+					return { ids: s.ids, firstTrained: first };
+				})
+			)
+		: undefined;
+	const p = choice?.p ?? 0;
+	const T = Math.max(...rows.map((r) => sequences[r.index].ids.length)) - p;
 	const cols = T - 1;
 	const ids = new Uint32Array(B * T);
 	const lengths = new Uint32Array(B);
@@ -146,18 +168,24 @@ function buildMicroBatch(
 	const advantages = new Float64Array(B);
 	rows.forEach(({ index }, b) => {
 		const s = sequences[index];
-		lengths[b] = s.ids.length;
+		lengths[b] = s.ids.length - p;
 		advantages[b] = s.advantage;
-		for (let i = 0; i < s.ids.length; i++) {
-			ids[b * T + i] = s.ids[i];
-			if (i === 0) continue;
-			// Token i is the target of grid column i - 1.
-			if (s.trainMask[i]) mask[b * cols + i - 1] = 1;
+		for (let i = p; i < s.ids.length; i++) {
+			ids[b * T + i - p] = s.ids[i];
+			if (i === p) continue;
+			// Token i is the target of the row's grid column i - p - 1.
+			if (s.trainMask[i]) mask[b * cols + i - p - 1] = 1;
 			const lp = s.rolloutLogprobs?.[i];
-			if (lp !== null && lp !== undefined) rollout[b * cols + i - 1] = lp;
+			if (lp !== null && lp !== undefined) rollout[b * cols + i - p - 1] = lp;
 		}
 	});
+	const prefix = choice && {
+		ids: Uint32Array.from(choice.prefixes.flat()),
+		length: p,
+		rowPrefix: Uint32Array.from(choice.rowPrefix)
+	};
 	return {
+		...(prefix ? { prefix } : {}),
 		B,
 		T,
 		tokens: { ids, lengths, seqLen: T },

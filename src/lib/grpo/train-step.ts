@@ -36,6 +36,9 @@ export interface StepOptions {
 	tokenBudget?: number;
 	/** Rows per micro-batch at most. */
 	maxRows?: number;
+	/** Run the prefixes a micro-batch's sequences share (a system prompt) once (default
+	 * true): the same logprobs and gradients for less work (pack.ts). */
+	sharePrefixes?: boolean;
 	/** The sampling temperature the rollout logprobs were taken at (default 1). */
 	temperature?: number;
 	/** This step's learning rate (a schedule); default: the optimizer's. */
@@ -121,7 +124,8 @@ function packFor(
 		maxSeqLen: options.maxSeqLen ?? model.config.maxPositionEmbeddings,
 		tokenBudget: options.tokenBudget,
 		maxRows: options.maxRows,
-		requireLogprobs
+		requireLogprobs,
+		sharePrefixes: options.sharePrefixes ?? true
 	});
 }
 
@@ -210,7 +214,9 @@ export async function grpoStep(
 				let refLogprobs = references.get(mb);
 				if (lossConfig.klBeta > 0 && !refLogprobs) {
 					const t = now();
-					refLogprobs = (await model.scoreTokens(mb.tokens, { lora: false, temperature })).logprobs;
+					refLogprobs = (
+						await model.scoreTokens(mb.tokens, { lora: false, temperature, prefix: mb.prefix })
+					).logprobs;
 					references.set(mb, refLogprobs);
 					referenceMs += now() - t;
 				}
@@ -223,7 +229,7 @@ export async function grpoStep(
 						if (it === 0) firstPass = addTotals(firstPass, r.totals);
 						return r.dLogprobs;
 					},
-					{ accumulate: i > 0, temperature }
+					{ accumulate: i > 0, temperature, prefix: mb.prefix }
 				);
 				forwardBackwardMs += now() - t;
 				config.onMicroBatch?.(++done, total);
@@ -317,7 +323,7 @@ export async function sftStep(
 				loss += r.loss;
 				return r.dLogprobs;
 			},
-			{ accumulate: i > 0, temperature: options.temperature }
+			{ accumulate: i > 0, temperature: options.temperature, prefix: mb.prefix }
 		);
 	const forwardBackwardMs = now() - t;
 	const t2 = now();

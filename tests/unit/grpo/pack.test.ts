@@ -53,6 +53,29 @@ describe('packSequences', () => {
 		expect([tb.B, tb.T]).toEqual([2, 4]);
 	});
 
+	it('sharePrefixes: the rows hold what follows their prefix, the grids shifted by p', () => {
+		// [1 2 3] shared by all three; trained from index 4 (p <= 3)
+		const a = seq([1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 1, 1], [null, null, null, null, -0.5, -0.25], 2);
+		const b = seq([1, 2, 3, 7, 8], [0, 0, 0, 0, 1], [null, null, null, null, -1.5], -1);
+		const c = seq([1, 2, 3, 9, 10], [0, 0, 0, 0, 1], [null, null, null, null, -2], 1);
+		const whole = packSequences([a, b, c], { maxSeqLen: 8 }).microBatches[0];
+		expect(whole.prefix).toBeUndefined();
+		const m = packSequences([a, b, c], { maxSeqLen: 8, sharePrefixes: true }).microBatches[0];
+		expect(m.prefix).toEqual({
+			ids: Uint32Array.from([1, 2, 3]),
+			length: 3,
+			rowPrefix: Uint32Array.from([0, 0, 0])
+		});
+		expect([m.B, m.T]).toEqual([3, 3]);
+		expect(Array.from(m.tokens.ids)).toEqual([4, 5, 6, 7, 8, 0, 9, 10, 0]);
+		expect(Array.from(m.tokens.lengths)).toEqual([3, 2, 2]);
+		// row grid column t is the whole sequence's 3 + t: targets ids[4], ids[5]
+		expect(Array.from(m.mask)).toEqual([1, 1, 1, 0, 1, 0]);
+		expect(Array.from(m.rolloutLogprobs)).toEqual([-0.5, -0.25, -1.5, NaN, -2, NaN]);
+		expect(m.trainedTokens).toEqual(whole.trainedTokens);
+		expect(Array.from(m.advantages)).toEqual(Array.from(whole.advantages));
+	});
+
 	it('splits by the token budget (B x T), longest first; a sequence over the budget alone', () => {
 		const lengths = [3, 5, 4, 2, 9];
 		const seqs = lengths.map((n) =>

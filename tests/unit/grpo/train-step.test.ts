@@ -151,6 +151,36 @@ describe('grpoStep / sftStep on a tiny model', () => {
 			release();
 		});
 
+	it("shared prefixes give the whole sequences' loss, KL and gradients", async () => {
+		const { model, optimizer, release } = await setup(true);
+		// two system prompts of 6 tokens, continued by 3 and 2 sequences (off-policy logprobs)
+		const prompts = randomSequences(config.vocabSize, [6, 6], 31);
+		const tails = randomSequences(config.vocabSize, [7, 4, 9, 5, 6], 32);
+		const ids = tails.map((t, b) => [...prompts[b % 2], ...t]);
+		const { logprobs, T } = await model.scoreTokens(ids);
+		const seqs: TrainSequence[] = ids.map((s, b) => ({
+			ids: s,
+			trainMask: s.map((_, i) => (i >= 8 ? 1 : 0)),
+			rolloutLogprobs: s.map((_, i) => (i >= 8 ? logprobs[b * (T - 1) + i - 1] + 0.1 * b : null)),
+			advantage: [1, -0.5, 0.7, -1.2, 0.3][b]
+		}));
+		const base: GrpoStepConfig = { loss: 'ppo', klBeta: 0.3, lr: 0 };
+		const whole = await grpoStep(model, optimizer, seqs, { ...base, sharePrefixes: false });
+		const gWhole = await model.lora!.readGrads();
+		const shared = await grpoStep(model, optimizer, seqs, base);
+		const gShared = await model.lora!.readGrads();
+		if (whole.skipped || shared.skipped) throw new Error('skipped');
+		expect(shared.metrics.tokens).toBe(whole.metrics.tokens);
+		expect(shared.metrics.klMean!).toBeGreaterThan(1e-4);
+		for (const key of ['loss', 'klMean', 'ratioMean', 'gradNorm'] as const)
+			expect(shared.metrics[key], key).toBeCloseTo(whole.metrics[key]!, 5);
+		for (const [name, v] of gWhole) {
+			const scale = v.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+			expect(gShared.get(name)!, name).toBeAllclose(v, { atol: 1e-5 * scale, rtol: 1e-4 });
+		}
+		release();
+	});
+
 	it('KL with beta > 0 is zero at step 0 (LoRA B = 0: new == ref) and so is its gradient', async () => {
 		const { model, optimizer, release } = await setup();
 		const seqs = await onPolicySequences(model, [8, 6], [1, -1]);
