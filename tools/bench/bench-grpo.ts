@@ -2,11 +2,13 @@
  * @file One full GRPO step, TabRL's side: SmolLM2-135M's shape, random weights, LoRA r 8 on
  * all 7 projections, 8 groups x 8 rollouts (128-token prompts, 256 new tokens at T 1, EOS
  * ignored), seeded rewards, then one update (cispo, dapo, AdamW) in micro-batches of MICRO
- * sequences; bench_grpo_torch.py runs the same in PyTorch. Median rollout, train and total
- * ms, tokens/s and peak GPU buffers. One JSON object.
+ * sequences; bench_grpo_torch.py runs the same in PyTorch. The update runs a micro-batch's
+ * shared prompts once (grpoStep's default; --share-prefixes no: every sequence whole, as
+ * the PyTorch twin does). Median rollout, train and total ms, tokens/s and peak GPU buffers.
+ * One JSON object.
  *
  *   npx tsx tools/bench/bench-grpo.ts [--shape smollm2-135m] [--groups 8] [--group-size 8]
- *       [--prompt 128] [--new 256] [--micro 16] [--reps 3] [--tiny]
+ *       [--prompt 128] [--new 256] [--micro 16] [--reps 3] [--share-prefixes yes|no] [--tiny]
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { groupAdvantages } from '../../src/lib/grpo/advantages';
@@ -35,8 +37,11 @@ const PROMPT = Number(option('prompt') ?? (TINY ? 8 : 128));
 const NEW = Number(option('new') ?? (TINY ? 8 : 256));
 const MICRO = Number(option('micro') ?? (TINY ? 2 : 16));
 const REPS = Number(option('reps') ?? (TINY ? 1 : 3));
+const SHARE = option('share-prefixes') ?? 'yes';
 
 async function main() {
+	if (SHARE !== 'yes' && SHARE !== 'no')
+		throw new Error(`--share-prefixes yes or no, not ${SHARE}`);
 	const config = (TINY ? TINY_SHAPES : SHAPES)[SHAPE];
 	if (!config) throw new Error(`unknown --shape ${SHAPE}`);
 	const gpu = await acquireGpu();
@@ -84,7 +89,8 @@ async function main() {
 		const result = await grpoStep(model, optimizer, sequences, {
 			lr: 5e-6,
 			tokenBudget: MICRO * T,
-			maxRows: MICRO
+			maxRows: MICRO,
+			sharePrefixes: SHARE === 'yes'
 		});
 		const trainMs = performance.now() - t1;
 		if (result.skipped) throw new Error(`the step was skipped: ${result.skipped}`);
@@ -128,7 +134,8 @@ async function main() {
 			lora: { rank: 8, alpha: 16, targets: 'all 7 projections' },
 			loss: 'cispo (eps 1, eps_high 4), dapo aggregation',
 			optimizer: 'AdamW lr 5e-6, betas 0.9/0.99, wd 0.1, grad-norm clip 0.1',
-			activations: 'keep'
+			activations: 'keep',
+			sharedPrefixes: SHARE === 'yes'
 		},
 		rolloutMs: m('rolloutMs'),
 		trainMs: m('trainMs'),
