@@ -3,7 +3,8 @@
 # forward; fp32 with TF32 off, and bf16), median and min/max of >= 3 reps on both sides.
 #   bash ../shared/device/pack.sh tools/bench/bench-grpo.ts tools/bench/bench-model.ts tools/bench/bench-generate.ts
 #   device run: bash tools/device/torch-baselines.sh SECONDS PART...   carry: [".gpu"]
-# PART: grpo:SHAPE      a whole GRPO step (bench-grpo.ts, then bench_grpo_torch.py --tabrl)
+# PART: grpo:SHAPE      a whole GRPO step (bench-grpo.ts with shared prompts and without,
+#                       then bench_grpo_torch.py --tabrl)
 #       model:SHAPE     LoRA forward + backward of 8 x 512 (bench-model.ts, bench_model_torch.py)
 #       generate:SHAPE  decoding at batch 1, 8, 32 (bench-generate.ts, bench_generate_torch.py)
 # SHAPE: smollm2-135m or qwen2.5-0.5b. Each part's JSON and log land in $OUT; a part stops
@@ -24,6 +25,10 @@ for part in "$@"; do
     grpo)
       timeout "$(left)" node .gpu/bench-grpo.mjs --shape "$shape" --reps 3 > $o-tabrl.json 2> $o.log
       el "tabrl rc $?"
+      # the same with every sequence whole (no shared prompts), as the PyTorch twin runs it
+      timeout "$(left)" node .gpu/bench-grpo.mjs --shape "$shape" --reps 3 --share-prefixes no \
+        > $o-tabrl-whole.json 2>> $o.log
+      el "tabrl (whole sequences) rc $?"
       timeout "$(left)" python3 tools/bench/bench_grpo_torch.py --shape "$shape" --reps 3 \
         --dtypes fp32,bf16 --configs eager,sdpa,sdpa-static --tabrl $o-tabrl.json > $o.json 2>> $o.log ;;
     model)
