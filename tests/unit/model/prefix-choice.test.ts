@@ -3,7 +3,7 @@
  * trained token, and nothing when the saving is under its share of the rows' tokens.
  */
 import { describe, expect, it } from 'vitest';
-import { choosePrefix } from '../../../src/lib/grpo/prefix-choice';
+import { choosePrefix } from '../../../src/lib/model/prefix-choice';
 
 const row = (ids: number[], firstTrained = ids.length - 1) => ({ ids, firstTrained });
 
