@@ -4,9 +4,10 @@
  * trainMask[i] and rolloutLogprobs[i] belong to ids[i], so land at grid column i - 1
  * ([B, T - 1]); the first token cannot be trained. One sequence per row. Too long or
  * untrained sequences are dropped with a warning, as ART does; malformed ones are errors.
- * `sharePrefixes`: where a micro-batch's rows share prefixes worth it (model/prefix-choice.ts), the
- * rows hold only what follows them and `prefix` the prefixes (the model runs them once);
- * the grids are then the rows' own: column t is the whole sequence's p + t.
+ * `sharePrefixes`: where a micro-batch's rows share prefixes worth it
+ * (model/prefix-choice.ts), the rows hold only what follows them and `prefix` the prefixes
+ * (the model runs them once); the grids are then the rows' own: column t is the whole
+ * sequence's p + t.
  */
 import { InvalidSequenceError, MissingLogprobsError, GrpoConfigError } from './errors';
 import { choosePrefix } from '../model/prefix-choice';

@@ -6,9 +6,15 @@ import {
 	copyRowSpans,
 	sumRowSpans,
 	uploadRowSpans,
+	uploadRowSpansWithin,
 	uploadSumGroups
 } from '../../../src/lib/gpu/kernels/copy';
-import { copyCases, rowSpanCases, sumSpanCases } from '../../../src/lib/gpu/selftest/copy';
+import {
+	copyCases,
+	rowSpanCases,
+	rowSpanWithinCases,
+	sumSpanCases
+} from '../../../src/lib/gpu/selftest/copy';
 import { createTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';
 
@@ -85,6 +91,34 @@ describe('copy', () => {
 		]),
 		gpu
 	);
+
+	itRunsCases(
+		rowSpanWithinCases([
+			{ rows: 1, width: 1, spans: [] },
+			// 3 prefixes of 40 slots into 61 of 64 sequences of 100 slots (tabrl-tiny's kv row)
+			{
+				rows: 64 * 100,
+				width: 256,
+				spans: Array.from({ length: 64 }, (_, b) => b)
+					.filter((b) => b >= 3)
+					.map((b) => ({ src: (b % 3) * 100, dst: b * 100, rows: 40 }))
+			}
+		]),
+		gpu
+	);
+
+	it('rejects spans within one buffer that write a row another reads', () => {
+		const g = gpu();
+		for (const spans of [
+			[{ src: 0, dst: 2, rows: 3 }],
+			[
+				{ src: 0, dst: 4, rows: 2 },
+				{ src: 4, dst: 8, rows: 1 }
+			],
+			[{ src: 0, dst: 9, rows: 2 }]
+		])
+			expect(() => uploadRowSpansWithin(g, spans, 10)).toThrow(ShapeMismatchError);
+	});
 
 	it('rejects sums of blocks outside src, and tensors unlike the groups', () => {
 		const g = gpu();

@@ -2,18 +2,26 @@
  * @file `copyColumns`: dst[r, offset + c] = src[r, c] (see copy.wgsl.ts). src [R, n] and
  * dst [R, m] f32 (leading dims flattened into R), offset + n <= m, distinct buffers.
  * `copyRowSpans`: a list of row blocks of width W moved from src to dst in one dispatch,
- * the list on the GPU as `uploadRowSpans` checked and wrote it. `sumRowSpans`: dst's block
+ * the list on the GPU as `uploadRowSpans` checked and wrote it; `copyRowSpansWithin` the
+ * same inside one buffer (no destination row a source row: `uploadRowSpansWithin`). `sumRowSpans`: dst's block
  * g of R rows = the sum of R-row blocks of src at group g's member rows (`uploadSumGroups`).
  */
 import { assertShape, OverLimitError } from '../errors';
 import type { Gpu } from '../device';
 import { Params, type Recorder } from '../kernel';
 import { uploadTensor, type Tensor } from '../tensor';
-import { COPY_COLUMNS, COPY_ROW_SPANS, COPY_WG, SUM_ROW_SPANS } from './copy.wgsl';
+import {
+	COPY_COLUMNS,
+	COPY_ROW_SPANS,
+	COPY_ROW_SPANS_WITHIN,
+	COPY_WG,
+	SUM_ROW_SPANS
+} from './copy.wgsl';
 
 const KERNEL = { name: 'copy.columns', code: COPY_COLUMNS };
 const ROW_SPANS = { name: 'copy.row-spans', code: COPY_ROW_SPANS };
 const SUM_SPANS = { name: 'copy.sum-row-spans', code: SUM_ROW_SPANS };
+const SPANS_WITHIN = { name: 'copy.row-spans-within', code: COPY_ROW_SPANS_WITHIN };
 
 export interface CopyColumnsArgs {
 	/** [R, n], f32. */
@@ -127,6 +135,56 @@ export function copyRowSpans(
 	rec.dispatch(
 		ROW_SPANS,
 		[src, dst, spans.tensor],
+		Math.ceil(total / COPY_WG),
+		new Params().u32(G).u32(spans.maxRows).u32(W)
+	);
+}
+
+/** Checks the spans lie inside [rows, W] and that no destination row is a source row,
+ * then uploads them (for copyRowSpansWithin). */
+export function uploadRowSpansWithin(gpu: Gpu, spans: readonly RowSpan[], rows: number): RowSpans {
+	const source = new Uint8Array(rows);
+	for (const s of spans)
+		if (Number.isInteger(s.src) && s.src >= 0 && s.src + s.rows <= rows)
+			source.fill(1, s.src, s.src + s.rows);
+	spans.forEach((s, g) => {
+		for (let r = Math.max(0, s.dst); r < Math.min(rows, s.dst + s.rows); r++)
+			assertShape(
+				source[r] === 0,
+				() => `copy row spans within: span ${g} writes row ${r}, which a span reads`
+			);
+	});
+	return uploadRowSpans(gpu, spans, rows, rows);
+}
+
+/** The spans' source rows copied to their destination rows inside `buffer` (f32 of `width`
+ * columns, the rows the spans were checked for). */
+export function copyRowSpansWithin(
+	rec: Recorder,
+	args: { buffer: Tensor; width: number; spans: RowSpans }
+): void {
+	const { buffer, width: W, spans } = args;
+	assertShape(
+		buffer.dtype === 'f32' &&
+			Number.isInteger(W) &&
+			W > 0 &&
+			spans.srcRows === spans.dstRows &&
+			buffer.size === spans.dstRows * W &&
+			spans.tensor.dtype === 'u32',
+		() =>
+			`copy row spans within: the buffer must be f32 of ${spans.dstRows} rows of ${W}; got ` +
+			`${buffer.dtype} [${buffer.shape}]`
+	);
+	const G = spans.tensor.shape[0];
+	const total = G * spans.maxRows * W;
+	if (total >= 2 ** 32 - COPY_WG || buffer.size >= 2 ** 32)
+		throw new OverLimitError(
+			`copy row spans within: ${G} spans of ${spans.maxRows} x ${W} exceed a u32 index`
+		);
+	if (total === 0) return;
+	rec.dispatch(
+		SPANS_WITHIN,
+		[buffer, spans.tensor],
 		Math.ceil(total / COPY_WG),
 		new Params().u32(G).u32(spans.maxRows).u32(W)
 	);

@@ -63,3 +63,23 @@ ${WORKGROUP_MAIN_WGSL}
   }
   dst[i] = acc;
 }`;
+
+/** COPY_ROW_SPANS inside one buffer, for spans whose destination rows are no span's source
+ * rows (one read_write binding: WebGPU forbids binding a buffer twice when one is written):
+ * a shared prefix's cache rows into the other sequences that continue it. */
+export const COPY_ROW_SPANS_WITHIN = /* wgsl */ `
+@group(0) @binding(0) var<storage, read_write> buf: array<f32>;  // [*, W]
+@group(0) @binding(1) var<storage, read> spans: array<u32>;      // [G, 3]: src row, dst row, rows
+struct Params { G: u32, R: u32, W: u32 }
+@group(0) @binding(2) var<uniform> p: Params;
+const WG: u32 = ${COPY_WG}u;
+${LINEAR_WORKGROUP_WGSL}
+${WORKGROUP_MAIN_WGSL}
+  let i = linear_workgroup(wid, nwg) * WG + lid;
+  if (i >= p.G * p.R * p.W) { return; }
+  let g = i / (p.R * p.W);
+  let r = (i / p.W) % p.R;
+  if (r >= spans[3u * g + 2u]) { return; }
+  let c = i % p.W;
+  buf[(spans[3u * g + 1u] + r) * p.W + c] = buf[(spans[3u * g] + r) * p.W + c];
+}`;

@@ -8,8 +8,10 @@ import { run } from '../kernel';
 import {
 	copyColumns,
 	copyRowSpans,
+	copyRowSpansWithin,
 	sumRowSpans,
 	uploadRowSpans,
+	uploadRowSpansWithin,
 	uploadSumGroups,
 	type RowSpan
 } from '../kernels/copy';
@@ -104,6 +106,37 @@ async function runSpans(gpu: Gpu, spec: RowSpanCaseSpec): Promise<Comparison[]> 
 	}
 }
 
+/** Spans inside one buffer of `rows` rows (no destination row a source row). */
+export function rowSpanWithinCases(
+	specs: { rows: number; width: number; spans: RowSpan[] }[]
+): KernelCase[] {
+	return specs.map((spec) => ({
+		family: 'copy',
+		name: `row spans within [${spec.rows}, ${spec.width}], ${spec.spans.length} spans`,
+		run: async (gpu: Gpu) => {
+			const { rows, width, spans } = spec;
+			const host = new Rng(rows * 11 + width).normals(rows * width);
+			const buffer = uploadTensor(gpu, host, [rows, width], 'f32');
+			const list = uploadRowSpansWithin(gpu, spans, rows);
+			try {
+				await run(gpu, (rec) => copyRowSpansWithin(rec, { buffer, width, spans: list }));
+				return [
+					{
+						label: 'buffer',
+						actual: await readTensor(buffer),
+						expected: copyRowSpansRef(host, host, width, spans),
+						atol: 0,
+						rtol: 0
+					}
+				];
+			} finally {
+				buffer.release();
+				list.tensor.release();
+			}
+		}
+	}));
+}
+
 export interface SumSpanCaseSpec {
 	srcRows: number;
 	width: number;
@@ -158,7 +191,8 @@ async function runSums(gpu: Gpu, spec: SumSpanCaseSpec): Promise<Comparison[]> {
 /** The self-test's sizes: the middle chunk of a vocabulary of 3 chunks; three prompts of a
  * prefill group (padded to 5) into sequences 1..3 of a cache of 4 x 6 slots, Qwen2.5-0.5B's
  * kv row (2 x 64); two prefixes of 5 rows summed over the 3 and 2 sequences (of 9 rows)
- * that continue them, SmolLM2-135M's kv row (3 x 64). */
+ * that continue them, SmolLM2-135M's kv row (3 x 64); a cache's prefix rows copied to two
+ * other sequences inside one buffer. */
 export const COPY_SELFTEST = [
 	...copyCases([{ rows: 3, n: 100, m: 301, offset: 100 }]),
 	...rowSpanCases([
@@ -181,6 +215,17 @@ export const COPY_SELFTEST = [
 			groups: [
 				[0, 18, 36],
 				[9, 27]
+			]
+		}
+	]),
+	// a prefix of 7 slots in sequence 0's cache rows into sequences 1 and 3 (of 4 x 12 slots)
+	...rowSpanWithinCases([
+		{
+			rows: 48,
+			width: 128,
+			spans: [
+				{ src: 0, dst: 12, rows: 7 },
+				{ src: 0, dst: 36, rows: 7 }
 			]
 		}
 	])
