@@ -10,8 +10,9 @@ import type { StepMetrics } from './types';
  * What the engine did between two marks of its stats (a GRPO step's rollouts, and the
  * evaluation when one ran before them): prefill and decode time, the calls' whole time
  * (call_ms: the rest of it is their setup; the rest of train/rollout_ms is the host's),
- * generate calls, batches and decode sessions; prompt tokens prefilled, and those whose keys
- * came from the prefix store (a game's earlier turns).
+ * generate calls, batches and decode sessions; prompt tokens prefilled, those whose keys
+ * came from the prefix store (a game's earlier turns), and those copied from another prompt
+ * of the same prefill that shares them (a step's first turns).
  */
 export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMetrics {
 	return {
@@ -20,6 +21,7 @@ export function engineMetrics(now: GeneratorStats, was: GeneratorStats): StepMet
 		'engine/sequences': now.sequences - was.sequences,
 		'engine/prompt_tokens': now.promptTokens - was.promptTokens,
 		'engine/reused_tokens': now.reusedTokens - was.reusedTokens,
+		'engine/shared_tokens': now.sharedTokens - was.sharedTokens,
 		'engine/prefill_ms': now.prefillMs - was.prefillMs,
 		'engine/decode_steps': now.decodeSteps - was.decodeSteps,
 		'engine/decode_ms': now.decodeMs - was.decodeMs,

@@ -27,9 +27,8 @@ import {
 	type ResolvedOptions,
 	type StepToken
 } from './options';
-import { prefill } from './prefill';
-import { extendPrefill, type ExtendItem } from './extend';
-import type { PrefixStore, PrefixHit } from './prefix-store';
+import { prefillBatch } from './batch-prefill';
+import type { PrefixStore } from './prefix-store';
 import { sequenceSeed } from './seed';
 import { MergedLora } from './merged-lora';
 
@@ -47,6 +46,9 @@ export interface GeneratorStats {
 	promptTokens: number;
 	/** Prompt tokens whose keys and values came from the prefix store instead. */
 	reusedTokens: number;
+	/** Prompt tokens whose keys and values were copied from another prompt of the same
+	 * prefill that shares them (shared-prefill.ts). */
+	sharedTokens: number;
 	prefillMs: number;
 	/** Decode steps (one token for every live sequence), and ms in the decode loops. */
 	decodeSteps: number;
@@ -66,6 +68,7 @@ export class Generator {
 		sequences: 0,
 		promptTokens: 0,
 		reusedTokens: 0,
+		sharedTokens: 0,
 		prefillMs: 0,
 		decodeSteps: 0,
 		decodeMs: 0,
@@ -80,6 +83,7 @@ export class Generator {
 	readonly #decodeMatmul?: DecodeMatmulOptions;
 	readonly #prefillTokens: number;
 	readonly #prefixCache: boolean;
+	readonly #sharePrefixes: boolean;
 	readonly #kept: SessionKeeper;
 	/** The adapter merged into copies of its projections (undefined: applied on top). */
 	readonly #merged: MergedLora | undefined;
@@ -107,6 +111,7 @@ export class Generator {
 			);
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
+		this.#sharePrefixes = options.sharePrefixes ?? true;
 		const storeBytes = options.prefixStoreBytes ?? STORE_KV_BYTES;
 		if (!(storeBytes >= 0))
 			throw new GenerationOptionsError(
@@ -251,7 +256,20 @@ export class Generator {
 		stats.batches++;
 		stats.sequences += B;
 		const prefillStart = performance.now();
-		const hits = await this.#prefill(session, prompts, store, options.signal);
+		const hits = await prefillBatch(
+			{
+				model: this.#model,
+				pool: this.#pool,
+				prefillTokens: this.#prefillTokens,
+				decodeMatmul: this.#decodeMatmul,
+				sharePrefixes: this.#sharePrefixes,
+				stats
+			},
+			session,
+			prompts,
+			store,
+			options.signal
+		);
 		const decodeStart = performance.now();
 		stats.prefillMs += decodeStart - prefillStart;
 		let done: GeneratedSequence[];
@@ -277,49 +295,6 @@ export class Generator {
 				)
 				.catch(() => {});
 		return done;
-	}
-
-	/**
-	 * Fills the session's cache and x for the prompts: each prompt that extends a stored
-	 * sequence by at least one token gets its stored rows copied in and prefills only the
-	 * rest (extend.ts), the others a whole prefill. Returns each prompt's store hit.
-	 */
-	async #prefill(
-		session: DecodeSession,
-		prompts: readonly (readonly number[])[],
-		store: PrefixStore | undefined,
-		signal: AbortSignal | undefined
-	): Promise<(PrefixHit | undefined)[]> {
-		const hits = prompts.map((p) => store?.find(p, p.length - 1));
-		const whole: number[] = [];
-		const items: ExtendItem[] = [];
-		hits.forEach((hit, b) => {
-			if (!hit) return whole.push(b);
-			items.push({ row: b, start: hit.length, tokens: prompts[b].slice(hit.length) });
-		});
-		const model = this.#model;
-		const stats = this.stats;
-		// a lost device fails the prefills awaited next
-		store?.restore(session.cache, hits).catch(() => {});
-		if (whole.length) {
-			const wholePrompts = whole.map((b) => prompts[b]);
-			await prefill(model, this.#pool, this.#prefillTokens, session, wholePrompts, signal, whole);
-			stats.promptTokens += wholePrompts.reduce((a, p) => a + p.length, 0);
-		}
-		if (items.length) {
-			await extendPrefill(
-				model,
-				this.#pool,
-				session,
-				items,
-				this.#prefillTokens,
-				this.#decodeMatmul,
-				signal
-			);
-			stats.promptTokens += items.reduce((a, it) => a + it.tokens.length, 0);
-			stats.reusedTokens += items.reduce((a, it) => a + it.start, 0);
-		}
-		return hits;
 	}
 
 	/** The decode loop of one batch after its prefill: a token per live sequence a step. */

@@ -103,6 +103,9 @@ export interface GeneratorOptions {
 	 * with one prefills only the rest: a game's next turn, a chat's next message. Default
 	 * true; off where memory is short (it is skipped when it would not fit anyway). */
 	prefixCache?: boolean;
+	/** Prefill the prefixes a call's new prompts share (a step's first turns) once, and copy
+	 * their keys and values to the others (shared-prefill.ts). Default true. */
+	sharePrefixes?: boolean;
 	/** The prefix store's KV cache at most, bytes (default STORE_KV_BYTES, 2 GiB): past it
 	 * the store holds fewer sequences than a call has, least recently used replaced. */
 	prefixStoreBytes?: number;
