@@ -1,13 +1,15 @@
 /**
  * @file The engine's share of a tic-tac-toe GRPO step's rollouts: the bundled model's shape
  * decoding what a step's games ask, turn by turn (TURNS generate calls over the live games;
- * a game's next prompt is its sequence so far and PER_TURN new tokens; up to 16 new tokens
- * at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
+ * a game's first prompt is one of two system prompts of SYSTEM tokens, as a game's mark
+ * picks, then its own; its next prompt is its sequence so far and PER_TURN new tokens; up
+ * to 16 new tokens at T 1), for `before` (batches of 64, prefill groups of 4096, no prefix store),
  * `noPrefix` (no prefix store, a session per batch size), `exact` (the prefix store, a
  * session per batch size) and `auto` (today's defaults: sessionSlack, one decode session
  * kept across the turns, the adapter merged into the projections), `live` (auto with the
  * adapter applied on top), `fused128` and `fused512` (auto with the fused skinny decode kernels
- * up to 128 or 512 rows): median, min and max ms and the Generator's stats (callMs: the
+ * up to 128 or 512 rows), `noShare` (auto with each first prompt prefilled whole, not
+ * its system prompt once): median, min and max ms and the Generator's stats (callMs: the
  * calls end to end). The adapter counts as changed before each rollout (a GRPO step's
  * update), so no rollout reuses another's keys. One JSON object; --tiles h200 forces the
  * H200's thresholds; --profile adds per-kernel GPU time.
@@ -29,6 +31,7 @@ const GAMES = Number(option('games') ?? (TINY ? 32 : 512));
 const TURNS = Number(option('turns') ?? (TINY ? 3 : 5));
 const REPS = Number(option('reps') ?? (TINY ? 1 : 3));
 const FIRST = 120;
+const SYSTEM = 100;
 const PER_TURN = 40;
 const NEW = 16;
 
@@ -74,7 +77,8 @@ async function main() {
 		live: { maxContext: 512, mergeLora: false },
 		// the fused skinny decode kernels past their default 32 rows (the tiled path above it)
 		fused128: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 128 } },
-		fused512: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 512 } }
+		fused512: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 512 } },
+		noShare: { maxContext: 512, sharePrefixes: false }
 	};
 	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
 	async function rollout(generator: Generator, seed: number) {
@@ -82,7 +86,11 @@ async function main() {
 		const ends = Array.from({ length: GAMES }, () => 2 + Math.floor(rand() * (TURNS - 1)));
 		const message = (g: number, n: number) =>
 			Array.from({ length: n }, (_, i) => (i * 31 + g * 7 + seed) % 700);
-		const sequences = Array.from({ length: GAMES }, (_, g) => message(g, FIRST + (g % 7)));
+		const system = [message(GAMES, SYSTEM), message(GAMES + 1, SYSTEM)];
+		const sequences = Array.from({ length: GAMES }, (_, g) => [
+			...system[g % 2],
+			...message(g, FIRST - SYSTEM + (g % 7))
+		]);
 		model.lora!.changed(); // a GRPO update came before this step's games
 		const t0 = performance.now();
 		for (let turn = 0; turn < TURNS; turn++) {
@@ -142,6 +150,7 @@ async function main() {
 				decodeSteps: per('decodeSteps'),
 				promptTokens: per('promptTokens'),
 				reusedTokens: per('reusedTokens'),
+				sharedTokens: per('sharedTokens'),
 				callMs: per('callMs')
 			}
 		};
