@@ -66,8 +66,14 @@ function tokenString(x: unknown): string | undefined {
 
 const NOTHING_ADDED = { add_special_tokens: false };
 
+/** Short decodes a tokenizer remembers for its decode streams before starting over. */
+const SHORT_DECODES = 65536;
+
 export class Tokenizer {
 	private readonly specialIds: Set<number>;
+	/** decodeStream's decodes of one or two ids (key id, or id0 x 2^26 + id1), per
+	 * skipSpecialTokens; cleared when SHORT_DECODES are held. */
+	readonly #shortDecodes = { skip: new Map<number, string>(), keep: new Map<number, string>() };
 	/** Template variables: the special tokens as strings (transformers' special_tokens_map). */
 	readonly specialTokensMap: SpecialTokenVars;
 
@@ -254,9 +260,25 @@ export class Tokenizer {
 		return this.hf.decode(known, { skip_special_tokens: skipSpecialTokens });
 	}
 
-	/** A stream that turns generated ids into text pieces that never split a character. */
+	/** A stream that turns generated ids into text pieces that never split a character. Its
+	 * windows are one or two ids almost always (the last emitted token, then it and the new
+	 * one): those are decoded once per tokenizer and remembered (decode is a function of
+	 * the ids), where every sampled token cost two decodes. */
 	decodeStream(opts: DecodeOptions = {}): DecodeStream {
-		return new DecodeStream((ids) => this.decode(ids, opts));
+		const skip = opts.skipSpecialTokens ?? false;
+		const memo = skip ? this.#shortDecodes.skip : this.#shortDecodes.keep;
+		return new DecodeStream((ids) => {
+			if (ids.length > 2 || ids.some((id) => !(Number.isInteger(id) && id >= 0 && id < 2 ** 26)))
+				return this.decode(ids, opts);
+			const key = ids.length === 0 ? -1 : ids.length === 1 ? ids[0] : ids[0] * 2 ** 26 + ids[1];
+			let text = memo.get(key);
+			if (text === undefined) {
+				text = this.decode(ids, opts);
+				if (memo.size >= SHORT_DECODES) memo.clear();
+				memo.set(key, text);
+			}
+			return text;
+		});
 	}
 
 	/** The rendered chat, as transformers' apply_chat_template(..., tokenize=False). */

@@ -108,6 +108,22 @@ describe('Tokenizer (real Qwen3 tokenizer.json)', () => {
 		expect(cut.flush()).toContain('\uFFFD');
 	});
 
+	it("streams remember short decodes per tokenizer: a second stream's pieces are the first's", () => {
+		// the memo is keyed on the ids and skipSpecialTokens: the same text, specials kept or not
+		const ids = tok.encode('<|im_start|>assistant\n<move>B2</move> 𝔘好 ok<|im_end|>');
+		const run = (skip: boolean) => {
+			const stream = tok.decodeStream({ skipSpecialTokens: skip });
+			return [...ids.map((id) => stream.push(id)), stream.flush()];
+		};
+		for (const skip of [false, true]) {
+			const first = run(skip);
+			expect(first.join('')).toBe(tok.decode(ids, { skipSpecialTokens: skip }));
+			expect(run(skip)).toEqual(first);
+		}
+		expect(run(true).join('')).not.toContain('<|im_start|>');
+		expect(run(false).join('')).toContain('<|im_start|>');
+	});
+
 	it('drops ids past the vocabulary (as Rust tokenizers do); rejects bad ids and non-string text', () => {
 		expect(tok.decode([9707, 151669, 151935, 1879])).toBe('Hello world');
 		expect(() => tok.decode([-1])).toThrow(TokenizerError);
