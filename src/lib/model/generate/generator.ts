@@ -118,6 +118,9 @@ export class Generator {
 				`prefixStoreBytes must be a number of bytes >= 0, got ${storeBytes}`
 			);
 		this.#merged = (options.mergeLora ?? true) ? MergedLora.create(model) : undefined;
+		// the update uses the copy too while it holds the adapter (after this generator's
+		// rollouts, before the optimizer moves it)
+		if (this.#merged) model.useMergedWeights(this.#merged);
 		this.#kept = new SessionKeeper(
 			model,
 			this.#pool,
@@ -165,6 +168,8 @@ export class Generator {
 	release(): void {
 		this.#released = true;
 		this.#kept.release();
+		if (this.#merged && this.#model.mergedWeights === this.#merged)
+			this.#model.useMergedWeights(undefined);
 		this.#merged?.release();
 		this.#pool.trim();
 	}

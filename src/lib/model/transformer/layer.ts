@@ -42,6 +42,10 @@ export interface LayerContext {
 	attentionScaling: number;
 	/** The adapters, or undefined to run the base model. */
 	lora?: LoraParameters;
+	/** Per layer, the projections with the adapters merged in, W' = W + s B A (a Generator's
+	 * copy, current): a targeted projection's y = x W'^T and dx = dy W', the adapter then
+	 * adding only what its gradients need (x A^T; dy B). */
+	merged?: readonly LayerWeights[];
 	/** The rows continue shared prefixes (positions then start at prefix.p). */
 	prefix?: PrefixAttention;
 	/** This batch is the prefixes: their rows' summed key and value gradients [N, kvDim],
@@ -66,11 +70,14 @@ function linear(
 	xa: LoraActs,
 	accumulate: boolean
 ): void {
-	matmul(rec, { a: x, b: w.proj[name], c: y, transB: true, beta: accumulate ? 1 : 0 });
+	const lora = adapterOf(ctx, layer, name);
+	const merged = lora && ctx.merged?.[layer].proj[name];
+	matmul(rec, { a: x, b: merged ?? w.proj[name], c: y, transB: true, beta: accumulate ? 1 : 0 });
 	const bias = w.bias[name];
 	if (bias) addBias(rec, { bias, y });
-	const lora = adapterOf(ctx, layer, name);
-	if (lora) loraForward(rec, { ...lora.adapter, x, y, xa: xa[name]! });
+	if (!lora) return;
+	if (merged) matmul(rec, { a: x, b: lora.adapter.a, c: xa[name]!, transB: true });
+	else loraForward(rec, { ...lora.adapter, x, y, xa: xa[name]! });
 }
 
 const headsView = (t: Tensor, ctx: LayerContext, heads: number, T = ctx.T) =>
@@ -195,8 +202,9 @@ export function layerBackward(rec: Recorder, ctx: LayerContext, args: LayerBackw
 		dx: Tensor | undefined,
 		add: boolean
 	) => {
-		if (dx) matmul(rec, { a: dy, b: w.proj[name], c: dx, beta: add ? 1 : 0 });
 		const lora = adapterOf(ctx, layer, name);
+		const merged = lora && ctx.merged?.[layer].proj[name];
+		if (dx) matmul(rec, { a: dy, b: merged ?? w.proj[name], c: dx, beta: add ? 1 : 0 });
 		if (!lora) return;
 		const m = lora.module;
 		const adapter: LoraAdapter = lora.adapter;
@@ -207,7 +215,7 @@ export function layerBackward(rec: Recorder, ctx: LayerContext, args: LayerBackw
 			dy,
 			dA: m.dA,
 			dB: m.dB,
-			dx,
+			dx: merged ? undefined : dx,
 			accumulate
 		});
 	};

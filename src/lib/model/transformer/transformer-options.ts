@@ -5,6 +5,7 @@
 import type { LoraConfig } from './lora';
 import type { WeightDtypePolicy } from '../hf/weight-dtype';
 import type { SharedPrefixInput } from './shared-prefix';
+import type { LayerWeights } from '../hf/weights';
 
 export interface TransformerOptions {
 	/** LoRA adapters to create (defaults filled in: r 8, alpha 16, all 7 projections);
@@ -60,4 +61,11 @@ export interface BackwardOptions extends Omit<CallOptions, 'lora'> {
 	accumulate?: boolean;
 	/** This call's activation policy (default: the model's `activations`). */
 	activations?: ActivationPolicy;
+}
+
+/** Per-layer weights whose adapter-targeted projections hold W' = W + s B A, and whether
+ * they hold the adapter as it is now (useMergedWeights). */
+export interface MergedWeights {
+	readonly current: boolean;
+	readonly layers: readonly LayerWeights[];
 }

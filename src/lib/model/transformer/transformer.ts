@@ -35,6 +35,7 @@ import { LoraParameters, resolveLoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
 import type {
 	ActivationPolicy,
+	MergedWeights,
 	BackwardOptions,
 	CallOptions,
 	LogprobGrad,
@@ -92,6 +93,7 @@ export class TransformerModel {
 	readonly #pool: BufferPool;
 	/** B x T of the last call: the pool keeps that call's buffers for the next one. */
 	#lastBatchShape = '';
+	#merged: MergedWeights | undefined;
 	#released = false;
 
 	private constructor(
@@ -217,6 +219,10 @@ export class TransformerModel {
 		const keep = this.activationPlan(batch.B, batch.T, options.activations) === 'keep';
 		const run = await this.#begin(batch, 'train', true, keep, prefix);
 		try {
+			if (this.#merged?.current) {
+				run.ctx.merged = this.#merged.layers;
+				if (run.prefix) run.prefix.run.ctx.merged = this.#merged.layers;
+			}
 			const bw = allocate(this.#pool, backwardSpecs(config, batch));
 			run.owned.push(bw);
 			const pre = run.prefix;
@@ -354,6 +360,19 @@ export class TransformerModel {
 			needDx: i > 0,
 			accumulate
 		});
+	}
+
+	/**
+	 * Projections with the adapter merged in (a Generator's copy, generate/merged-lora.ts):
+	 * while they hold the adapter as it is, training uses them (x W'^T for x W^T + s (x A^T)
+	 * B^T, dy W' for dy W + s (dy B) A: two products fewer a targeted projection, each way).
+	 */
+	useMergedWeights(merged: MergedWeights | undefined): void {
+		this.#merged = merged;
+	}
+
+	get mergedWeights(): MergedWeights | undefined {
+		return this.#merged;
 	}
 
 	/** Destroys the buffers the pool keeps between calls (they serve the next call of the

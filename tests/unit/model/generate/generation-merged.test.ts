@@ -4,6 +4,8 @@
  * T = 1: ids exact, logprobs within 1e-4: the two sum W x + s B A x in different orders, f32),
  * on the fused decode path (6 sequences) and the tiled one (40), follows the adapter after it
  * moves, records fewer dispatches a step, and is not made for f16 projections or past its cap.
+ * The update uses the copy while it holds the adapter (x W'^T, dy W'): its logprobs within
+ * 2e-5 and LoRA gradients within 1e-4 of the largest + 1e-3 relative of the live adapter's.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../../src/lib/util/random';
@@ -67,6 +69,44 @@ describe('generation with the adapter merged in', () => {
 			live.release();
 			model.release();
 		}
+	});
+
+	it('the update uses the copy while it holds the adapter: the same logprobs and gradients', async () => {
+		const model = await TransformerModel.create(gpu(), config, source(), { lora: { rank: 4 } });
+		const rng = new Rng(5);
+		await randomizeLoraB(model.lora!, rng, 0.3);
+		const generator = new Generator(model, { maxContext: 256, prefixCache: false });
+		const seqs = randomSequences(config.vocabSize, [9, 6, 12], 5);
+		const g = rng.normals(3 * 11);
+		const grads = async () => {
+			const { logprobs } = await model.forwardBackward(seqs, g);
+			return { logprobs, grads: await model.lora!.readGrads() };
+		};
+		// not yet synced: the live adapter
+		expect(model.mergedWeights?.current).toBe(false);
+		const live = await grads();
+		await generator.generate([[1, 2, 3]], { maxTokens: 1, temperature: 0 });
+		expect(model.mergedWeights?.current).toBe(true);
+		const merged = await grads();
+		expect(merged.logprobs).toBeAllclose(live.logprobs, { atol: 2e-5, rtol: 1e-5 });
+		for (const [name, v] of live.grads) {
+			const scale = v.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+			expect(scale, name).toBeGreaterThan(1e-6);
+			expect(merged.grads.get(name)!, name).toBeAllclose(v, { atol: 1e-4 * scale, rtol: 1e-3 });
+		}
+		// the copy is what the update reads: one without the adapter's term changes the logprobs
+		const real = model.mergedWeights!;
+		model.useMergedWeights({ current: true, layers: model.weights.layers });
+		const { logprobs } = await model.forwardBackward(seqs, g);
+		const diff = logprobs.reduce((m, x, i) => Math.max(m, Math.abs(x - live.logprobs[i]) || 0), 0);
+		expect(diff).toBeGreaterThan(1e-3);
+		model.useMergedWeights(real);
+		// an update makes the copy stale until the next rollout; release detaches it
+		await randomizeLoraB(model.lora!, rng, 0.3);
+		expect(model.mergedWeights?.current).toBe(false);
+		generator.release();
+		expect(model.mergedWeights).toBeUndefined();
+		model.release();
 	});
 
 	it('is made only for f32 projections within its cap', async () => {
