@@ -4,9 +4,11 @@
  * agent's moves trained, seeded advantages, on-policy rollout logprobs; grpoStep as the
  * page's preset runs it (cispo, KL 0.05 against the LoRA-off model, LoRA r 64, micro-batches
  * of TOKEN_BUDGET padded tokens) at lr 0, so every rep sees the same weights. Alternating
- * `whole` and `shared` reps: median, min and max ms of the step, its reference forward and
- * its forward + backward; the two steps' loss and KL (they should agree to f32 noise); the
- * micro-batches' prefixes. --tiny: a width-32 model of the same vocabulary (SwiftShader).
+ * `whole` (every sequence whole, the adapter applied on top), `shared` (shared prefixes run
+ * once) and `merged` (shared, and the rollout's merged copy of the projections, x W'^T and
+ * dy W') reps: median, min and max ms of the step, its reference forward and its forward +
+ * backward; the steps' loss and KL (they should agree to f32 noise); the micro-batches'
+ * prefixes. --tiny: a width-32 model of the same vocabulary (SwiftShader).
  * One JSON object.
  *
  *   npx tsx tools/bench/bench-update.ts [--games 512] [--reps 3] [--token-budget 32768] [--tiny]
@@ -17,6 +19,7 @@ import { sftSequence } from '../../src/lib/agent/backend/sft-sequences';
 import { LoraOptimizer } from '../../src/lib/grpo/optimizer';
 import { packSequences, type TrainSequence } from '../../src/lib/grpo/pack';
 import { grpoStep, type GrpoStepConfig } from '../../src/lib/grpo/train-step';
+import { Generator } from '../../src/lib/model/generate/generator';
 import { openCheckpointFromDirectory } from '../../src/lib/model/hf/node/checkpoint';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
@@ -60,6 +63,11 @@ async function main() {
 		seed: 1
 	});
 	const optimizer = new LoraOptimizer(gpu, model.lora!);
+	// a rollout's generator: its merged copy of the projections, synced by one generation
+	const generator = new Generator(model, { prefixCache: false });
+	await generator.generate([[1, 2, 3]], { maxTokens: 1, temperature: 0 });
+	const merged = model.mergedWeights;
+	if (!merged?.current) throw new Error('the generator made no merged copy of the projections');
 	// on-policy rollout logprobs, scored in micro-batches as the update packs them
 	const sequences: TrainSequence[] = [];
 	for (const mb of packSequences(base, {
@@ -95,13 +103,15 @@ async function main() {
 		tokenBudget: TOKEN_BUDGET,
 		maxSeqLen: config.maxPositionEmbeddings
 	};
-	const runs = { whole: [] as number[][], shared: [] as number[][] };
-	const losses: Record<string, number[]> = { whole: [], shared: [] };
+	const kinds = ['whole', 'shared', 'merged'] as const;
+	const runs = { whole: [] as number[][], shared: [] as number[][], merged: [] as number[][] };
+	const losses: Record<string, number[]> = { whole: [], shared: [], merged: [] };
 	for (let rep = 0; rep <= REPS; rep++)
-		for (const kind of ['whole', 'shared'] as const) {
+		for (const kind of kinds) {
+			model.useMergedWeights(kind === 'merged' ? merged : undefined);
 			const r = await grpoStep(model, optimizer, sequences, {
 				...step,
-				sharePrefixes: kind === 'shared'
+				sharePrefixes: kind !== 'whole'
 			});
 			if (r.skipped) throw new Error(`the ${kind} step was skipped: ${r.skipped}`);
 			const t = r.metrics.times;
@@ -134,9 +144,12 @@ async function main() {
 		microBatches: prefixes,
 		whole: phases(runs.whole),
 		shared: phases(runs.shared),
+		merged: phases(runs.merged),
 		ratio: median(runs.whole.map((r) => r[0])) / median(runs.shared.map((r) => r[0])),
+		ratioMerged: median(runs.whole.map((r) => r[0])) / median(runs.merged.map((r) => r[0])),
 		lossAndKl: losses
 	});
+	generator.release();
 	optimizer.release();
 	model.release();
 }
