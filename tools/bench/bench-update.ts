@@ -8,10 +8,12 @@
  * once) and `merged` (shared, and the rollout's merged copy of the projections, x W'^T and
  * dy W') reps: median, min and max ms of the step, its reference forward and its forward +
  * backward; the steps' loss and KL (they should agree to f32 noise); the micro-batches'
- * prefixes. --tiny: a width-32 model of the same vocabulary (SwiftShader).
+ * prefixes. --tiny: a width-32 model of the same vocabulary (SwiftShader). --profile: one
+ * more step of each configuration with per-kernel GPU time (a timed pass per dispatch: the
+ * step's wall time then means nothing), its kernels' total beside the step's wall time.
  * One JSON object.
  *
- *   npx tsx tools/bench/bench-update.ts [--games 512] [--reps 3] [--token-budget 32768] [--tiny]
+ *   npx tsx tools/bench/bench-update.ts [--games 512] [--reps 3] [--token-budget 32768] [--tiny] [--profile]
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { legalPlayTranscripts } from '../../src/lib/agent/envs/tictactoe/demonstrations';
@@ -25,7 +27,8 @@ import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import { TransformerModel } from '../../src/lib/model/transformer/transformer';
 import { DEFAULT_MODEL_DIR, ensureBundledModel } from '../../scripts/default-model';
 import { makeLog, printJson, runMain } from '../tool-entry';
-import { lcg, median, option, SyntheticWeights, TINY, benchHeader } from './bench-support';
+import { KernelProfiler } from '../../src/lib/gpu/profiler';
+import { flag, lcg, median, option, SyntheticWeights, TINY, benchHeader } from './bench-support';
 
 const log = makeLog('bench-update');
 const GAMES = Number(option('games') ?? (TINY ? 24 : 512));
@@ -120,6 +123,28 @@ async function main() {
 			runs[kind].push([t.totalMs, t.referenceMs, t.forwardBackwardMs]);
 			losses[kind].push(r.metrics.loss, r.metrics.klMean ?? NaN);
 		}
+	const profiles: Record<string, unknown> = {};
+	if (flag('profile'))
+		for (const kind of kinds) {
+			model.useMergedWeights(kind === 'merged' ? merged : undefined);
+			const profiler = new KernelProfiler(gpu);
+			const r = await grpoStep(model, optimizer, sequences, {
+				...step,
+				sharePrefixes: kind !== 'whole'
+			});
+			const report = profiler.report();
+			profiler.detach();
+			profiles[kind] = {
+				kernelMs: Number(report.totalMs.toFixed(1)),
+				dispatches: report.kernels.reduce((n, k) => n + k.count, 0),
+				stepMs: r.skipped ? undefined : Math.round(r.metrics.times.totalMs),
+				kernels: report.kernels.slice(0, 14).map((k) => ({
+					name: k.name,
+					count: k.count,
+					ms: Number(k.totalMs.toFixed(1))
+				}))
+			};
+		}
 	const summary = (rows: number[][], k: number) => {
 		const xs = rows.map((r) => r[k]);
 		return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
@@ -147,7 +172,8 @@ async function main() {
 		merged: phases(runs.merged),
 		ratio: median(runs.whole.map((r) => r[0])) / median(runs.shared.map((r) => r[0])),
 		ratioMerged: median(runs.whole.map((r) => r[0])) / median(runs.merged.map((r) => r[0])),
-		lossAndKl: losses
+		lossAndKl: losses,
+		...(flag('profile') ? { profiles } : {})
 	});
 	generator.release();
 	optimizer.release();
