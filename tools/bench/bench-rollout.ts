@@ -9,7 +9,8 @@
  * kept across the turns, the adapter merged into the projections), `live` (auto with the
  * adapter applied on top), `fused128` and `fused512` (auto with the fused skinny decode kernels
  * up to 128 or 512 rows), `noShare` (auto with each first prompt prefilled whole, not
- * its system prompt once): median, min and max ms and the Generator's stats (callMs: the
+ * its system prompt once), `rows` (auto with the prefill's rows over cached tokens attending
+ * one by one, decode attention's indexed form): median, min and max ms and the Generator's stats (callMs: the
  * calls end to end). The adapter counts as changed before each rollout (a GRPO step's
  * update), so no rollout reuses another's keys. One JSON object; --tiles h200 forces the
  * H200's thresholds; --profile adds per-kernel GPU time.
@@ -78,7 +79,8 @@ async function main() {
 		// the fused skinny decode kernels past their default 32 rows (the tiled path above it)
 		fused128: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 128 } },
 		fused512: { maxContext: 512, decodeMatmul: { mode: 'fused', maxSkinnyRows: 512 } },
-		noShare: { maxContext: 512, sharePrefixes: false }
+		noShare: { maxContext: 512, sharePrefixes: false },
+		rows: { maxContext: 512, extendAttention: 'rows' }
 	};
 	/** One step's rollouts: turn t plays the games still live (a game ends at a random turn). */
 	async function rollout(generator: Generator, seed: number) {

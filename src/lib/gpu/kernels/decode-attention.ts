@@ -3,9 +3,10 @@
  * KV cache. q, out [B, Hq, D] (or [B, 1, Hq, D]); k, v caches [B, S, Hkv, D]; positions u32
  * [B]: sequence b attends keys 0..positions[b] (capped at S). With `sequences` (u32 [R]),
  * q has R rows of any sequences (several of one: a suffix over a cached prefix) and row r
- * reads cache row sequences[r] (the engine's suffix rows now use extend-attention.ts, a
- * block of rows a workgroup; this one-row-a-workgroup form is its benchmark's baseline). Two
- * dispatches (split, combine) with the partial states in the recorder's scratch.
+ * reads cache row sequences[r]: a prefill's suffix rows one a workgroup (the Generator's
+ * extendAttention 'rows'; its default, extend-attention.ts, takes a block of rows a
+ * workgroup: faster on SwiftShader, slower on an H100 at 512 x 40 rows). Two dispatches
+ * (split, combine) with the partial states in the recorder's scratch.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';

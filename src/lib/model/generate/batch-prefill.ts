@@ -10,7 +10,7 @@ import type { BufferPool } from '../../gpu/pool';
 import type { DecodeMatmulOptions } from '../transformer/decode-layer';
 import type { TransformerModel } from '../transformer/transformer';
 import type { DecodeSession } from './decode-session';
-import { extendPrefill, type ExtendItem } from './extend';
+import { extendPrefill, type ExtendAttentionMode, type ExtendItem } from './extend';
 import type { GeneratorStats } from './generator';
 import { prefill } from './prefill';
 import type { PrefixHit, PrefixStore } from './prefix-store';
@@ -23,6 +23,7 @@ export interface BatchPrefillContext {
 	prefillTokens: number;
 	decodeMatmul: DecodeMatmulOptions | undefined;
 	sharePrefixes: boolean;
+	extendAttention: ExtendAttentionMode;
 	/** Counts promptTokens, reusedTokens and sharedTokens. */
 	stats: GeneratorStats;
 }
@@ -68,6 +69,15 @@ export async function prefillBatch(
 		stats.promptTokens += wholePrompts.reduce((a, p) => a + p.length, 0);
 	}
 	if (items.length)
-		await extendPrefill(model, pool, session, items, prefillTokens, ctx.decodeMatmul, signal);
+		await extendPrefill(
+			model,
+			pool,
+			session,
+			items,
+			prefillTokens,
+			ctx.decodeMatmul,
+			signal,
+			ctx.extendAttention
+		);
 	return hits;
 }

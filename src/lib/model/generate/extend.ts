@@ -22,6 +22,10 @@ import type { TransformerModel } from '../transformer/transformer';
 import type { DecodeSession } from './decode-session';
 import { layerByLayer } from './prefill';
 
+/** How a piece's rows attend: in blocks that read each key once (extend-attention.ts), or
+ * each row alone (decode attention's indexed form). */
+export type ExtendAttentionMode = 'blocks' | 'rows';
+
 /** Sequence `row` of the session: `tokens` go to positions start, start + 1, ... */
 export interface ExtendItem {
 	row: number;
@@ -70,7 +74,8 @@ export async function extendPrefill(
 	items: readonly ExtendItem[],
 	rowLimit: number,
 	matmul: DecodeMatmulOptions | undefined,
-	signal: AbortSignal | undefined
+	signal: AbortSignal | undefined,
+	attention: ExtendAttentionMode = 'blocks'
 ): Promise<void> {
 	const { gpu, config, weights } = model;
 	const { layers, lora } = session.generationWeights;
@@ -118,7 +123,8 @@ export async function extendPrefill(
 				extend: {
 					sequences: keep(uploadTensor(gpu, sequences, [R], 'u32')),
 					kvSpans,
-					blocks: keep(uploadTensor(gpu, blocks, [blocks.length / 2, 2], 'u32'))
+					blocks: keep(uploadTensor(gpu, blocks, [blocks.length / 2, 2], 'u32')),
+					rows: attention === 'rows'
 				}
 			};
 			const ids32 = keep(uploadTensor(gpu, ids, [R], 'u32'));

@@ -28,6 +28,7 @@ import {
 	type StepToken
 } from './options';
 import { prefillBatch } from './batch-prefill';
+import type { ExtendAttentionMode } from './extend';
 import type { PrefixStore } from './prefix-store';
 import { sequenceSeed } from './seed';
 import { MergedLora } from './merged-lora';
@@ -84,6 +85,7 @@ export class Generator {
 	readonly #prefillTokens: number;
 	readonly #prefixCache: boolean;
 	readonly #sharePrefixes: boolean;
+	readonly #extendAttention: ExtendAttentionMode;
 	readonly #kept: SessionKeeper;
 	/** The adapter merged into copies of its projections (undefined: applied on top). */
 	readonly #merged: MergedLora | undefined;
@@ -112,6 +114,7 @@ export class Generator {
 		this.#prefillTokens = prefillTokens;
 		this.#prefixCache = options.prefixCache ?? true;
 		this.#sharePrefixes = options.sharePrefixes ?? true;
+		this.#extendAttention = options.extendAttention ?? 'blocks';
 		const storeBytes = options.prefixStoreBytes ?? STORE_KV_BYTES;
 		if (!(storeBytes >= 0))
 			throw new GenerationOptionsError(
@@ -268,6 +271,7 @@ export class Generator {
 				prefillTokens: this.#prefillTokens,
 				decodeMatmul: this.#decodeMatmul,
 				sharePrefixes: this.#sharePrefixes,
+				extendAttention: this.#extendAttention,
 				stats
 			},
 			session,

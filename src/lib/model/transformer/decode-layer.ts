@@ -41,8 +41,9 @@ export interface DecodeContext {
 	matmul?: DecodeMatmulOptions;
 	/** Rows that are not one per sequence: `sequences` u32 [B] names each row's cache row,
 	 * `kvSpans` moves the rows' k, v [B, Hkv * D] to their slots (cache rows [Bc * S]),
-	 * `blocks` u32 [nb, 2] groups each sequence's consecutive rows (extendBlocks). */
-	extend?: { sequences: Tensor; kvSpans: RowSpans; blocks: Tensor };
+	 * `blocks` u32 [nb, 2] groups each sequence's consecutive rows (extendBlocks); `rows`:
+	 * each row attends alone (decode attention's indexed form) instead of in blocks. */
+	extend?: { sequences: Tensor; kvSpans: RowSpans; blocks: Tensor; rows?: boolean };
 }
 
 /** How a decode step does its weight products (benchmarks compare these). */
@@ -271,7 +272,7 @@ export function decodeLayerForward(
 		copyRowSpans(rec, { src: acts.v, dst: cache.v, width, spans: extend.kvSpans });
 	} else kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
 	const att = acts.att.view([B, 1, Hq, D]);
-	if (extend)
+	if (extend && !extend.rows)
 		extendAttention(rec, {
 			q,
 			k: cache.k,
@@ -281,7 +282,15 @@ export function decodeLayerForward(
 			blocks: extend.blocks,
 			out: att
 		});
-	else decodeAttention(rec, { q, k: cache.k, v: cache.v, positions: ctx.positions, out: att });
+	else
+		decodeAttention(rec, {
+			q,
+			k: cache.k,
+			v: cache.v,
+			positions: ctx.positions,
+			...(extend ? { sequences: extend.sequences } : {}),
+			out: att
+		});
 	project(acts.att, [{ name: 'o_proj', y: x }], true);
 	const gateUp: Projection[] = [
 		{ name: 'gate_proj', y: acts.gate },

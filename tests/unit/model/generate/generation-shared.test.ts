@@ -4,7 +4,8 @@
  * distinct prefix once, copy its keys and values to the rows that share it, and generate
  * what a generator that prefills every prompt whole does (greedy ids exact, logprobs within
  * 1e-4: the rest of each prompt goes through the decode layer's kernels). The copied tokens
- * are counted; a next turn then extends the store's sequences as before.
+ * are counted; a next turn then extends the store's sequences as before. The extend's rows
+ * attending one by one (extendAttention 'rows') generate the same.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../../src/lib/util/random';
@@ -47,6 +48,10 @@ describe('generation with shared prefixes', () => {
 			const whole = new Generator(model, { sharePrefixes: false, prefixCache: false });
 			const out = await shared.generate(prompts, GREEDY);
 			expectSame(out, await whole.generate(prompts, GREEDY));
+			// the rows of a prefill over cached tokens attending one by one: the same
+			const rows = new Generator(model, { extendAttention: 'rows' });
+			expectSame(await rows.generate(prompts, GREEDY), out);
+			rows.release();
 			// 8 prompts, 3 distinct prefixes of 24 (the unshared prompt keeps its own): 5 copied
 			expect(shared.stats.sharedTokens).toBe(5 * 24);
 			expect(shared.stats.promptTokens).toBe(whole.stats.promptTokens - 5 * 24);
