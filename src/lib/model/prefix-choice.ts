@@ -3,9 +3,10 @@
  * fewest distinct prefixes for the most tokens saved, (rows - prefixes) x p, with p below
  * each row's `firstTrained` (an update: a row's first own token is not scored, its context
  * being the prefix's last position; a prefill: its length, so a row keeps a token of its
- * own). The system prompt a game's sequences share, or a group's first turn. From the rows sorted by their ids, the adjacent pairs' common lengths: at p,
- * the prefixes are 1 + the pairs whose common length is under p, so the best p is one of
- * those lengths or the cap. Worth it only when it saves `minShare` of the rows' tokens.
+ * own). The system prompt a game's sequences share, or a group's first turn. From the rows
+ * sorted by their ids, the adjacent pairs' common lengths: at p, the prefixes are 1 + the
+ * pairs whose common length is under p, so the best p is one of those lengths or the cap.
+ * Worth it only when it saves `minShare` of the rows' tokens.
  */
 
 export interface PrefixChoice {

@@ -11,7 +11,8 @@ import { nextTokenTargets, type TokenBatch } from './batch';
 import type { LayerContext, LoraActs } from './layer';
 import type { LoraParameters } from './lora';
 import type { ModelConfig } from '../types';
-import type { PrefixAttention } from './shared-prefix';
+import { allocatePrefixAttention, type PrefixAttention, type SharedPrefix } from './shared-prefix';
+import type { Gpu } from '../../gpu/device';
 import {
 	allocate,
 	headSpecs,
@@ -103,6 +104,40 @@ export function allocateCall(
 		};
 	} catch (error) {
 		owned.forEach((o) => releaseAll(o));
+		throw error;
+	}
+}
+
+/** A call whose rows continue shared prefixes: the rows' buffers (positions from p on), the
+ * prefixes' own call, and the rows' attention over them (shared-prefix.ts); the rows'
+ * release() gives back all three. */
+export function allocatePrefixedCall(
+	gpu: Gpu,
+	pool: BufferPool,
+	model: { config: ModelConfig; invFreq: Tensor<'f32'>; attentionScaling: number },
+	batch: TokenBatch,
+	prefix: SharedPrefix,
+	mode: Mode,
+	lora: LoraParameters | undefined,
+	keep: boolean
+): CallBuffers {
+	const run = allocateCall(pool, model, batch, mode, lora, keep, prefix.batch.T);
+	try {
+		const prefixRun = allocateCall(pool, model, prefix.batch, mode, lora, keep);
+		run.owned.push(...prefixRun.owned);
+		const attention = allocatePrefixAttention(gpu, pool, model.config, batch, prefix, mode);
+		const release = run.release;
+		run.release = () => {
+			release();
+			attention.release();
+		};
+		run.ctx.prefix = attention;
+		if (attention.dkSum && attention.dvSum)
+			prefixRun.ctx.rowsKvGrad = { dk: attention.dkSum, dv: attention.dvSum };
+		run.prefix = { run: prefixRun, attention };
+		return run;
+	} catch (error) {
+		run.release();
 		throw error;
 	}
 }

@@ -24,8 +24,8 @@ import {
 } from '../../gpu/kernels/copy';
 import { uploadTensor, type Tensor } from '../../gpu/tensor';
 import type { ModelConfig } from '../types';
-import type { TokenBatch } from './batch';
-import { pooledBytes, type BatchDims, type Mode, type TensorSpec } from './workspace';
+import { toTokenBatch, type TokenBatch } from './batch';
+import type { BatchDims, Mode, TensorSpec } from './workspace';
 
 /** What a caller gives: the prefixes, and which one each row of the batch continues. */
 export interface SharedPrefixInput {
@@ -84,15 +84,9 @@ export function toSharedPrefix(input: SharedPrefixInput, B: number): SharedPrefi
 			);
 		rowPrefix[b] = j;
 	}
-	const ids = new Uint32Array(P * p);
-	for (let i = 0; i < ids.length; i++) {
-		const id = input.ids[i];
-		if (!(Number.isInteger(id) && id >= 0 && id < 2 ** 32))
-			throw new ShapeMismatchError(`shared prefix: id ${id} at ${i} is not a token id`);
-		ids[i] = id;
-	}
-	const lengths = new Uint32Array(P).fill(p);
-	return { batch: { B: P, T: p, ids, lengths }, rowPrefix };
+	// the prefixes' ids checked as any batch's are
+	const batch = toTokenBatch({ ids: input.ids, lengths: new Array(P).fill(p), seqLen: p });
+	return { batch, rowPrefix };
 }
 
 /** The buffers a prefixed call adds (beside the prefixes' own call buffers). */
@@ -112,15 +106,6 @@ export function prefixAttentionSpecs(
 		...Array.from({ length: train ? 4 : 2 }, () => f32(full)),
 		...(train ? [f32(perPrefix), f32(perPrefix)] : [])
 	];
-}
-
-export function prefixAttentionBytes(
-	config: ModelConfig,
-	rows: BatchDims,
-	prefix: BatchDims,
-	mode: Mode
-): number {
-	return prefixAttentionSpecs(config, rows, prefix, mode).reduce((s, t) => s + pooledBytes(t), 0);
 }
 
 /** Allocates the rows' attention over their prefixes for a batch [B, T] with `lengths`. */

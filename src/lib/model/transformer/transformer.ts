@@ -10,7 +10,6 @@ import { BufferPool } from '../../gpu/pool';
 import type { Gpu } from '../../gpu/device';
 import { ShapeMismatchError } from '../../gpu/errors';
 import { Recorder } from '../../gpu/kernel';
-import { embeddingForward } from '../../gpu/kernels/embedding';
 import { logSoftmaxGatherBackward, logSoftmaxGatherForward } from '../../gpu/kernels/logsoftmax';
 import { rmsNormBackward, rmsNormForward } from '../../gpu/kernels/rmsnorm';
 import { readTensor, uploadTensor, writeTensor, type Tensor } from '../../gpu/tensor';
@@ -21,16 +20,11 @@ import {
 	type TokenBatch,
 	type TokenBatchInput
 } from './batch';
-import { allocateCall, type CallBuffers } from './call-buffers';
-import {
-	allocatePrefixAttention,
-	prefixAttentionSpecs,
-	toSharedPrefix,
-	type SharedPrefix
-} from './shared-prefix';
+import { allocateCall, allocatePrefixedCall, type CallBuffers } from './call-buffers';
+import { prefixAttentionSpecs, toSharedPrefix, type SharedPrefix } from './shared-prefix';
+import { layerBackwardPass, prefixForward, scoreForward, Submitter, trainForward } from './passes';
 import { ropeInvFreq } from '../hf/config';
 import { LoraConfigError } from '../errors';
-import { layerBackward, layerForward, type BackwardBuffers } from './layer';
 import { LoraParameters, resolveLoraConfig } from './lora';
 import { checkModelMemory, estimateModelMemory, type MemoryEstimate } from './memory';
 import type {
@@ -45,49 +39,7 @@ import type {
 import type { ModelConfig, WeightSource } from '../types';
 import { uploadWeights, type ModelWeights } from '../hf/weights';
 import { planWeightDtypes } from '../hf/weight-dtype';
-import {
-	allocate,
-	backwardSpecs,
-	headSpecs,
-	inputSpecs,
-	layerStateSpecs,
-	pooledBytes,
-	specList,
-	streamSpecs,
-	type BatchDims,
-	type Mode,
-	type TensorSpec
-} from './workspace';
-
-/**
- * Runs work layer by layer: one submit per flush, never waiting for the GPU until `done`.
- * A recorder gives its scratch back to the pool at submit (kernel.ts Recorder), so the
- * next layer reuses the same buffers and the scratch never piles up over the layers; and
- * the host records layer i+1 while the GPU runs layer i. (An earlier version waited for
- * the layer before at each flush, to bound scratch that was freed only when the GPU was
- * done: on the H200 that wait cost more than the GPU work.)
- */
-class Submitter {
-	#rec: Recorder;
-	readonly #pending: Promise<void>[] = [];
-	constructor(
-		readonly gpu: Gpu,
-		readonly pool: BufferPool
-	) {
-		this.#rec = new Recorder(gpu, pool);
-	}
-	get rec(): Recorder {
-		return this.#rec;
-	}
-	flush(): void {
-		this.#pending.push(this.#rec.submit());
-		this.#rec = new Recorder(this.gpu, this.pool);
-	}
-	async done(): Promise<void> {
-		this.flush();
-		await Promise.all(this.#pending.splice(0));
-	}
-}
+import { allocate, backwardSpecs, callSpecs, pooledBytes, type Mode } from './workspace';
 
 export class TransformerModel {
 	readonly #pool: BufferPool;
@@ -165,7 +117,10 @@ export class TransformerModel {
 		// after a training one still holds the backward's buffers and the checkpoints.
 		if (`${B}x${T}` !== this.#lastBatchShape) return e;
 		const { liveBytes, freeBytes } = this.#pool.stats;
-		const used = this.#callSpecs(dims, mode, keep).reduce((s, spec) => s + pooledBytes(spec), 0);
+		const used = callSpecs(this.config, dims, this.lora?.config, mode, keep).reduce(
+			(s, spec) => s + pooledBytes(spec),
+			0
+		);
 		const kept = liveBytes + freeBytes - used;
 		if (kept <= 0) return e;
 		const lines = [
@@ -184,8 +139,8 @@ export class TransformerModel {
 		const run = await this.#begin(batch, 'score', useLora, false, prefix);
 		try {
 			const sub = new Submitter(this.gpu, this.#pool);
-			if (run.prefix) this.#prefixForward(sub, run.prefix, false, false);
-			this.#scoreForward(sub, run);
+			if (run.prefix) prefixForward(this, sub, run.prefix, false, false);
+			scoreForward(this, sub, run);
 			this.#head(sub.rec, run, run.streams[0], options.temperature);
 			await sub.done();
 			const perPosition = await readTensor(run.head.logprobs);
@@ -232,8 +187,8 @@ export class TransformerModel {
 			// Forward (the prefixes first: the rows read their keys and values), keeping each
 			// layer's input.
 			const sub = new Submitter(this.gpu, this.#pool);
-			if (pre) this.#prefixForward(sub, pre, true, keep);
-			this.#trainForward(sub, run, keep);
+			if (pre) prefixForward(this, sub, pre, true, keep);
+			trainForward(this, sub, run, keep);
 			this.#head(sub.rec, run, run.streams[L], options.temperature);
 			await sub.done();
 			const logprobs = toTargetGrid(batch, await readTensor(run.head.logprobs));
@@ -267,9 +222,9 @@ export class TransformerModel {
 			if (bwPrefix) sub.rec.clear(bwPrefix.dS.buffer, 0, bwPrefix.dS.byteLength);
 			const accumulate = options.accumulate ?? false;
 			for (let i = L - 1; i >= 0; i--) {
-				this.#layerBackward(sub, run, bw, i, keep, accumulate);
+				layerBackwardPass(this, sub, run, bw, i, keep, accumulate);
 				// after the rows: their key and value gradients for the prefixes are summed
-				if (pre && bwPrefix) this.#layerBackward(sub, pre.run, bwPrefix, i, keep, true);
+				if (pre && bwPrefix) layerBackwardPass(this, sub, pre.run, bwPrefix, i, keep, true);
 				sub.flush();
 			}
 			await sub.done();
@@ -277,89 +232,6 @@ export class TransformerModel {
 		} finally {
 			run.release();
 		}
-	}
-
-	/** A training forward of every layer, each layer's input kept in run.streams;
-	 * `afterLayer` records after each layer (its activations still there). */
-	#trainForward(
-		sub: Submitter,
-		run: CallBuffers,
-		keep: boolean,
-		afterLayer?: (i: number) => void
-	): void {
-		const ckpt = run.streams;
-		const bytes = ckpt[0].byteLength;
-		embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: ckpt[0] });
-		for (let i = 0; i < this.config.numLayers; i++) {
-			sub.rec.copy(ckpt[i].buffer, 0, ckpt[i + 1].buffer, 0, bytes);
-			const { acts, xa, x2 } = run.layers[keep ? i : 0];
-			layerForward(sub.rec, run.ctx, i, this.weights.layers[i], ckpt[i + 1], acts, xa, {
-				saveX2: x2
-			});
-			afterLayer?.(i);
-			sub.flush();
-		}
-	}
-
-	/** A scoring forward of every layer on run.streams[0]. */
-	#scoreForward(sub: Submitter, run: CallBuffers, afterLayer?: (i: number) => void): void {
-		const stream = run.streams[0];
-		embeddingForward(sub.rec, { ids: run.inputs.ids, weight: this.weights.embed, out: stream });
-		const { acts, xa } = run.layers[0];
-		for (let i = 0; i < this.config.numLayers; i++) {
-			layerForward(sub.rec, run.ctx, i, this.weights.layers[i], stream, acts, xa);
-			afterLayer?.(i);
-			sub.flush();
-		}
-	}
-
-	/** The shared prefixes' forward, each layer's keys and values (after RoPE) kept for the
-	 * rows' attention. */
-	#prefixForward(
-		sub: Submitter,
-		pre: NonNullable<CallBuffers['prefix']>,
-		train: boolean,
-		keep: boolean
-	): void {
-		const { run, attention } = pre;
-		const keepKv = (i: number) => {
-			const { acts } = run.layers[keep ? i : 0];
-			const kv = attention.kv[i];
-			sub.rec.copy(acts.k.buffer, 0, kv.k.buffer, 0, kv.k.byteLength);
-			sub.rec.copy(acts.v.buffer, 0, kv.v.buffer, 0, kv.v.byteLength);
-		};
-		if (train) this.#trainForward(sub, run, keep, keepKv);
-		else this.#scoreForward(sub, run, keepKv);
-	}
-
-	/** Layer i's backward (its forward recomputed first unless kept): dLoss/dx3 in bw.dS in,
-	 * dLoss/dx out, LoRA gradients written or added. */
-	#layerBackward(
-		sub: Submitter,
-		run: CallBuffers,
-		bw: BackwardBuffers,
-		i: number,
-		keep: boolean,
-		accumulate: boolean
-	): void {
-		const { acts, xa, x2 } = run.layers[keep ? i : 0];
-		const w = this.weights.layers[i];
-		const x = run.streams[i];
-		if (!keep) {
-			sub.rec.copy(x.buffer, 0, bw.x2.buffer, 0, x.byteLength);
-			layerForward(sub.rec, run.ctx, i, w, bw.x2, acts, xa, { stopAfterMlpInput: true });
-		}
-		layerBackward(sub.rec, run.ctx, {
-			layer: i,
-			w,
-			x,
-			x2: x2 ?? bw.x2,
-			acts,
-			xa,
-			bw,
-			needDx: i > 0,
-			accumulate
-		});
 	}
 
 	/**
@@ -423,18 +295,6 @@ export class TransformerModel {
 		});
 	}
 
-	/** Every buffer one call on `dims` takes from the pool. */
-	#callSpecs(dims: BatchDims, mode: Mode, keep: boolean): TensorSpec[] {
-		const layerState = layerStateSpecs(this.config, dims, this.lora?.config, keep);
-		return [
-			...specList(inputSpecs(dims)),
-			...streamSpecs(this.config, dims, mode),
-			...Array.from({ length: keep ? this.config.numLayers : 1 }, () => layerState).flat(),
-			...specList(headSpecs(this.config, dims)),
-			...(mode === 'train' ? specList(backwardSpecs(this.config, dims)) : [])
-		];
-	}
-
 	/** Checks memory, uploads the batch (and its shared prefixes) and allocates the call's
 	 * buffers. */
 	async #begin(
@@ -459,7 +319,7 @@ export class TransformerModel {
 		let estimate = this.estimateMemory(batch.B, batch.T, mode, keep);
 		if (prefix) {
 			const specs = [
-				...this.#callSpecs(prefix.batch, mode, keep),
+				...callSpecs(config, prefix.batch, this.lora?.config, mode, keep),
 				...prefixAttentionSpecs(config, batch, prefix.batch, mode)
 			].map(pooledBytes);
 			const bytes = specs.reduce((a, b) => a + b, 0);
@@ -487,25 +347,7 @@ export class TransformerModel {
 		this.#lastBatchShape = shape;
 		const lora = useLora ? this.lora : undefined;
 		if (!prefix) return allocateCall(this.#pool, this, batch, mode, lora, keep);
-		const run = allocateCall(this.#pool, this, batch, mode, lora, keep, prefix.batch.T);
-		try {
-			const prefixRun = allocateCall(this.#pool, this, prefix.batch, mode, lora, keep);
-			run.owned.push(...prefixRun.owned);
-			const attention = allocatePrefixAttention(this.gpu, this.#pool, config, batch, prefix, mode);
-			const release = run.release;
-			run.release = () => {
-				release();
-				attention.release();
-			};
-			run.ctx.prefix = attention;
-			if (attention.dkSum && attention.dvSum)
-				prefixRun.ctx.rowsKvGrad = { dk: attention.dkSum, dv: attention.dvSum };
-			run.prefix = { run: prefixRun, attention };
-			return run;
-		} catch (error) {
-			run.release();
-			throw error;
-		}
+		return allocatePrefixedCall(this.gpu, this.#pool, this, batch, prefix, mode, lora, keep);
 	}
 }
 

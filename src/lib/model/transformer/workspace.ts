@@ -135,6 +135,24 @@ export function streamSpecs(config: ModelConfig, { B, T }: BatchDims, mode: Mode
 	return Array.from({ length: n }, () => f32(B * T, config.hiddenSize));
 }
 
+/** Every buffer one call on `dims` takes from the pool (`keep`: a layer state per layer). */
+export function callSpecs(
+	config: ModelConfig,
+	dims: BatchDims,
+	lora: LoraConfig | undefined,
+	mode: Mode,
+	keep: boolean
+): TensorSpec[] {
+	const layerState = layerStateSpecs(config, dims, lora, keep);
+	return [
+		...specList(inputSpecs(dims)),
+		...streamSpecs(config, dims, mode),
+		...Array.from({ length: keep ? config.numLayers : 1 }, () => layerState).flat(),
+		...specList(headSpecs(config, dims)),
+		...(mode === 'train' ? specList(backwardSpecs(config, dims)) : [])
+	];
+}
+
 /** Bytes a spec takes from the pool (its size class). */
 export function pooledBytes(spec: TensorSpec): number {
 	return sizeClass(paddedByteLength(spec.shape, spec.dtype));
