@@ -14,7 +14,8 @@ import { extendPrefill, type ExtendAttentionMode, type ExtendItem } from './exte
 import type { GeneratorStats } from './generator';
 import { prefill } from './prefill';
 import type { PrefixHit, PrefixStore } from './prefix-store';
-import { copySharedPrefixes, planSharedPrefill } from './shared-prefill';
+import { planSharedPrefill } from './shared-prefill';
+import { copyCacheRows } from '../transformer/kv-cache';
 
 export interface BatchPrefillContext {
 	model: TransformerModel;
@@ -59,7 +60,8 @@ export async function prefillBatch(
 			leaders.map((l) => l.tokens),
 			leaders.map((l) => l.row)
 		);
-		copySharedPrefixes(model.gpu, pool, session.cache, copies).catch(() => {});
+		// the leaders' prefix rows to the other rows of their prefix, inside the cache
+		copyCacheRows(model.gpu, pool, session.cache, session.cache, copies).catch(() => {});
 		items.push(...shared.items);
 		stats.promptTokens += leaders.length * p;
 		stats.promptTokens += shared.items.reduce((a, it) => a + it.tokens.length, 0);

@@ -9,10 +9,9 @@
  * Ownership: the store owns its tensors; `release()` frees them.
  */
 import type { Gpu } from '../../gpu/device';
-import { Recorder } from '../../gpu/kernel';
-import { copyRowSpans, uploadRowSpans, type RowSpan } from '../../gpu/kernels/copy';
+import type { RowSpan } from '../../gpu/kernels/copy';
 import type { BufferPool } from '../../gpu/pool';
-import { KvCache } from '../transformer/kv-cache';
+import { copyCacheRows, KvCache } from '../transformer/kv-cache';
 import type { ModelConfig } from '../types';
 
 /** Tokens per hashed block: a match is found block by block, then extended token by token. */
@@ -171,33 +170,5 @@ export class PrefixStore {
 
 	release(): void {
 		this.cache.release();
-	}
-}
-
-/** Copies row spans of every layer's k and v from `src` to `dst` (rows [B * S] each): one
- * submission, queued before anything recorded later (so callers need not wait); the
- * promise settles when the GPU has run it. */
-function copyCacheRows(
-	gpu: Gpu,
-	pool: BufferPool,
-	src: KvCache,
-	dst: KvCache,
-	spans: readonly RowSpan[]
-): Promise<void> {
-	if (!spans.length) return Promise.resolve();
-	const width = src.config.numKvHeads * src.config.headDim;
-	const list = uploadRowSpans(gpu, spans, src.B * src.S, dst.B * dst.S);
-	try {
-		const rec = new Recorder(gpu, pool);
-		for (let l = 0; l < src.config.numLayers; l++)
-			for (const [from, to] of [
-				[src.k[l], dst.k[l]],
-				[src.v[l], dst.v[l]]
-			])
-				copyRowSpans(rec, { src: from, dst: to, width, spans: list });
-		return rec.submit().finally(() => list.tensor.release());
-	} catch (error) {
-		list.tensor.release();
-		throw error;
 	}
 }

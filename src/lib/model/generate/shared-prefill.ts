@@ -2,17 +2,13 @@
  * @file Prompts of one prefill that share prefixes (a step's first turns: every game's
  * system prompt, a group's first board): each distinct prefix is prefilled once, in the
  * cache row of the first prompt that has it (its leader), its rows copied to the other
- * prompts' cache rows inside the cache (copyRowSpansWithin), and every prompt then
+ * prompts' cache rows inside the cache (kv-cache.ts copyCacheRows), and every prompt then
  * prefills only what follows (extend.ts). The prefix (model/prefix-choice.ts) leaves each
  * prompt a token of its own, whose hidden state the first sample reads; none is chosen
  * when it saves under a tenth of the prompts' tokens.
  */
-import type { Gpu } from '../../gpu/device';
-import { Recorder } from '../../gpu/kernel';
-import { copyRowSpansWithin, uploadRowSpansWithin, type RowSpan } from '../../gpu/kernels/copy';
-import type { BufferPool } from '../../gpu/pool';
+import type { RowSpan } from '../../gpu/kernels/copy';
 import { choosePrefix } from '../prefix-choice';
-import type { KvCache } from '../transformer/kv-cache';
 import type { ExtendItem } from './extend';
 
 export interface SharedPrefill {
@@ -47,27 +43,4 @@ export function planSharedPrefill(
 	});
 	const items = prompts.map((ids, i) => ({ row: rows[i], start: p, tokens: ids.slice(p) }));
 	return { leaders, copies, items, p };
-}
-
-/** Copies the leaders' prefix rows to the other rows of their prefix in every layer's keys
- * and values; queued ahead of what is recorded after it. */
-export function copySharedPrefixes(
-	gpu: Gpu,
-	pool: BufferPool,
-	cache: KvCache,
-	copies: readonly RowSpan[]
-): Promise<void> {
-	if (!copies.length) return Promise.resolve();
-	const width = cache.config.numKvHeads * cache.config.headDim;
-	const list = uploadRowSpansWithin(gpu, copies, cache.B * cache.S);
-	try {
-		const rec = new Recorder(gpu, pool);
-		for (let l = 0; l < cache.config.numLayers; l++)
-			for (const buffer of [cache.k[l], cache.v[l]])
-				copyRowSpansWithin(rec, { buffer, width, spans: list });
-		return rec.submit().finally(() => list.tensor.release());
-	} catch (error) {
-		list.tensor.release();
-		throw error;
-	}
 }

@@ -2,11 +2,21 @@
  * @file The key/value cache of a generation: per layer, k and v [B, S, Hkv, D] f32
  * (post-RoPE keys, as attention reads them), S slots per sequence. Slot t of sequence b
  * holds the key and value of its token at position t; each sequence fills its own slots
- * from 0 (prompts of different lengths need no padding inside the cache).
+ * from 0 (prompts of different lengths need no padding inside the cache). copyCacheRows
+ * moves rows between caches, or inside one.
  *
  * Ownership: the KvCache owns its tensors; `release()` frees them.
  */
 import type { Gpu } from '../../gpu/device';
+import { Recorder } from '../../gpu/kernel';
+import {
+	copyRowSpans,
+	copyRowSpansWithin,
+	uploadRowSpans,
+	uploadRowSpansWithin,
+	type RowSpan
+} from '../../gpu/kernels/copy';
+import type { BufferPool } from '../../gpu/pool';
 import { createTensor, type Tensor } from '../../gpu/tensor';
 import type { ModelConfig } from '../types';
 
@@ -49,5 +59,38 @@ export class KvCache {
 
 	release(): void {
 		for (const t of [...this.k, ...this.v]) t.release();
+	}
+}
+
+/** Copies row spans of every layer's k and v from `src` to `dst` (rows [B * S] each), or,
+ * `dst` being `src`, inside it (no span may write a row a span reads): one submission,
+ * queued before anything recorded later (so callers need not wait); the promise settles
+ * when the GPU has run it. */
+export function copyCacheRows(
+	gpu: Gpu,
+	pool: BufferPool,
+	src: KvCache,
+	dst: KvCache,
+	spans: readonly RowSpan[]
+): Promise<void> {
+	if (!spans.length) return Promise.resolve();
+	const width = src.config.numKvHeads * src.config.headDim;
+	const within = src === dst;
+	const list = within
+		? uploadRowSpansWithin(gpu, spans, src.B * src.S)
+		: uploadRowSpans(gpu, spans, src.B * src.S, dst.B * dst.S);
+	try {
+		const rec = new Recorder(gpu, pool);
+		for (let l = 0; l < src.config.numLayers; l++)
+			for (const [from, to] of [
+				[src.k[l], dst.k[l]],
+				[src.v[l], dst.v[l]]
+			])
+				if (within) copyRowSpansWithin(rec, { buffer: to, width, spans: list });
+				else copyRowSpans(rec, { src: from, dst: to, width, spans: list });
+		return rec.submit().finally(() => list.tensor.release());
+	} catch (error) {
+		list.tensor.release();
+		throw error;
 	}
 }
