@@ -16,6 +16,7 @@
  * H200's thresholds; --profile adds per-kernel GPU time.
  *
  *   npx tsx tools/bench/bench-rollout.ts [--games 512] [--turns 5] [--reps 3] [--tiny] [--tiles h200] [--profile]
+ *     [--configs auto,rows]  (only those configurations, in that order)
  */
 import { acquireGpu } from '../../src/lib/gpu/device';
 import { KernelProfiler } from '../../src/lib/gpu/profiler';
@@ -125,7 +126,10 @@ async function main() {
 		reps: REPS
 	};
 	const times: Record<string, number[]> = {};
-	for (const [name, options] of Object.entries(configs)) {
+	// --configs auto,rows: only those, in that order
+	const chosen = option('configs')?.split(',') ?? Object.keys(configs);
+	for (const name of chosen) if (!(name in configs)) throw new Error(`no configuration ${name}`);
+	for (const [name, options] of chosen.map((n) => [n, configs[n]] as const)) {
 		const generator = new Generator(model, options);
 		log(`${name}: warm-up`);
 		await rollout(generator, 1);
