@@ -23,7 +23,7 @@ export const TRAIN_USAGE =
 	'[--eval-games N] [--max-no-signal N] [--reward env|ruler|ruler+env] [--judge-base-url URL] ' +
 	'[--judge-model NAME] [--judge-api-key-env VAR] [--rubric FILE] [--changes SHARE] [--opponent random|perfect|mixed] ' +
 	'[--on-invalid-reply end|random-move] ' +
-	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M] [--token-budget N]\n' +
+	'[--scale-rewards yes|no] [--iterations N] [--mini-batches M] [--token-budget N] [--gpu-memory GIB]\n' +
 	"    defaults: the --env's preset (src/lib/run/presets.ts); again with the same --out: " +
 	'continue that run (its saved recipe, changed by the flags given)\n' +
 	"    --sft-first N: first N SFT steps on the environment's demonstrations (N x G games, " +
@@ -42,7 +42,9 @@ export const TRAIN_USAGE =
 	'    --warmup N: the learning rate rises linearly over the first N GRPO steps (default 0: the ' +
 	'whole rate from the first)\n' +
 	"    --token-budget N: padded tokens per micro-batch of the update (the preset's is sized for " +
-	'a weak GPU; more on a big one: fewer micro-batches)';
+	'a weak GPU; more on a big one: fewer micro-batches)\n' +
+	'    --gpu-memory GIB: GPU memory the model may use (WebGPU cannot tell it): the update then keeps ' +
+	'every layer\u2019s activations where they fit instead of recomputing them, and calls past it are refused';
 
 /** Exit status of a run that ended 'stuck' (no reward spread: nothing to learn from). */
 export const EXIT_STUCK = 3;
@@ -84,6 +86,8 @@ export interface TrainArgs {
 	miniBatches?: number;
 	/** Padded tokens per micro-batch of the update (grpo.tokenBudget). */
 	tokenBudget?: number;
+	/** GiB of GPU memory the model may use (the device's, not the recipe's: not saved). */
+	gpuMemory?: number;
 	/** A file whose text is RULER's rubric. */
 	rubric?: string;
 	/** The rubric file's text (runTrain reads it). */
@@ -132,7 +136,8 @@ const FLAGS = {
 	'scale-rewards': {},
 	iterations: {},
 	'mini-batches': {},
-	'token-budget': {}
+	'token-budget': {},
+	'gpu-memory': {}
 };
 
 export function parseTrainArgs(argv: readonly string[]): TrainArgs {
@@ -203,6 +208,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 				: oneOf('scale-rewards', f['scale-rewards'], ['yes', 'no']) === 'yes',
 		iterations: n('iterations', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`),
 		miniBatches: n('mini-batches', isUpdateCount, `an integer 1-${MAX_UPDATE_COUNT}`),
-		tokenBudget: count('token-budget')
+		tokenBudget: count('token-budget'),
+		gpuMemory: n('gpu-memory', isPositive, 'a positive number of GiB')
 	};
 }

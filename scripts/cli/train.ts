@@ -164,6 +164,7 @@ export async function runTrain(input: TrainArgs): Promise<TrainOutput | ExitWith
 
 	const backend = new LocalBackend({
 		runDir: () => out,
+		memoryBudgetBytes: args.gpuMemory && Math.round(args.gpuMemory * 2 ** 30),
 		onWarning: (message) => process.stderr.write(`warning: ${message}\n`)
 	});
 	const abort = new AbortController();

@@ -544,6 +544,13 @@ describe('cli train: runs', () => {
 		expect(keyless.stderr).toMatch(
 			/^tabrl: input: --judge-api-key-env: the environment variable TABRL_TEST_UNSET_KEY is not set/m
 		);
+		// --gpu-memory reaches the model: a budget below its weights is refused as it loads
+		const small = await runCli(
+			trainArgs({ out: join(root, 'small-gpu'), 'gpu-memory': '0.0001' }),
+			120_000
+		);
+		expect(small.code, small.stderr).toBe(1);
+		expect(small.stderr).toMatch(/of GPU memory, over the budget of 107374 B/);
 	}, 300_000);
 
 	it("--changes gives the inbox its share of changed emails, the preset's other options kept", () => {
@@ -609,7 +616,8 @@ describe('cli train: runs', () => {
 			[
 				trainArgs({ env: 'tictactoe', 'on-invalid-reply': 'retry' }),
 				/--on-invalid-reply: 'retry' is not end or random-move/
-			]
+			],
+			[trainArgs({ 'gpu-memory': '0' }), /--gpu-memory: '0' is not a positive number of GiB/]
 		];
 		const usage = /usage: npm run -s cli -- train --out DIR/;
 		// one through the CLI (exit 2, the message and the usage line on stderr, nothing on stdout)

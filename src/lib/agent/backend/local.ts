@@ -29,6 +29,8 @@ export interface BackendHost {
 	openWarmStart(location: string): Promise<WarmStartFiles>;
 	/** How a registering model's load goes: its base's download, its weights' upload. */
 	onLoadProgress?(spec: ModelSpec, progress: LoadProgress): void;
+	/** GPU memory each model may use (unknown to WebGPU; default none: activations recomputed). */
+	memoryBudgetBytes?: number;
 }
 
 export function createLocalBackend(host: BackendHost): Backend {
@@ -90,7 +92,14 @@ export function createLocalBackend(host: BackendHost): Backend {
 					device(),
 					spec.warmStart ? host.openWarmStart(spec.warmStart.adapter) : undefined
 				]);
-				opened = await ModelRun.open(spec, { gpu: g, base, store, warmStart, onProgress });
+				opened = await ModelRun.open(spec, {
+					gpu: g,
+					base,
+					store,
+					warmStart,
+					onProgress,
+					memoryBudgetBytes: host.memoryBudgetBytes
+				});
 			} catch (error) {
 				await store.close?.();
 				throw error;

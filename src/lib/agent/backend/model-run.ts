@@ -104,6 +104,7 @@ export class ModelRun {
 		const model = await TransformerModel.create(gpu, config, warm.weights, {
 			lora,
 			seed: spec.seed ?? 0,
+			memoryBudgetBytes: env.memoryBudgetBytes,
 			onProgress: (loaded, total) => env.onProgress?.({ phase: 'upload', loaded, total })
 		});
 		const optimizer = new LoraOptimizer(gpu, model.lora!);

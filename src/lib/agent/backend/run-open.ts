@@ -29,6 +29,9 @@ export interface ModelRunEnv {
 	warmStart?: WarmStartFiles;
 	/** The weights' upload to the GPU, as it goes. */
 	onProgress?: (p: LoadProgress) => void;
+	/** GPU memory the model may use (TransformerOptions.memoryBudgetBytes): with it, the
+	 * update keeps activations where they fit; without, it recomputes them. */
+	memoryBudgetBytes?: number;
 }
 
 /**

@@ -27,6 +27,9 @@ export interface LocalBackendOptions {
 	onWarning?: (message: string) => void;
 	/** How a registering model's load goes (its weights' upload to the GPU). */
 	onLoadProgress?: (spec: ModelSpec, progress: LoadProgress) => void;
+	/** GPU memory each model may use (a GPU server's, e.g. 70 GiB of an 80 GiB card): training
+	 * then keeps activations where they fit instead of recomputing them. */
+	memoryBudgetBytes?: number;
 }
 
 export class LocalBackend extends DelegatingBackend {
@@ -47,7 +50,8 @@ export class LocalBackend extends DelegatingBackend {
 							throw error;
 						}
 					}),
-				onLoadProgress: options.onLoadProgress
+				onLoadProgress: options.onLoadProgress,
+				memoryBudgetBytes: options.memoryBudgetBytes
 			})
 		);
 	}
