@@ -7,12 +7,15 @@
  * taken out. Two clients, interleaved rep by rep: `sdk` (every request through the openai
  * package over localFetch, as before) and `local` (openaiClient: a whole completion skips
  * the HTTP framing). A warm-up rep each, then median, min and max of --reps; one JSON object.
+ * --env 2048: 2048's games instead (the preset's options: the board alone each turn, to 128;
+ * its bundled model's tokenizer), the stub moving left, down, right, up in turn, so a game is
+ * ~100 short requests, as the page's 2048 rollouts are.
  *
- *   npx tsx tools/bench/bench-host.ts [--games 512] [--reps 3] [--clients sdk,local] [--model-dir static/models/tabrl-tiny]
+ *   npx tsx tools/bench/bench-host.ts [--env tictactoe|2048] [--games 512] [--reps 3] [--clients sdk,local] [--model-dir DIR]
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tictactoeEnvironment } from '../../src/lib/agent/envs/tictactoe/environment';
+import { ENVIRONMENTS } from '../../src/lib/agent/envs/registry';
 import { squareName } from '../../src/lib/agent/envs/tictactoe/rules';
 import { Tokenizer } from '../../src/lib/model/tokenizer/tokenizer';
 import type { ChatEngine, EngineSequence } from '../../src/lib/serve/engine';
@@ -21,16 +24,22 @@ import { LOCAL_BASE_URL, localFetch, openaiClient } from '../../src/lib/serve/cl
 import { ChatService } from '../../src/lib/serve/service';
 import { playGames } from '../../src/lib/run/play';
 import { option } from './bench-support';
-import { writeDefaultModel } from '../../scripts/default-model';
+import { writeBundledModel } from '../../scripts/default-model';
 import { cpus } from 'node:os';
 
-const GAMES = Number(option('games') ?? 512);
+const ENV_OPTION = option('env') ?? 'tictactoe';
+if (ENV_OPTION !== 'tictactoe' && ENV_OPTION !== '2048')
+	throw new Error(`--env tictactoe or 2048, not ${ENV_OPTION}`);
+const ENV: 'tictactoe' | '2048' = ENV_OPTION;
+const GAMES = Number(option('games') ?? (ENV === '2048' ? 160 : 512));
 const REPS = Number(option('reps') ?? 3);
 /** Which clients to run (one alone for a CPU profile of its path). */
 const CLIENTS = (option('clients') ?? 'sdk,local').split(',') as ClientName[];
-/** The bundled model's tokenizer (run from the repository root; written from its seed if absent). */
-const MODEL_DIR = option('model-dir') ?? join(process.cwd(), 'static/models/tabrl-tiny');
-if (!option('model-dir')) await writeDefaultModel(MODEL_DIR);
+/** The environment's bundled model's tokenizer (run from the repository root; written from
+ * its seed if absent). */
+const BUNDLED = ENVIRONMENTS[ENV].recipe.bundledModel;
+const MODEL_DIR = option('model-dir') ?? join(process.cwd(), 'static/models', BUNDLED);
+if (!option('model-dir')) await writeBundledModel(BUNDLED, MODEL_DIR);
 
 const tokenizer = Tokenizer.fromJson(
 	await readFile(join(MODEL_DIR, 'tokenizer.json'), 'utf8'),
@@ -40,11 +49,27 @@ const config = JSON.parse(await readFile(join(MODEL_DIR, 'config.json'), 'utf8')
 	eos_token_id: number | number[];
 };
 const eos = [config.eos_token_id].flat();
+const replyIds = (move: string) => [...tokenizer.encode(`<move>${move}</move>`), eos[0]];
 /** A move's reply for each square, row-major. */
-const moveIds = Array.from({ length: 9 }, (_, i) => [
-	...tokenizer.encode(`<move>${squareName(i)}</move>`),
-	eos[0]
-]);
+const moveIds = Array.from({ length: 9 }, (_, i) => replyIds(squareName(i)));
+const slideIds = (['left', 'down', 'right', 'up'] as const).map(replyIds);
+
+/** Tic-tac-toe's reply: the first empty square of the board in the prompt's last user
+ * message (rows "A  x | _ | o", rules.ts renderBoard). */
+function ticTacToeReply(ids: readonly number[]): number[] {
+	const text = tokenizer.decode([...ids.slice(-80)]);
+	const rows = text
+		.split('\n')
+		.filter((l) => /^[A-C] /.test(l))
+		.slice(-3);
+	const cells = rows.flatMap((r) =>
+		r
+			.slice(1)
+			.split('|')
+			.map((c) => c.trim())
+	);
+	return moveIds[Math.max(0, cells.indexOf('_'))];
+}
 
 /** Stub time, calls and prompts seen. */
 const stub = { ms: 0, calls: 0, prompts: 0, promptTokens: 0 };
@@ -56,19 +81,7 @@ const engine: ChatEngine = {
 		const out: EngineSequence[] = prompts.map((ids) => {
 			stub.prompts++;
 			stub.promptTokens += ids.length;
-			// the board is the last user message: rows "A  x | _ | o" (rules.ts renderBoard)
-			const text = tokenizer.decode([...ids.slice(-80)]);
-			const rows = text
-				.split('\n')
-				.filter((l) => /^[A-C] /.test(l))
-				.slice(-3);
-			const cells = rows.flatMap((r) =>
-				r
-					.slice(1)
-					.split('|')
-					.map((c) => c.trim())
-			);
-			const move = moveIds[Math.max(0, cells.indexOf('_'))];
+			const move = ENV === '2048' ? slideIds[stub.prompts % 4] : ticTacToeReply(ids);
 			return {
 				promptIds: [...ids],
 				ids: move,
@@ -115,12 +128,14 @@ interface Rep {
 async function rep(name: ClientName, seed: number): Promise<Rep> {
 	Object.assign(stub, { ms: 0, calls: 0, prompts: 0, promptTokens: 0 });
 	const t0 = performance.now();
-	const games = await playGames(tictactoeEnvironment, clients[name], 'stub', {
+	const environment = ENVIRONMENTS[ENV];
+	const games = await playGames(environment, clients[name], 'stub', {
 		games: GAMES,
 		seed,
 		temperature: 1,
 		maxTokens: 16,
-		seeded: true
+		seeded: true,
+		envOptions: environment.recipe.envOptions
 	});
 	const wallMs = performance.now() - t0;
 	return {
@@ -157,6 +172,7 @@ const local = ran('local');
 console.log(
 	JSON.stringify({
 		bench: 'host',
+		env: ENV,
 		cpu: cpus()[0]?.model,
 		cores: cpus().length,
 		node: process.version,
