@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ShapeMismatchError } from '../../../src/lib/gpu/errors';
 import { Recorder, run } from '../../../src/lib/gpu/kernel';
-import { advancePositions, kvCacheAppend } from '../../../src/lib/gpu/kernels/kv-cache';
+import { advancePositions, kvCacheAppend, ropeAppend } from '../../../src/lib/gpu/kernels/kv-cache';
+import { ropeForward, uploadRopeInvFreq } from '../../../src/lib/gpu/kernels/rope';
+import { ropeRef } from '../../../src/lib/gpu/reference/rope';
 import { kvCacheCases } from '../../../src/lib/gpu/selftest/kv-cache';
 import { createTensor, readTensor, uploadTensor } from '../../../src/lib/gpu/tensor';
 import { itRunsCases, useGpu } from '../../helpers/gpu';
@@ -66,5 +68,69 @@ describe('kv-cache', () => {
 		expect(() => advancePositions(rec, { positions: posF })).toThrow(ShapeMismatchError);
 		kvCacheAppend(rec, ok);
 		for (const t of [cache, other, rows, wrongRows, pos, posF, pos3]) t.release();
+	});
+
+	it('rope append: q rotated in place, the rotated k and v in the caches at each position (past S skipped), k and v left as they were; bit for bit rope then append', async () => {
+		const g = gpu();
+		// GQA (4 query heads over 2 kv heads), a position past the cache, scaling as Qwen's
+		const [B, S, Hq, Hkv, D, scaling] = [3, 5, 4, 2, 8, 1.25];
+		const positions = [4, 0, 9];
+		const rand = (n: number, seed: number) =>
+			Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 2);
+		const [q0, k0, v0] = [rand(B * Hq * D, 1), rand(B * Hkv * D, 2), rand(B * Hkv * D, 3)];
+		const sentinel = new Float32Array(B * S * Hkv * D).fill(7);
+		const invFreq = uploadRopeInvFreq(g, 10000, D);
+		const pos = uploadTensor(g, positions, [B], 'u32');
+		const make = () => ({
+			q: uploadTensor(g, q0, [B, 1, Hq, D], 'f32'),
+			k: uploadTensor(g, k0, [B, 1, Hkv, D], 'f32'),
+			v: uploadTensor(g, v0, [B, 1, Hkv, D], 'f32'),
+			kCache: uploadTensor(g, sentinel, [B, S, Hkv, D], 'f32'),
+			vCache: uploadTensor(g, sentinel, [B, S, Hkv, D], 'f32')
+		});
+		const fused = make();
+		const apart = make();
+		await run(g, (rec) => {
+			ropeAppend(rec, { ...fused, positions: pos, invFreq, attentionScaling: scaling });
+			ropeForward(rec, { x: apart.q, positions: pos, invFreq, attentionScaling: scaling });
+			ropeForward(rec, { x: apart.k, positions: pos, invFreq, attentionScaling: scaling });
+			kvCacheAppend(rec, { ...apart, positions: pos });
+		});
+		const read = async (t: typeof fused) =>
+			Promise.all([t.q, t.k, t.v, t.kCache, t.vCache].map((x) => readTensor(x)));
+		const [q, k, v, kCache, vCache] = await read(fused);
+		// the CPU reference (f64, the angle rounded as transformers does)
+		const shape = (heads: number) => ({ batch: B, seq: 1, heads, dim: D });
+		const qRef = ropeRef(q0, positions, await readTensor(invFreq), shape(Hq), scaling);
+		const kRef = ropeRef(k0, positions, await readTensor(invFreq), shape(Hkv), scaling);
+		q.forEach((x, i) => expect(Math.abs(x - qRef[i])).toBeLessThan(2e-6));
+		expect(Array.from(k)).toEqual(Array.from(k0));
+		expect(Array.from(v)).toEqual(Array.from(v0));
+		const W = Hkv * D;
+		for (let b = 0; b < B; b++)
+			for (let s = 0; s < S; s++)
+				for (let j = 0; j < W; j++) {
+					const at = (b * S + s) * W + j;
+					const written = s === positions[b];
+					expect(vCache[at]).toBe(written ? v0[b * W + j] : 7);
+					if (written) expect(Math.abs(kCache[at] - kRef[b * W + j])).toBeLessThan(2e-6);
+					else expect(kCache[at]).toBe(7);
+				}
+		// the same bits as rope on q and k, then the append
+		const [qA, , , kCacheA, vCacheA] = await read(apart);
+		expect(Array.from(q)).toEqual(Array.from(qA));
+		expect(Array.from(kCache)).toEqual(Array.from(kCacheA));
+		expect(Array.from(vCache)).toEqual(Array.from(vCacheA));
+		// bad shapes are refused before anything is recorded
+		const rec = new Recorder(g);
+		const args = { ...fused, positions: pos, invFreq };
+		for (const bad of [
+			{ ...args, q: fused.k.view([B, Hkv * D]) },
+			{ ...args, q: fused.kCache },
+			{ ...args, invFreq: pos },
+			{ ...args, v: fused.q }
+		])
+			expect(() => ropeAppend(rec, bad)).toThrow(ShapeMismatchError);
+		for (const t of [...Object.values(fused), ...Object.values(apart), invFreq, pos]) t.release();
 	});
 });

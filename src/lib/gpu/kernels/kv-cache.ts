@@ -1,17 +1,19 @@
 /**
  * @file KV-cache wrappers (see kv-cache.wgsl.ts): `kvCacheAppend` writes one new key and
  * value row per sequence into the caches at that sequence's own position, and
- * `advancePositions` moves every position on by one. Layouts, row-major: new k, v
- * [B, Hkv, D] (or [B, 1, Hkv, D], as a T = 1 projection makes them); caches
- * [B, S, Hkv, D], S the cache's capacity per sequence; positions u32 [B].
+ * `advancePositions` moves every position on by one; `ropeAppend` rotates the new q and k
+ * first (RoPE, as rope.ts) in the same dispatch. Layouts, row-major: new k, v [B, Hkv, D]
+ * (or [B, 1, Hkv, D], as a T = 1 projection makes them); q [B, Hq, D] (or [B, 1, Hq, D]);
+ * caches [B, S, Hkv, D], S the cache's capacity per sequence; positions u32 [B].
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
-import { KV_ADVANCE, KV_APPEND, KV_WG } from './kv-cache.wgsl';
+import { KV_ADVANCE, KV_APPEND, KV_ROPE_APPEND, KV_WG } from './kv-cache.wgsl';
 
 const APPEND = { name: 'kv-cache.append', code: KV_APPEND };
 const ADVANCE = { name: 'kv-cache.advance', code: KV_ADVANCE };
+const ROPE_APPEND = { name: 'kv-cache.rope-append', code: KV_ROPE_APPEND };
 
 export interface KvCacheAppendArgs {
 	/** New keys [B, Hkv, D] or [B, 1, Hkv, D], f32. */
@@ -25,8 +27,8 @@ export interface KvCacheAppendArgs {
 	positions: Tensor;
 }
 
-/** kCache[b, positions[b]] = k[b]; vCache[b, positions[b]] = v[b]. */
-export function kvCacheAppend(rec: Recorder, args: KvCacheAppendArgs): void {
+/** The caches' [B, S, Hkv, D] after checking the arguments. */
+function checkAppend(what: string, args: KvCacheAppendArgs) {
 	const { k, v, kCache, vCache, positions } = args;
 	const cs = kCache.shape;
 	assertShape(
@@ -35,7 +37,7 @@ export function kvCacheAppend(rec: Recorder, args: KvCacheAppendArgs): void {
 				(t) => t.dtype === 'f32' && t.shape.length === 4 && t.shape.every((d, i) => d === cs[i])
 			),
 		() =>
-			`kv-cache append: caches must be f32 [B, S, Hkv, D] of one shape; got k ` +
+			`${what}: caches must be f32 [B, S, Hkv, D] of one shape; got k ` +
 			`${kCache.dtype} [${kCache.shape}], v ${vCache.dtype} [${vCache.shape}]`
 	);
 	const [B, S, Hkv, D] = cs;
@@ -49,16 +51,22 @@ export function kvCacheAppend(rec: Recorder, args: KvCacheAppendArgs): void {
 	assertShape(
 		rowsOk(k) && rowsOk(v),
 		() =>
-			`kv-cache append: new k and v must be f32 [${B}, ${Hkv}, ${D}] for caches [${cs}]; ` +
+			`${what}: new k and v must be f32 [${B}, ${Hkv}, ${D}] for caches [${cs}]; ` +
 			`got k ${k.dtype} [${k.shape}], v ${v.dtype} [${v.shape}]`
 	);
 	assertShape(
 		positions.dtype === 'u32' && positions.size === B,
-		() =>
-			`kv-cache append: positions must be u32 [${B}]; got ${positions.dtype} [${positions.shape}]`
+		() => `${what}: positions must be u32 [${B}]; got ${positions.dtype} [${positions.shape}]`
 	);
 	if (B * S * W >= 2 ** 32)
-		throw new OverLimitError(`kv-cache append: a [${cs}] cache exceeds a u32 index`);
+		throw new OverLimitError(`${what}: a [${cs}] cache exceeds a u32 index`);
+	return { B, S, Hkv, D, W };
+}
+
+/** kCache[b, positions[b]] = k[b]; vCache[b, positions[b]] = v[b]. */
+export function kvCacheAppend(rec: Recorder, args: KvCacheAppendArgs): void {
+	const { k, v, kCache, vCache, positions } = args;
+	const { B, S, W } = checkAppend('kv-cache append', args);
 	if (B * W === 0) return;
 	rec.dispatch(
 		APPEND,
@@ -81,5 +89,55 @@ export function advancePositions(rec: Recorder, args: { positions: Tensor }): vo
 		[positions],
 		Math.ceil(positions.size / KV_WG),
 		new Params().u32(positions.size)
+	);
+}
+
+export interface RopeAppendArgs extends KvCacheAppendArgs {
+	/** The new queries [B, Hq, D] or [B, 1, Hq, D], f32: rotated in place. */
+	q: Tensor;
+	/** f32 [D / 2] (rope.ts uploadRopeInvFreq). */
+	invFreq: Tensor;
+	/** Multiplies cos and sin (transformers' attention_scaling); default 1. */
+	attentionScaling?: number;
+}
+
+/** RoPE at positions[b] on q (in place) and on k, then kvCacheAppend of the rotated k and of
+ * v (k itself is left as it was): what ropeForward on q and k then kvCacheAppend compute. */
+export function ropeAppend(rec: Recorder, args: RopeAppendArgs): void {
+	const { q, k, v, kCache, vCache, positions, invFreq, attentionScaling = 1 } = args;
+	const what = 'rope append';
+	const { B, S, Hkv, D } = checkAppend(what, args);
+	const Hq = q.size / Math.max(1, B * D);
+	assertShape(
+		q.dtype === 'f32' &&
+			q.shape[0] === B &&
+			q.shape[q.shape.length - 1] === D &&
+			Number.isInteger(Hq) &&
+			q.shape[q.shape.length - 2] === Hq,
+		() => `${what}: q must be f32 [${B}, Hq, ${D}]; got ${q.dtype} [${q.shape}]`
+	);
+	assertShape(
+		D % 2 === 0 && invFreq.dtype === 'f32' && invFreq.size * 2 === D,
+		() =>
+			`${what}: head dim ${D} needs an even D and f32 inv_freq [${D / 2}]; ` +
+			`got ${invFreq.dtype} [${invFreq.shape}]`
+	);
+	if (!Number.isFinite(attentionScaling))
+		throw new RangeError(`${what}: attentionScaling must be finite, got ${attentionScaling}`);
+	const pairs = (B * (Hq + Hkv) * D) / 2;
+	if (pairs >= 2 ** 32 - KV_WG)
+		throw new OverLimitError(`${what}: ${pairs} pairs exceed a u32 index`);
+	if (pairs === 0) return;
+	rec.dispatch(
+		ROPE_APPEND,
+		[q, k, v, positions, invFreq, kCache, vCache],
+		Math.ceil(pairs / KV_WG),
+		new Params()
+			.u32(B)
+			.u32(S)
+			.u32(Hq)
+			.u32(Hkv)
+			.u32(D / 2)
+			.f32(attentionScaling)
 	);
 }

@@ -33,7 +33,8 @@ export function halfPiParts(): number[] {
 /** WGSL literal of a double that is exactly an f32 (shortest round-trip text). */
 const lit = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
 
-const SINCOS_WGSL = /* wgsl */ `
+/** `sincos(a)`: (sin a, cos a) in f32 (see @file); for kernels that rotate as RoPE does. */
+export const SINCOS_WGSL = /* wgsl */ `
 // (sin a, cos a) for f32 a with |a| < ~1.6e6, accurate to ~1e-7 absolute (see @file).
 fn sincos(a: f32) -> vec2<f32> {
   let k = round(a * ${lit(Math.fround(2 / Math.PI))}); // a / (pi/2), nearest
