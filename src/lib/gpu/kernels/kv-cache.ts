@@ -1,21 +1,20 @@
 /**
- * @file KV-cache wrappers (see kv-cache.wgsl.ts): `kvCacheAppend` writes one new key and
- * value row per sequence into the caches at that sequence's own position, and
- * `advancePositions` moves every position on by one; `ropeAppend` rotates the new q and k
- * first (RoPE, as rope.ts) in the same dispatch. Layouts, row-major: new k, v [B, Hkv, D]
+ * @file KV-cache wrappers for decoding (see kv-cache.wgsl.ts): `ropeAppend` rotates the new
+ * q and k (RoPE, as rope.ts) and writes the rotated key and the value of each sequence into
+ * the caches at that sequence's own position, one dispatch; `advancePositions` moves every
+ * position on by one. Layouts, row-major: new k, v [B, Hkv, D]
  * (or [B, 1, Hkv, D], as a T = 1 projection makes them); q [B, Hq, D] (or [B, 1, Hq, D]);
  * caches [B, S, Hkv, D], S the cache's capacity per sequence; positions u32 [B].
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
-import { KV_ADVANCE, KV_APPEND, KV_ROPE_APPEND, KV_WG } from './kv-cache.wgsl';
+import { KV_ADVANCE, KV_ROPE_APPEND, KV_WG } from './kv-cache.wgsl';
 
-const APPEND = { name: 'kv-cache.append', code: KV_APPEND };
 const ADVANCE = { name: 'kv-cache.advance', code: KV_ADVANCE };
 const ROPE_APPEND = { name: 'kv-cache.rope-append', code: KV_ROPE_APPEND };
 
-export interface KvCacheAppendArgs {
+interface KvCacheAppendArgs {
 	/** New keys [B, Hkv, D] or [B, 1, Hkv, D], f32. */
 	k: Tensor;
 	/** New values, k's shape. */
@@ -63,19 +62,6 @@ function checkAppend(what: string, args: KvCacheAppendArgs) {
 	return { B, S, Hkv, D, W };
 }
 
-/** kCache[b, positions[b]] = k[b]; vCache[b, positions[b]] = v[b]. */
-export function kvCacheAppend(rec: Recorder, args: KvCacheAppendArgs): void {
-	const { k, v, kCache, vCache, positions } = args;
-	const { B, S, W } = checkAppend('kv-cache append', args);
-	if (B * W === 0) return;
-	rec.dispatch(
-		APPEND,
-		[k, v, positions, kCache, vCache],
-		Math.ceil((B * W) / KV_WG),
-		new Params().u32(B).u32(S).u32(W)
-	);
-}
-
 /** positions[b] += 1 for every b (u32 [B]). */
 export function advancePositions(rec: Recorder, args: { positions: Tensor }): void {
 	const { positions } = args;
@@ -101,8 +87,8 @@ export interface RopeAppendArgs extends KvCacheAppendArgs {
 	attentionScaling?: number;
 }
 
-/** RoPE at positions[b] on q (in place) and on k, then kvCacheAppend of the rotated k and of
- * v (k itself is left as it was): what ropeForward on q and k then kvCacheAppend compute. */
+/** RoPE at positions[b] on q (in place) and on k, then kCache[b, positions[b]] = the rotated
+ * k[b] and vCache[b, positions[b]] = v[b] (k itself is left as it was). */
 export function ropeAppend(rec: Recorder, args: RopeAppendArgs): void {
 	const { q, k, v, kCache, vCache, positions, invFreq, attentionScaling = 1 } = args;
 	const what = 'rope append';

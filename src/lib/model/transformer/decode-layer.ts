@@ -11,7 +11,7 @@ import { addBias } from '../../gpu/kernels/add';
 import { copyRowSpans, type RowSpans } from '../../gpu/kernels/copy';
 import { decodeAttention } from '../../gpu/kernels/decode-attention';
 import { extendAttention } from '../../gpu/kernels/extend-attention';
-import { kvCacheAppend } from '../../gpu/kernels/kv-cache';
+import { ropeAppend } from '../../gpu/kernels/kv-cache';
 import { loraForward } from '../../gpu/kernels/lora';
 import { matmul } from '../../gpu/kernels/matmul';
 import { skinnyMatmul, type SkinnySegment, type SkinnyTiling } from '../../gpu/kernels/skinny';
@@ -263,14 +263,14 @@ export function decodeLayerForward(
 		invFreq: ctx.invFreq,
 		attentionScaling: ctx.attentionScaling
 	};
-	ropeForward(rec, { x: q, ...rope });
-	ropeForward(rec, { x: k, ...rope });
 	const extend = ctx.extend;
 	if (extend) {
+		ropeForward(rec, { x: q, ...rope });
+		ropeForward(rec, { x: k, ...rope });
 		const width = Hkv * D;
 		copyRowSpans(rec, { src: acts.k, dst: cache.k, width, spans: extend.kvSpans });
 		copyRowSpans(rec, { src: acts.v, dst: cache.v, width, spans: extend.kvSpans });
-	} else kvCacheAppend(rec, { k, v, kCache: cache.k, vCache: cache.v, positions: ctx.positions });
+	} else ropeAppend(rec, { q, k, v, kCache: cache.k, vCache: cache.v, ...rope }); // k stays unrotated
 	const att = acts.att.view([B, 1, Hq, D]);
 	if (extend && !extend.rows)
 		extendAttention(rec, {
