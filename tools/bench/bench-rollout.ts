@@ -173,12 +173,16 @@ async function main() {
 		}
 		generator.release();
 	}
-	result.speedup = median(times.before) / median(times.auto);
-	result.prefixSpeedup = median(times.noPrefix) / median(times.exact);
-	result.slackSpeedup = median(times.exact) / median(times.auto);
-	result.mergeSpeedup = median(times.live) / median(times.auto);
-	result.fused128Speedup = median(times.auto) / median(times.fused128);
-	result.fused512Speedup = median(times.auto) / median(times.fused512);
+	// each ratio of two configurations that ran (--configs may leave some out)
+	const ratio = (slow: string, fast: string) =>
+		times[slow] && times[fast] ? median(times[slow]) / median(times[fast]) : undefined;
+	result.speedup = ratio('before', 'auto');
+	result.prefixSpeedup = ratio('noPrefix', 'exact');
+	result.slackSpeedup = ratio('exact', 'auto');
+	result.mergeSpeedup = ratio('live', 'auto');
+	result.fused128Speedup = ratio('auto', 'fused128');
+	result.fused512Speedup = ratio('auto', 'fused512');
+	result.rowsSpeedup = ratio('auto', 'rows');
 	console.log(JSON.stringify(result));
 	model.release();
 }
