@@ -20,7 +20,7 @@ describe('decode attention', () => {
 			{ B: 2, S: 130, Hq: 4, Hkv: 1, D: 16, positions: [129, 64], splits: 3 },
 			// Positions at and past the cache's end are capped at S - 1.
 			{ B: 2, S: 10, Hq: 2, Hkv: 2, D: 8, positions: [10, 500] },
-			// One split over several tiles; many splits each of one tile.
+			// One split over several tiles (written straight to out); many splits each of one tile.
 			{ B: 2, S: 300, Hq: 8, Hkv: 2, D: 64, positions: [299, 150], splits: 1 },
 			{ B: 2, S: 300, Hq: 8, Hkv: 2, D: 64, positions: [299, 150], splits: 5 },
 			// Qwen2.5-0.5B's heads (14 over 2 of 64); Llama's 128 (2 columns per invocation);
@@ -40,6 +40,17 @@ describe('decode attention', () => {
 				positions: [70, 71, 72, 3, 139, 5],
 				sequences: [2, 2, 2, 0, 2, 0],
 				splits: 2
+			},
+			// ... and in one split: the pass writes out itself, no combine
+			{
+				B: 3,
+				S: 140,
+				Hq: 4,
+				Hkv: 2,
+				D: 16,
+				positions: [70, 71, 72, 3, 139, 5],
+				sequences: [2, 2, 2, 0, 2, 0],
+				splits: 1
 			}
 		]),
 		gpu

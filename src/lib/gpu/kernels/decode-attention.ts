@@ -6,7 +6,8 @@
  * reads cache row sequences[r]: a prefill's suffix rows one a workgroup (the Generator's
  * extendAttention 'rows'; its default, extend-attention.ts, takes a block of rows a
  * workgroup: faster on SwiftShader, slower on an H100 at 512 x 40 rows). Two dispatches
- * (split, combine) with the partial states in the recorder's scratch.
+ * (split, combine) with the partial states in the recorder's scratch; one (the split pass
+ * writing out) when a single split fills the GPU, as a batch of many sequences does.
  */
 import { assertShape, OverLimitError } from '../errors';
 import { Params, type KernelSource, type Recorder } from '../kernel';
@@ -63,10 +64,10 @@ export function decodeSplitPlan(
 }
 
 const splitKernels = new Map<string, KernelSource>();
-function splitKernel(D: number, G: number, indexed: boolean): KernelSource {
-	const name = `decode-attention.split.d${D}.g${G}${indexed ? '.indexed' : ''}`;
+function splitKernel(D: number, G: number, indexed: boolean, direct: boolean): KernelSource {
+	const name = `decode-attention.split.d${D}.g${G}${indexed ? '.indexed' : ''}${direct ? '.direct' : ''}`;
 	let k = splitKernels.get(name);
-	if (!k) splitKernels.set(name, (k = { name, code: decodeSplitWgsl(D, G, indexed) }));
+	if (!k) splitKernels.set(name, (k = { name, code: decodeSplitWgsl(D, G, indexed, direct) }));
 	return k;
 }
 const COMBINE: KernelSource = { name: 'decode-attention.combine', code: DECODE_COMBINE };
@@ -150,16 +151,27 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 		throw new RangeError(`${what}: splits must be a positive integer, got ${args.splits}`);
 	if (B === 0 || S === 0) return;
 	const { splits, splitKeys } = decodeSplitPlan(B, Hkv, S, args.splits, tuningOf(rec.gpu));
+	const params = new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale);
+	const indexed = sequences !== undefined;
+	if (splits === 1) {
+		// enough rows to fill the GPU: one pass writes out, no partial states to combine
+		const bindings = [q, k, v, positions, out];
+		rec.dispatch(
+			splitKernel(D, G, indexed, true),
+			indexed ? [...bindings, sequences] : bindings,
+			B * Hkv,
+			params
+		);
+		return;
+	}
 	const rows = B * Hq;
 	const partO = rec.scratch(rows * splits * D * 4);
 	const partMl = rec.scratch(rows * splits * 8);
 	rec.dispatch(
-		splitKernel(D, G, sequences !== undefined),
-		sequences
-			? [q, k, v, positions, partO, partMl, sequences]
-			: [q, k, v, positions, partO, partMl],
+		splitKernel(D, G, indexed, false),
+		indexed ? [q, k, v, positions, partO, partMl, sequences] : [q, k, v, positions, partO, partMl],
 		B * Hkv * splits,
-		new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale)
+		params
 	);
 	rec.dispatch(COMBINE, [partO, partMl, out], rows, new Params().u32(rows).u32(splits).u32(D));
 }

@@ -72,23 +72,48 @@ export function softmaxTileWgsl(Q: string, end: string): string {
 }
 
 /** The split pass for head size D and G query heads per kv head; `indexed`: each query row
- * names its cache row (binding 6), else query row b reads cache row b. */
-export function decodeSplitWgsl(D: number, G: number, indexed = false): string {
+ * names its cache row (the binding after the outputs), else query row b reads cache row b;
+ * `direct`: one split, its acc / l written to out [B, Hq, D] (binding 4), what the combine
+ * pass would write (exp(0) = 1), so no combine pass. */
+export function decodeSplitWgsl(D: number, G: number, indexed = false, direct = false): string {
 	const cpi = Math.ceil(D / DECODE_WG);
+	const outputs = direct
+		? ['@group(0) @binding(4) var<storage, read_write> out: array<f32>;         // [B, Hq, D]']
+		: [
+				'@group(0) @binding(4) var<storage, read_write> part_o: array<f32>;      // [B, Hq, splits, D]',
+				'@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>; // [B, Hq, splits]'
+			];
+	let next = 4 + outputs.length;
+	const sequences = indexed
+		? `@group(0) @binding(${next++}) var<storage, read> sequences: array<u32>;  // [B]: cache rows`
+		: '';
+	const store = direct
+		? /* wgsl */ `
+  for (var h = 0u; h < G; h++) {
+    let row = b * Hq + g * G + h;
+    for (var c = 0u; c < CPI; c++) {
+      let col = lid + c * WG;
+      if (col < D) { out[row * D + col] = acc[h * CPI + c] / l[h]; }
+    }
+  }`
+		: /* wgsl */ `
+  for (var h = 0u; h < G; h++) {
+    let row = (b * Hq + g * G + h) * p.splits + split;
+    for (var c = 0u; c < CPI; c++) {
+      let col = lid + c * WG;
+      if (col < D) { part_o[row * D + col] = acc[h * CPI + c]; }
+    }
+    if (lid == 0u) { part_ml[row] = vec2<f32>(m[h], l[h]); }
+  }`;
 	return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> q: array<f32>;                 // [B, Hq, D]
 @group(0) @binding(1) var<storage, read> k: array<f32>;                 // [Bc, S, Hkv, D]
 @group(0) @binding(2) var<storage, read> v: array<f32>;                 // [Bc, S, Hkv, D]
 @group(0) @binding(3) var<storage, read> positions: array<u32>;         // [B]
-@group(0) @binding(4) var<storage, read_write> part_o: array<f32>;      // [B, Hq, splits, D]
-@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>; // [B, Hq, splits]
+${outputs.join('\n')}
+${sequences}
 struct Params { B: u32, S: u32, Hkv: u32, splits: u32, split_keys: u32, scale: f32 }
-${
-	indexed
-		? `@group(0) @binding(6) var<storage, read> sequences: array<u32>;  // [B]: cache rows
-@group(0) @binding(7) var<uniform> p: Params;`
-		: '@group(0) @binding(6) var<uniform> p: Params;'
-}
+@group(0) @binding(${next}) var<uniform> p: Params;
 ${COMMON}
 const D: u32 = ${D}u;
 const G: u32 = ${G}u;     // query heads per kv head
@@ -136,15 +161,7 @@ ${WORKGROUP_MAIN_WGSL}
     for (var h = 0u; h < G; h++) { sc[h * WG + lid] = s[h]; }
 ${softmaxTileWgsl('G', 'k1')}
   }
-
-  for (var h = 0u; h < G; h++) {
-    let row = (b * Hq + g * G + h) * p.splits + split;
-    for (var c = 0u; c < CPI; c++) {
-      let col = lid + c * WG;
-      if (col < D) { part_o[row * D + col] = acc[h * CPI + c]; }
-    }
-    if (lid == 0u) { part_ml[row] = vec2<f32>(m[h], l[h]); }
-  }
+${store}
 }`;
 }
 
