@@ -30,8 +30,9 @@ describe('decode attention', () => {
 			{ B: 1, S: 70, Hq: 2, Hkv: 1, D: 256, positions: [69] },
 			{ B: 2, S: 66, Hq: 6, Hkv: 3, D: 80, positions: [65, 64], scale: 0.3 },
 			// Indexed: rows of a suffix over cached prefixes, several per sequence, in any
-			// order, one sequence not queried; over several splits.
-			{
+			// order, one sequence not queried; over several splits, and in one (the pass
+			// writes out itself, no combine).
+			...[2, 1].map((splits) => ({
 				B: 3,
 				S: 140,
 				Hq: 4,
@@ -39,19 +40,8 @@ describe('decode attention', () => {
 				D: 16,
 				positions: [70, 71, 72, 3, 139, 5],
 				sequences: [2, 2, 2, 0, 2, 0],
-				splits: 2
-			},
-			// ... and in one split: the pass writes out itself, no combine
-			{
-				B: 3,
-				S: 140,
-				Hq: 4,
-				Hkv: 2,
-				D: 16,
-				positions: [70, 71, 72, 3, 139, 5],
-				sequences: [2, 2, 2, 0, 2, 0],
-				splits: 1
-			}
+				splits
+			}))
 		]),
 		gpu
 	);
