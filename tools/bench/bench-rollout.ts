@@ -10,8 +10,8 @@
  * adapter applied on top), `fused128` and `fused512` (auto with the fused skinny decode kernels
  * up to 128 or 512 rows), `noShare` (auto with each first prompt prefilled whole, not
  * its system prompt once), `rows` (auto with the prefill's rows over cached tokens attending
- * one by one, decode attention's indexed form): median, min and max ms and the Generator's stats (callMs: the
- * calls end to end). The adapter counts as changed before each rollout (a GRPO step's
+ * one by one, decode attention's indexed form): median, min and max ms and the Generator's
+ * stats (callMs: the calls end to end). The adapter counts as changed before each rollout (a GRPO step's
  * update), so no rollout reuses another's keys. One JSON object; --tiles h200 forces the
  * H200's thresholds; --profile adds per-kernel GPU time.
  *

@@ -1,4 +1,4 @@
-# GPU-machine call: where a 512-game tic-tac-toe step's update goes. Three parts, one after
+# GPU-machine call: where a 512-game tic-tac-toe step's update goes. Two parts, one after
 # another (timings alone on the machine):
 #   1. bench-update (whole / shared / merged, 3 reps) under node's CPU profiler: the host's
 #      share of the update (the .cpuprofile) beside its wall time; then one --profile rep:
@@ -24,7 +24,7 @@ for i in 1 2; do
     run=k$mem-$i; runs+=($run)
     flags=(); [ $mem = none ] || flags=(--gpu-memory $mem)
     timeout 150 node .gpu/cli.mjs train --env tictactoe --out $D/$run --groups 64 --group-size 8 \
-      --steps "$steps" --eval-every 0 "${flags[@]}" > $D/$run.json 2> $D/$run.log
+      --steps "$steps" --eval-every 0 ${flags[@]+"${flags[@]}"} > $D/$run.json 2> $D/$run.log
     echo "$run rc $?"
   done
 done

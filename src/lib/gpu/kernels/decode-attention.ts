@@ -151,27 +151,16 @@ export function decodeAttention(rec: Recorder, args: DecodeAttentionArgs): void 
 		throw new RangeError(`${what}: splits must be a positive integer, got ${args.splits}`);
 	if (B === 0 || S === 0) return;
 	const { splits, splitKeys } = decodeSplitPlan(B, Hkv, S, args.splits, tuningOf(rec.gpu));
-	const params = new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale);
-	const indexed = sequences !== undefined;
-	if (splits === 1) {
-		// enough rows to fill the GPU: one pass writes out, no partial states to combine
-		const bindings = [q, k, v, positions, out];
-		rec.dispatch(
-			splitKernel(D, G, indexed, true),
-			indexed ? [...bindings, sequences] : bindings,
-			B * Hkv,
-			params
-		);
-		return;
-	}
 	const rows = B * Hq;
-	const partO = rec.scratch(rows * splits * D * 4);
-	const partMl = rec.scratch(rows * splits * 8);
+	// one split (enough rows to fill the GPU): the pass writes out, no partial states to combine
+	const direct = splits === 1;
+	const parts = direct ? [] : [rec.scratch(rows * splits * D * 4), rec.scratch(rows * splits * 8)];
 	rec.dispatch(
-		splitKernel(D, G, indexed, false),
-		indexed ? [q, k, v, positions, partO, partMl, sequences] : [q, k, v, positions, partO, partMl],
+		splitKernel(D, G, sequences !== undefined, direct),
+		[q, k, v, positions, ...(direct ? [out] : parts), ...(sequences ? [sequences] : [])],
 		B * Hkv * splits,
-		params
+		new Params().u32(B).u32(S).u32(Hkv).u32(splits).u32(splitKeys).f32(scale)
 	);
-	rec.dispatch(COMBINE, [partO, partMl, out], rows, new Params().u32(rows).u32(splits).u32(D));
+	if (!direct)
+		rec.dispatch(COMBINE, [...parts, out], rows, new Params().u32(rows).u32(splits).u32(D));
 }

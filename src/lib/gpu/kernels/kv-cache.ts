@@ -10,6 +10,7 @@ import { assertShape, OverLimitError } from '../errors';
 import { Params, type Recorder } from '../kernel';
 import type { Tensor } from '../tensor';
 import { KV_ADVANCE, KV_ROPE_APPEND, KV_WG } from './kv-cache.wgsl';
+import { checkRotation } from './rope';
 
 const ADVANCE = { name: 'kv-cache.advance', code: KV_ADVANCE };
 const ROPE_APPEND = { name: 'kv-cache.rope-append', code: KV_ROPE_APPEND };
@@ -102,14 +103,7 @@ export function ropeAppend(rec: Recorder, args: RopeAppendArgs): void {
 			q.shape[q.shape.length - 2] === Hq,
 		() => `${what}: q must be f32 [${B}, Hq, ${D}]; got ${q.dtype} [${q.shape}]`
 	);
-	assertShape(
-		D % 2 === 0 && invFreq.dtype === 'f32' && invFreq.size * 2 === D,
-		() =>
-			`${what}: head dim ${D} needs an even D and f32 inv_freq [${D / 2}]; ` +
-			`got ${invFreq.dtype} [${invFreq.shape}]`
-	);
-	if (!Number.isFinite(attentionScaling))
-		throw new RangeError(`${what}: attentionScaling must be finite, got ${attentionScaling}`);
+	checkRotation(what, D, invFreq, attentionScaling);
 	const pairs = (B * (Hq + Hkv) * D) / 2;
 	if (pairs >= 2 ** 32 - KV_WG)
 		throw new OverLimitError(`${what}: ${pairs} pairs exceed a u32 index`);

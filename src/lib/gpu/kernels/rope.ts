@@ -53,6 +53,24 @@ export interface RopeArgs {
 	attentionScaling?: number;
 }
 
+/** The rotation's own checks, for every kernel that rotates as RoPE does: an even head
+ * size `dim` with f32 inv_freq [dim / 2], a finite scaling. */
+export function checkRotation(
+	what: string,
+	dim: number,
+	invFreq: Tensor,
+	attentionScaling: number
+): void {
+	assertShape(
+		dim % 2 === 0 && invFreq.dtype === 'f32' && invFreq.size * 2 === dim,
+		() =>
+			`${what}: head dim ${dim} needs an even D and f32 inv_freq [${dim / 2}]; ` +
+			`got ${invFreq.dtype} [${invFreq.shape}] (partial rotary is not supported)`
+	);
+	if (!Number.isFinite(attentionScaling))
+		throw new RangeError(`${what}: attentionScaling must be finite, got ${attentionScaling}`);
+}
+
 function dispatchRope(rec: Recorder, args: RopeArgs, sign: 1 | -1, what: string): void {
 	const { x, positions, invFreq, attentionScaling = 1 } = args;
 	const y = args.y ?? x;
@@ -63,12 +81,7 @@ function dispatchRope(rec: Recorder, args: RopeArgs, sign: 1 | -1, what: string)
 	);
 	const [dim, heads, seq] = [x.shape[rank - 1], x.shape[rank - 2], x.shape[rank - 3]];
 	const rows = rank === 4 ? x.shape[0] * seq : seq;
-	assertShape(
-		dim % 2 === 0 && invFreq.dtype === 'f32' && invFreq.size * 2 === dim,
-		() =>
-			`${what}: head dim ${dim} needs an even D and f32 inv_freq [${dim / 2}]; ` +
-			`got ${invFreq.dtype} [${invFreq.shape}] (partial rotary is not supported)`
-	);
+	checkRotation(what, dim, invFreq, attentionScaling);
 	assertShape(
 		positions.dtype === 'u32' && (positions.size === rows || positions.size === seq),
 		() =>
@@ -79,8 +92,6 @@ function dispatchRope(rec: Recorder, args: RopeArgs, sign: 1 | -1, what: string)
 		y.dtype === 'f32' && y.size === x.size && y.shape[y.shape.length - 1] === dim,
 		() => `${what}: y must be f32 of x's shape [${x.shape}]; got ${y.dtype} [${y.shape}]`
 	);
-	if (!Number.isFinite(attentionScaling))
-		throw new RangeError(`${what}: attentionScaling must be finite, got ${attentionScaling}`);
 	const pairs = x.size / 2;
 	if (pairs >= 2 ** 32 - ROPE_WG)
 		throw new OverLimitError(`${what}: ${pairs} pairs exceed a u32 index`);
